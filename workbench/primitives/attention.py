@@ -1,0 +1,58 @@
+"""Attention costs: flash-style prefill (scores never written to memory) and decode
+(one new query per sequence reading the whole KV cache).
+
+FLOPs follow the FlashAttention papers: 4·B·S²·H·h for a full forward (two matmuls,
+QK^T and PV, each 2·B·S²·H·h), halved when causal. With a value head size h_v that
+differs from h (MLA), the two matmuls are 2·B·S²·H·h and 2·B·S²·H·h_v.
+"""
+from __future__ import annotations
+
+from ..specs import HardwareSpec
+from .gemm import memory_time
+import numpy as np
+
+
+def _matmul_eff(hw: HardwareSpec, flops, dtype: str):
+    """Flash attention's two matmuls run at the GEMM efficiency of their total size
+    (FA3 reaches about 75% of H100 peak at long sequences, close to a GEMM's 80%)."""
+    return hw.gemm_peak_eff_for(dtype) * hw.gemm_eff(flops)
+
+
+def attention_prefill(*, hw: HardwareSpec, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
+                      v_head_dim=None, causal=True, dtype: str = "bf16", act_bytes=2.0,
+                      kv_bytes=None, context=0.0) -> dict:
+    """Flash-style attention over `seq_len` new tokens per sequence that also attend to
+    `context` cached tokens. Memory: read Q, K, V (new and cached), write O."""
+    n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+    v_head_dim = head_dim if v_head_dim is None else v_head_dim
+    kv_bytes = act_bytes if kv_bytes is None else kv_bytes
+    pairs = seq_len * seq_len * (0.5 if causal else 1.0) + seq_len * context
+    flops = 2.0 * batch * n_heads * (head_dim + v_head_dim) * pairs
+    keys = seq_len + context
+    nbytes = batch * (seq_len * n_heads * (head_dim + v_head_dim) * act_bytes
+                      + keys * n_kv_heads * (head_dim + v_head_dim) * kv_bytes)
+    compute_s = flops / (hw.peak(dtype) * _matmul_eff(hw, flops, dtype))
+    memory_s = memory_time(hw=hw, nbytes=nbytes)
+    return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
+            "overhead_s": hw.kernel_launch_s + 0.0 * flops,
+            "time_s": np.maximum(compute_s, memory_s), "compute_bound": compute_s >= memory_s}
+
+
+def attention_decode(*, hw: HardwareSpec, batch, context, n_heads, head_dim, n_kv_heads,
+                     v_head_dim=None, kv_elements_per_token=None, dtype: str = "bf16",
+                     kv_bytes=2.0) -> dict:
+    """One decode step: each of `batch` sequences has one query attending to `context`
+    cached tokens. The KV read dominates; `kv_elements_per_token` overrides the
+    K·(h + h_v) elements per token (MLA caches a latent instead)."""
+    v_head_dim = head_dim if v_head_dim is None else v_head_dim
+    if kv_elements_per_token is None:
+        kv_elements_per_token = n_kv_heads * (head_dim + v_head_dim)
+    flops = 2.0 * batch * n_heads * (head_dim + v_head_dim) * context
+    nbytes = batch * context * kv_elements_per_token * kv_bytes
+    # Decode attention is a batched GEMV: its matmuls run far from peak, so the compute
+    # side uses the GEMM efficiency of its size; it is memory-bound in practice.
+    compute_s = flops / (hw.peak(dtype) * _matmul_eff(hw, flops, dtype))
+    memory_s = memory_time(hw=hw, nbytes=nbytes)
+    return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
+            "overhead_s": hw.kernel_launch_s + 0.0 * flops,
+            "time_s": np.maximum(compute_s, memory_s), "compute_bound": compute_s >= memory_s}

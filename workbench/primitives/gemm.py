@@ -1,0 +1,83 @@
+"""GEMM and memory-bound kernel costs on a GPU: roofline with tile/wave quantization and
+size-dependent efficiency tables taken from kernel measurements.
+
+C[m, n] = A[m, k] @ B[k, n]; FLOPs = 2·m·n·k. Pure array functions: every size argument
+may be a float, an ndarray or a DataArray, and the result broadcasts by dimension name.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..specs import HardwareSpec
+
+# Stream-K / split-K: when there are fewer output tiles than SMs, libraries split the K
+# dimension so that every SM has work (CUTLASS stream-K, cuBLAS split-K). A split needs
+# at least this much K per SM to pay for its partial-sum reduction.
+MIN_K_PER_SPLIT = 256
+
+
+def _tile_efficiency(*, tm, tn, sms, m, n, k):
+    tiles_m, tiles_n = np.ceil(m / tm), np.ceil(n / tn)
+    padding = (m * n) / (tiles_m * tm * tiles_n * tn)
+    tiles = tiles_m * tiles_n
+    max_split = np.maximum(np.floor(k / MIN_K_PER_SPLIT), 1.0)
+    split = np.clip(np.floor(sms / tiles), 1.0, max_split)
+    units = tiles * split
+    waves = np.ceil(units / sms)
+    return padding * units / (waves * sms)
+
+
+def wave_efficiency(*, hw: HardwareSpec, m, n, k):
+    """Fraction of the SM-time that does useful work: tile padding of m and n, times the
+    tail of the last wave of (tile x K-split) work units across the SMs. Libraries pick
+    the tile per shape, so the best of the spec's tile and its halves is taken."""
+    tm, tn, sms = hw.gemm_tile_m, hw.gemm_tile_n, hw.n_sms
+    return np.maximum(
+        np.maximum(_tile_efficiency(tm=tm, tn=tn, sms=sms, m=m, n=n, k=k),
+                   _tile_efficiency(tm=tm / 2, tn=tn, sms=sms, m=m, n=n, k=k)),
+        _tile_efficiency(tm=tm / 2, tn=tn / 2, sms=sms, m=m, n=n, k=k))
+
+
+def gemm_compute_eff(*, hw: HardwareSpec, m, n, k, dtype: str):
+    """Achieved fraction of the dtype's dense peak for an m x n x k GEMM."""
+    flops = 2.0 * m * n * k
+    return hw.gemm_peak_eff_for(dtype) * hw.gemm_eff(flops) * wave_efficiency(hw=hw, m=m, n=n, k=k)
+
+
+def memory_time(*, hw: HardwareSpec, nbytes):
+    """Seconds to stream `nbytes` through main memory at the size-dependent efficiency."""
+    bw = hw.hbm.bandwidth_bytes_per_s * hw.memory_eff(nbytes)
+    return nbytes / bw
+
+
+def gemm(*, hw: HardwareSpec, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2.0,
+         c_bytes=2.0, count=1.0) -> dict:
+    """Cost of `count` identical GEMMs [m, k] x [k, n] -> [m, n].
+
+    a_bytes / b_bytes / c_bytes are bytes per element of the activation, the weight and
+    the output (weights may be narrower than the math dtype: W4A16 reads 0.5 B/element).
+    Returns compute_s, memory_s, time_s (the kernel's roofline time, max of the two),
+    overhead_s (launch gaps, kept apart so a measured kernel time compares with time_s),
+    flops and bytes, and compute_bound.
+    """
+    flops = 2.0 * m * n * k * count
+    nbytes = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) * count
+    compute_s = flops / (hw.peak(dtype) * gemm_compute_eff(hw=hw, m=m, n=n, k=k, dtype=dtype))
+    memory_s = memory_time(hw=hw, nbytes=nbytes)
+    overhead_s = hw.kernel_launch_s * count
+    return {
+        "flops": flops,
+        "bytes": nbytes,
+        "compute_s": compute_s,
+        "memory_s": memory_s,
+        "overhead_s": overhead_s,
+        "time_s": np.maximum(compute_s, memory_s),
+        "compute_bound": compute_s >= memory_s,
+    }
+
+
+def elementwise(*, hw: HardwareSpec, nbytes, count=1.0) -> dict:
+    """A memory-bound kernel (norm, activation, residual add, rotary) moving `nbytes`."""
+    memory_s = memory_time(hw=hw, nbytes=nbytes)
+    overhead_s = hw.kernel_launch_s * count
+    return {"bytes": nbytes, "memory_s": memory_s, "overhead_s": overhead_s, "time_s": memory_s}

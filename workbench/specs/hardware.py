@@ -1,0 +1,138 @@
+"""Hardware specs: chips as frozen dataclasses with SI fields.
+
+Memory tiers and links are lists of small dataclasses so that HBM + NVLink + InfiniBand
+and on-wafer SRAM + MemoryX share one shape. Size-dependent efficiency is data
+(`EfficiencyTable`, interpolated in log-size), fitted from kernel measurements.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..units import DTYPES
+from ._base import SpecError
+
+LINK_SCOPES = ("scale_up", "scale_out")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EfficiencyTable:
+    """Achieved fraction of a peak against a size (FLOPs or bytes), interpolated in
+    log10(size) and held constant beyond the ends."""
+    size: tuple[float, ...]
+    eff: tuple[float, ...]
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        s, e = np.asarray(self.size, float), np.asarray(self.eff, float)
+        if s.shape != e.shape or s.size == 0:
+            raise SpecError("efficiency table", "size/eff", (len(self.size), len(self.eff)),
+                            "two non-empty lists of equal length")
+        if np.any(np.diff(s) <= 0) or np.any(s <= 0):
+            raise SpecError("efficiency table", "size", list(self.size), "positive and ascending")
+        if np.any((e <= 0) | (e > 1)):
+            raise SpecError("efficiency table", "eff", list(self.eff), "values in (0, 1]")
+
+    def __call__(self, size):
+        from ..primitives._array import elementwise
+        xp = np.log10(np.asarray(self.size, float))
+        fp = np.asarray(self.eff, float)
+        return elementwise(lambda s: np.interp(np.log10(np.maximum(s, 1.0)), xp, fp), size)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryTier:
+    name: str
+    capacity_bytes: float
+    bandwidth_bytes_per_s: float
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Link:
+    """A link class of a device: NVLink to the scale-up domain, a NIC to the scale-out
+    network. Bandwidth is per device, per direction."""
+    name: str
+    scope: str  # "scale_up" or "scale_out"
+    unidir_bytes_per_s: float
+    latency_s: float  # per message step (alpha)
+    domain_size: int  # devices reachable over this link class (0 = whole cluster)
+    busbw_eff: EfficiencyTable  # message size -> achieved fraction of the line rate
+    in_network_reduction: bool = False  # NVLS / SHARP: the switch reduces all-reduce data
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.scope not in LINK_SCOPES:
+            raise SpecError(self.name, "scope", self.scope, f"one of {LINK_SCOPES}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HardwareSpec:
+    name: str
+    vendor: str
+    source: str
+    peak_flops_per_s: dict  # dtype -> dense tensor-core FLOP/s
+    memory: tuple  # MemoryTier, main memory first
+    links: tuple  # Link, scale-up first
+    l2_bytes: float
+    n_sms: int  # streaming multiprocessors / compute units, for wave quantization
+    gemm_tile_m: int  # output tile of the library GEMM kernels (rows)
+    gemm_tile_n: int  # output tile (columns)
+    gemm_peak_eff: dict  # dtype -> best achievable fraction of peak for large GEMMs (MAMF)
+    gemm_eff: EfficiencyTable  # GEMM FLOPs -> fraction of that best, after wave quantization
+    memory_eff: EfficiencyTable  # bytes moved -> fraction of peak memory bandwidth
+    kernel_launch_s: float  # fixed cost per kernel (launch + tail), CUDA-graph replay
+    tdp_w: float
+    notes: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        for dt, v in self.peak_flops_per_s.items():
+            if dt not in DTYPES:
+                raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, f"a dtype in {DTYPES}")
+            if not (isinstance(v, (int, float)) and v > 0):
+                raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, "a positive FLOP/s")
+        for name in ("l2_bytes", "kernel_launch_s", "tdp_w"):
+            if not getattr(self, name) > 0:
+                raise SpecError(self.name, name, getattr(self, name), "a positive number")
+        if "bf16" not in self.gemm_peak_eff:
+            raise SpecError(self.name, "gemm_peak_eff.bf16", None, "a bf16 entry (the fallback)")
+        for dt, v in self.gemm_peak_eff.items():
+            if dt not in DTYPES or not 0 < v <= 1:
+                raise SpecError(self.name, f"gemm_peak_eff.{dt}", v, "a dtype with a value in (0, 1]")
+        if not self.memory:
+            raise SpecError(self.name, "memory", [], "at least one memory tier")
+
+    @property
+    def hbm(self) -> MemoryTier:
+        return self.memory[0]
+
+    def link(self, scope: str) -> Link:
+        for ln in self.links:
+            if ln.scope == scope:
+                return ln
+        raise SpecError(self.name, "links", scope, f"a link with scope {scope!r}")
+
+    def gemm_peak_eff_for(self, dtype: str) -> float:
+        """Large-GEMM efficiency for `dtype`; dtypes without a measurement use bf16's."""
+        return float(self.gemm_peak_eff.get(dtype, self.gemm_peak_eff["bf16"]))
+
+    def peak(self, dtype: str) -> float:
+        """Dense peak FLOP/s for math in `dtype`; NaN when the chip has no such unit."""
+        return float(self.peak_flops_per_s.get(dtype, np.nan))
+
+
+def hardware_from_dict(data: dict, origin: str) -> HardwareSpec:
+    from ._base import build
+    data = dict(data)
+    for key in ("gemm_eff", "memory_eff"):
+        if key in data:
+            data[key] = build(EfficiencyTable, data[key], origin=f"{origin}.{key}")
+    data["memory"] = tuple(build(MemoryTier, m, origin=f"{origin}.memory") for m in data.get("memory", []))
+    links = []
+    for ln in data.get("links", []):
+        ln = dict(ln)
+        ln["busbw_eff"] = build(EfficiencyTable, ln.get("busbw_eff", {}), origin=f"{origin}.links.busbw_eff")
+        links.append(build(Link, ln, origin=f"{origin}.links"))
+    data["links"] = tuple(links)
+    return build(HardwareSpec, data, origin=origin)

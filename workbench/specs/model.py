@@ -1,0 +1,190 @@
+"""Transformer model specs: the published config as a frozen dataclass, plus derived counts.
+
+Notation (scaling-book letters): L layers, D d_model, H query heads, K KV heads,
+h head dim, F MLP hidden size, V vocabulary, E routed experts, k active experts.
+Parameter counts ignore biases and norm weights except where noted; they are checked
+against the published totals in tests/specs/test_models.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..units import dtype_bytes
+from ._base import SpecError
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    name: str
+    source: str
+    n_layers: int  # L
+    d_model: int  # D
+    n_heads: int  # H, query heads
+    n_kv_heads: int  # K; == H for MHA, 1 for MQA
+    head_dim: int  # h; for MLA the query/key head dim (nope + rope)
+    d_ff: int  # F, hidden size of the dense MLP layers
+    vocab_size: int  # V
+    gated_mlp: bool = True  # SwiGLU/GeGLU: three D x F matrices instead of two
+    tied_embeddings: bool = False  # lm_head shares the embedding matrix
+    max_seq_len: int = 4096
+    # Mixture of experts (0 = dense model).
+    n_experts: int = 0  # E, routed experts per MoE layer
+    n_active_experts: int = 0  # k, routed experts per token (top-k)
+    n_shared_experts: int = 0  # always-on experts per MoE layer
+    d_ff_expert: int = 0  # hidden size of one expert
+    n_dense_layers: int = 0  # leading layers with a dense MLP (DeepSeek-V3: 3)
+    # Multi-head latent attention (DeepSeek-V2/V3); 0 = standard attention.
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0  # 0 = head_dim
+    # Sliding-window attention: n_sliding_layers of the L layers see only the last
+    # `sliding_window` tokens (gpt-oss alternates full and 128-token windows).
+    sliding_window: int = 0
+    n_sliding_layers: int = 0
+    published_params: float = 0.0  # total parameter count quoted by the source, for checks
+    notes: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff",
+                     "vocab_size", "max_seq_len"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise SpecError(self.name, name, v, "a positive integer")
+        for name in ("n_experts", "n_active_experts", "n_shared_experts", "d_ff_expert",
+                     "n_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
+                     "v_head_dim", "sliding_window", "n_sliding_layers"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise SpecError(self.name, name, v, "an integer >= 0")
+        if isinstance(self.published_params, bool) or not isinstance(self.published_params, (int, float)) \
+                or self.published_params < 0:
+            raise SpecError(self.name, "published_params", self.published_params, "a number >= 0")
+        if self.n_heads % self.n_kv_heads:
+            raise SpecError(self.name, "n_kv_heads", self.n_kv_heads,
+                            f"a divisor of n_heads={self.n_heads}")
+        if self.n_experts and not (0 < self.n_active_experts <= self.n_experts):
+            raise SpecError(self.name, "n_active_experts", self.n_active_experts,
+                            f"1..n_experts={self.n_experts} for an MoE model")
+        if self.n_experts and not self.d_ff_expert:
+            raise SpecError(self.name, "d_ff_expert", 0, "> 0 when n_experts > 0")
+        if self.n_dense_layers > self.n_layers or self.n_sliding_layers > self.n_layers:
+            raise SpecError(self.name, "n_dense_layers/n_sliding_layers",
+                            max(self.n_dense_layers, self.n_sliding_layers),
+                            f"<= n_layers={self.n_layers}")
+        if self.n_sliding_layers and not self.sliding_window:
+            raise SpecError(self.name, "sliding_window", 0, "> 0 when n_sliding_layers > 0")
+
+    # ---- structure -------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    @property
+    def n_dense_mlp_layers(self) -> int:
+        return self.n_layers - self.n_moe_layers
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def mlp_matrices(self) -> int:
+        return 3 if self.gated_mlp else 2
+
+    # ---- parameters per layer (matmul weights only) -----------------------------------
+    @property
+    def attn_params_per_layer(self) -> int:
+        D, H, K, h = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
+        if self.is_mla:
+            r_q, r_kv, rope = self.q_lora_rank, self.kv_lora_rank, self.qk_rope_head_dim
+            q = D * r_q + r_q * H * h if r_q else D * H * h
+            kv_down = D * (r_kv + rope)  # compressed latent + shared rope key
+            kv_up = r_kv * H * ((h - rope) + self.v_dim)  # per-head nope key and value
+            return q + kv_down + kv_up + H * self.v_dim * D
+        return D * H * h + 2 * D * K * h + H * h * D
+
+    @property
+    def dense_mlp_params_per_layer(self) -> int:
+        return self.mlp_matrices * self.d_model * self.d_ff
+
+    @property
+    def expert_params(self) -> int:
+        """Parameters of one expert."""
+        return self.mlp_matrices * self.d_model * self.d_ff_expert
+
+    @property
+    def router_params_per_layer(self) -> int:
+        return self.d_model * self.n_experts
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab_size * self.d_model * (1 if self.tied_embeddings else 2)
+
+    @property
+    def n_params(self) -> int:
+        """Total parameters (all experts), embeddings included."""
+        moe = (self.n_experts + self.n_shared_experts) * self.expert_params + self.router_params_per_layer
+        return (self.n_layers * self.attn_params_per_layer
+                + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
+                + self.n_moe_layers * moe + self.embedding_params)
+
+    @property
+    def n_params_active(self) -> int:
+        """Parameters touched per token (top-k routed + shared experts), embeddings included."""
+        moe = ((self.n_active_experts + self.n_shared_experts) * self.expert_params
+               + self.router_params_per_layer)
+        return (self.n_layers * self.attn_params_per_layer
+                + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
+                + self.n_moe_layers * moe + self.embedding_params)
+
+    @property
+    def n_matmul_params_active(self) -> int:
+        """Active parameters used in matmuls per token: excludes the embedding lookup
+        (a gather, no FLOPs) but includes the lm_head projection."""
+        return self.n_params_active - self.embedding_params + self.vocab_size * self.d_model
+
+    # ---- FLOPs -----------------------------------------------------------------------
+    @property
+    def flops_per_token(self) -> float:
+        """Forward matmul FLOPs per token, without attention scores: 2 x active matmul params."""
+        return 2.0 * self.n_matmul_params_active
+
+    def attention_context(self, context):
+        """Summed over layers, the number of past tokens each layer attends to at `context`
+        (sliding-window layers cap at the window). Array in, array out."""
+        context = np.asarray(getattr(context, "values", context), dtype=float) if not hasattr(context, "dims") else context
+        full = (self.n_layers - self.n_sliding_layers) * context
+        win = self.n_sliding_layers * np.minimum(context, self.sliding_window) if self.n_sliding_layers else 0.0
+        return full + win
+
+    def attention_flops_per_token(self, context):
+        """Forward attention FLOPs (QK^T and PV) of one new token attending to `context`
+        past tokens, over all layers: 2·H·(h + h_v)·context per layer."""
+        return 2.0 * self.n_heads * (self.head_dim + self.v_dim) * self.attention_context(context)
+
+    # ---- KV cache --------------------------------------------------------------------
+    @property
+    def kv_elements_per_token_per_layer(self) -> int:
+        """Cached elements per token per layer: K and V per KV head, or MLA's latent + rope key."""
+        if self.is_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return self.n_kv_heads * (self.head_dim + self.v_dim)
+
+    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
+        """KV-cache bytes per token summed over layers (no sliding-window cap)."""
+        return self.n_layers * self.kv_elements_per_token_per_layer * dtype_bytes(dtype, arg="kv")
+
+    def kv_cache_bytes(self, *, context, dtype: str = "bf16"):
+        """KV bytes of one sequence holding `context` tokens, sliding windows capped."""
+        return self.attention_context(context) * self.kv_elements_per_token_per_layer * dtype_bytes(dtype, arg="kv")

@@ -1,0 +1,85 @@
+"""SI constants, dtype sizes, unit attributes from name suffixes, and formatting.
+
+Every value inside the library is an SI float (s, bytes, FLOPs, FLOP/s, bytes/s, W, J,
+USD). Prefixed units (GB, TFLOP/s, ms) appear only here, when formatting for people.
+"""
+from __future__ import annotations
+
+from .errors import check_choice
+
+# Decimal prefixes (datasheets quote memory bandwidth and FLOP/s in powers of ten).
+KILO, MEGA, GIGA, TERA, PETA, EXA = 1e3, 1e6, 1e9, 1e12, 1e15, 1e18
+# Binary prefixes (capacities of caches and some memories are powers of two).
+KIB, MIB, GIB, TIB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
+MILLI, MICRO, NANO = 1e-3, 1e-6, 1e-9
+BITS_PER_BYTE = 8
+
+# Bytes per element. Sub-byte formats are packed (two int4 / fp4 values per byte); the
+# per-block scale factors of MX/NV formats are ignored here and added by callers that
+# model them (about 1/16 to 1/32 of a byte per element).
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,  # stored as fp32; tf32 only changes the tensor-core math
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "fp4": 0.5,
+}
+DTYPES = tuple(DTYPE_BYTES)
+
+
+def dtype_bytes(dtype: str, *, arg: str = "dtype") -> float:
+    """Bytes per element of `dtype`; a clear error for an unknown name."""
+    check_choice(arg, dtype, DTYPES)
+    return DTYPE_BYTES[dtype]
+
+
+# suffix -> (units attribute, words for long_name). Longest suffix first.
+_SUFFIX_UNITS: tuple[tuple[str, str, str], ...] = (
+    ("_flops_per_s_per_device", "FLOP/s", "FLOP/s per device"),
+    ("_tokens_per_s_per_device", "tokens/s", "tokens/s per device"),
+    ("_tokens_per_s_per_user", "tokens/s", "tokens/s per user"),
+    ("_bytes_per_s", "B/s", "bytes/s"),
+    ("_flops_per_s", "FLOP/s", "FLOP/s"),
+    ("_tokens_per_s", "tokens/s", "tokens/s"),
+    ("_per_s_per_device", "1/s", "per second per device"),
+    ("_per_s_per_user", "1/s", "per second per user"),
+    ("_per_s", "1/s", "per second"),
+    ("_bytes", "B", "bytes"),
+    ("_flops", "FLOP", "FLOPs"),
+    ("_usd", "USD", "US dollars"),
+    ("_eff", "1", "efficiency"),
+    ("_s", "s", "seconds"),
+    ("_w", "W", "watts"),
+    ("_j", "J", "joules"),
+)
+
+
+def unit_attrs(name: str) -> dict[str, str]:
+    """`units` and `long_name` attributes derived from a variable's name suffix."""
+    for suffix, units, words in _SUFFIX_UNITS:
+        if name.endswith(suffix):
+            stem = name[: -len(suffix)].replace("_", " ").strip()
+            return {"units": units, "long_name": f"{stem} ({words})" if stem else words}
+    if name.startswith("n_"):
+        return {"units": "1", "long_name": "number of " + name[2:].replace("_", " ")}
+    return {"long_name": name.replace("_", " ")}
+
+
+_SCALES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+_SMALL = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
+
+
+def format_si(value: float, unit: str, digits: int = 3) -> str:
+    """Human form of an SI value: format_si(3.35e12, 'B/s') -> '3.35 TB/s'."""
+    v = float(value)
+    if v != v:
+        return "nan"
+    mag = abs(v)
+    table = _SCALES if mag >= 1 or mag == 0 else _SMALL
+    for scale, prefix in table:
+        if mag >= scale or scale == table[-1][0]:
+            return f"{v / scale:.{digits}g} {prefix}{unit}"
+    return f"{v:.{digits}g} {unit}"  # pragma: no cover

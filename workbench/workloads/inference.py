@@ -1,0 +1,142 @@
+"""GPU inference with static batching: prefill of the whole batch, then decode steps
+with the KV cache growing by one token per step, under tensor and pipeline parallelism.
+
+Static batching (TensorRT-LLM v0.5-0.7 tables): all sequences start together, the first
+token comes out of prefill, then generate-1 decode steps. A decode step's time is
+linear in the context it attends to (the KV read), so the sum over steps is exact in
+closed form: (generate-1) · step(context = prompt + generate/2). The memory-efficiency
+table is evaluated at that mean step.
+
+Pipeline parallelism: prefill runs the batch through the pp stages one after another
+(latency = all layers); decode keeps min(batch, pp) micro-batches in flight, so a
+token's step time is all layers at the micro-batch size. PP buys capacity, not speed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives._array import where
+from ..primitives.collectives import collective
+from ..primitives.gemm import gemm
+from ..specs import HardwareSpec, ModelSpec
+from ..units import DTYPE_BYTES
+from .layers import add, layer_decode, layer_prefill
+
+# vLLM's default gpu_memory_utilization = 0.9 (vllm/engine/arg_utils.py): the share of
+# device memory that weights, KV cache and activations may use; the rest is the CUDA
+# context, library workspaces and fragmentation.
+MEMORY_UTILIZATION = 0.9
+# Prefill is chunked at this many tokens (TensorRT-LLM's default max_num_tokens = 8192),
+# which bounds the activation working set, not the work.
+MAX_PREFILL_TOKENS = 8192
+LOGIT_BYTES = 4.0  # fp32 logits
+
+
+def _model_pass(step, hw, model, **kw) -> dict:
+    """All layers of one pass: dense-MLP layers and MoE layers."""
+    dense = step(hw, model, moe=False, **kw)
+    if not model.n_moe_layers:
+        return add(dense, scale=model.n_layers)
+    moe = step(hw, model, moe=True, **kw)
+    return add(add(dense, scale=model.n_dense_mlp_layers), add(moe, scale=model.n_moe_layers))
+
+
+def _lm_head(hw, model, *, rows, tp, math, w_bytes, a_bytes) -> dict:
+    g = gemm(hw=hw, m=rows, n=model.vocab_size / tp, k=model.d_model, dtype=math,
+             a_bytes=a_bytes, b_bytes=w_bytes, c_bytes=LOGIT_BYTES)
+    return {k: g[k] for k in ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "time_s")}
+
+
+def _pp_transfer(hw, model, *, tokens, tp, pp, stream_bytes) -> dict:
+    """(pp-1) stage-to-stage activation sends; over NVLink when the whole tp·pp group is
+    inside one scale-up domain, else across the scale-out network."""
+    inside = tp * pp <= hw.link("scale_up").domain_size
+    size = tokens * model.d_model * stream_bytes
+    t = collective(hw=hw, op="send_recv", size=size,
+                   devices=where(inside, 2.0, hw.link("scale_up").domain_size + 1.0))["time_s"]
+    return {"comm_s": (pp - 1.0) * t, "time_s": (pp - 1.0) * t}
+
+
+def memory_per_device(hw: HardwareSpec, model: ModelSpec, *, batch, prompt, generate, tp, pp,
+                      w_bytes, kv_bytes, stream_bytes) -> dict:
+    """Weights, KV cache and activation bytes on one device."""
+    weights = model.n_params * w_bytes / (tp * pp)
+    share = 1.0 if model.is_mla else np.maximum(model.n_kv_heads / tp, 1.0) / model.n_kv_heads
+    kv_per_seq = model.attention_context(prompt + generate) * model.kv_elements_per_token_per_layer \
+        * kv_bytes * share / pp
+    F = model.d_ff_expert * (model.n_active_experts + model.n_shared_experts) if model.is_moe else model.d_ff
+    qkv = (model.n_heads + 2 * model.n_kv_heads) * model.head_dim
+    act_per_token = stream_bytes * (4 * model.d_model + (qkv + 2 * F) / tp)
+    chunk = np.minimum(batch * prompt, MAX_PREFILL_TOKENS)
+    logits_per_seq = model.vocab_size / tp * LOGIT_BYTES
+    act = chunk * act_per_token + batch * logits_per_seq
+    return {"weights_bytes": weights, "kv_cache_bytes": batch * kv_per_seq,
+            "activation_bytes": act, "kv_per_seq_bytes": kv_per_seq,
+            "fixed_bytes": weights + MAX_PREFILL_TOKENS * act_per_token,
+            "per_seq_bytes": kv_per_seq + logits_per_seq}
+
+
+def max_batch(hw: HardwareSpec, model: ModelSpec, **kw):
+    """Largest batch whose weights + KV + activations fit (0 when none fits)."""
+    m = memory_per_device(hw, model, batch=1.0, **kw)
+    usable = hw.hbm.capacity_bytes * MEMORY_UTILIZATION
+    return np.maximum(np.floor((usable - m["fixed_bytes"]) / m["per_seq_bytes"]), 0.0)
+
+
+def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, generate,
+              weights: str, activations: str, kv: str) -> dict:
+    """Prefill + static-batch decode. Returns the public outputs and their named parts."""
+    w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
+    stream_bytes = max(a_bytes, 2.0)  # residual stream, norms and all-reduces stay 16-bit
+    math = activations
+    common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes)
+
+    pre = _model_pass(layer_prefill, hw, model, batch=batch, prompt=prompt, **common)
+    pre = add(pre, _lm_head(hw, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
+              _pp_transfer(hw, model, tokens=batch * prompt, tp=tp, pp=pp, stream_bytes=stream_bytes))
+
+    micro = batch / np.minimum(batch, pp)
+    context = prompt + generate / 2.0
+    dec = _model_pass(layer_decode, hw, model, batch=micro, context=context, **common)
+    dec = add(dec, _lm_head(hw, model, rows=micro, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
+              _pp_transfer(hw, model, tokens=micro, tp=tp, pp=pp, stream_bytes=stream_bytes))
+
+    ttft = (pre["time_s"] + pre["overhead_s"]) / 1.0
+    tpot = dec["time_s"] + dec["overhead_s"]
+    e2e = ttft + (generate - 1.0) * tpot
+    devices = tp * pp * dp
+    out_tokens = dp * batch * generate
+
+    mem = memory_per_device(hw, model, batch=batch, prompt=prompt, generate=generate, tp=tp, pp=pp,
+                            w_bytes=w_bytes, kv_bytes=kv_bytes, stream_bytes=stream_bytes)
+    used = mem["weights_bytes"] + mem["kv_cache_bytes"] + mem["activation_bytes"]
+    capacity = hw.hbm.capacity_bytes * MEMORY_UTILIZATION
+    supported = np.isfinite(hw.peak(math))
+    fits = (used <= capacity) & supported
+
+    # The decode step's dominant resource, and its lower / upper bounds.
+    dec_comm = dec["comm_s"]
+    dec_lower = np.maximum(np.maximum(dec["compute_s"], dec["memory_s"]), dec_comm)
+    dec_upper = dec["compute_s"] + dec["memory_s"] + dec_comm + dec["overhead_s"]
+    bound = where(dec["compute_s"] >= np.maximum(dec["memory_s"], dec_comm), "compute",
+                  where(dec["memory_s"] >= dec_comm, "memory", "communication"))
+    reason = where(~supported, f"no {math} math units on {hw.name}",
+                   where(used > capacity, "weights + KV cache + activations exceed memory", ""))
+    return {
+        "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
+        "output_tokens_per_s": out_tokens / e2e,
+        "output_tokens_per_s_per_device": out_tokens / e2e / devices,
+        "output_tokens_per_s_per_user": 1.0 / tpot,
+        "memory_per_device_bytes": used, "memory_capacity_bytes": capacity + 0.0 * used,
+        "weights_per_device_bytes": mem["weights_bytes"], "kv_cache_per_device_bytes": mem["kv_cache_bytes"],
+        "activations_per_device_bytes": mem["activation_bytes"],
+        "fits": fits, "reason": reason, "bound": bound,
+        "prefill_flops": pre["flops"] * tp, "prefill_compute_s": pre["compute_s"],
+        "prefill_memory_s": pre["memory_s"], "prefill_comm_s": pre["comm_s"],
+        "prefill_overhead_s": pre["overhead_s"],
+        "decode_step_flops": dec["flops"], "decode_step_bytes": dec["bytes"],
+        "decode_compute_s": dec["compute_s"], "decode_memory_s": dec["memory_s"],
+        "decode_comm_s": dec_comm, "decode_overhead_s": dec["overhead_s"],
+        "tpot_lower_s": dec_lower, "tpot_upper_s": dec_upper,
+        "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot,
+    }

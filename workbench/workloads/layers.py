@@ -1,0 +1,113 @@
+"""One transformer layer's kernels on one device, for T tokens in flight: the GEMMs
+(split by tensor parallelism), attention, elementwise kernels and the TP all-reduces.
+
+Every function returns a dict of named parts (flops, bytes, compute_s, memory_s,
+overhead_s, comm_s, time_s) that the workloads add up. time_s is kernel plus
+communication time; overhead_s (kernel launch gaps) is kept apart. Sizes are arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives.attention import attention_decode, attention_prefill
+from ..primitives.collectives import collective
+from ..primitives.gemm import elementwise, gemm
+from ..specs import HardwareSpec, ModelSpec
+
+PARTS = ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "comm_s", "time_s")
+
+
+def add(*parts: dict, scale=1.0) -> dict:
+    """Sum named parts (missing keys count as zero), times `scale`."""
+    return {k: sum(p.get(k, 0.0) for p in parts) * scale for k in PARTS}
+
+
+def _gemm(hw, *, m, n, k, math, w_bytes, a_bytes, count=1.0):
+    return gemm(hw=hw, m=m, n=n, k=k, dtype=math, a_bytes=a_bytes, b_bytes=w_bytes,
+                c_bytes=a_bytes, count=count)
+
+
+def expected_experts_touched(*, n_experts, top_k, tokens):
+    """Expected distinct experts that `tokens` tokens route to, each picking top_k of
+    n_experts uniformly: E·(1 - (1 - k/E)^T)."""
+    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)
+
+
+def layer_gemms(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, math: str, w_bytes, a_bytes,
+                moe: bool) -> dict:
+    """Matmuls of one layer (attention projections and the MLP or MoE) on one TP rank."""
+    D, H, K, h, hv = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim, model.v_dim
+    T = tokens
+    g = dict(hw=hw, math=math, w_bytes=w_bytes, a_bytes=a_bytes)
+    if model.is_mla:
+        rq, rkv, rope = model.q_lora_rank, model.kv_lora_rank, model.qk_rope_head_dim
+        parts = [_gemm(m=T, n=rkv + rope, k=D, **g),  # latent down-projection (replicated)
+                 _gemm(m=T, n=H * (h - rope + hv) / tp, k=rkv, **g),  # per-head K/V up
+                 _gemm(m=T, n=D, k=H * hv / tp, **g)]  # output projection
+        parts += ([_gemm(m=T, n=rq, k=D, **g), _gemm(m=T, n=H * h / tp, k=rq, **g)]
+                  if rq else [_gemm(m=T, n=H * h / tp, k=D, **g)])
+    else:
+        parts = [_gemm(m=T, n=(H + 2 * K) * h / tp, k=D, **g),  # fused QKV
+                 _gemm(m=T, n=D, k=H * h / tp, **g)]  # output projection
+    mats = model.mlp_matrices
+    if moe:
+        E, k_act = model.n_experts, model.n_active_experts
+        touched = expected_experts_touched(n_experts=E, top_k=k_act, tokens=T)
+        m_exp = T * k_act / touched  # tokens per touched expert, balanced routing
+        F = model.d_ff_expert
+        parts += [_gemm(m=T, n=E, k=D, **g),  # router
+                  _gemm(m=m_exp, n=(mats - 1) * F / tp, k=D, count=touched, **g),
+                  _gemm(m=m_exp, n=D, k=F / tp, count=touched, **g)]
+        if model.n_shared_experts:
+            Fs = F * model.n_shared_experts
+            parts += [_gemm(m=T, n=(mats - 1) * Fs / tp, k=D, **g), _gemm(m=T, n=D, k=Fs / tp, **g)]
+    else:
+        F = model.d_ff
+        parts += [_gemm(m=T, n=(mats - 1) * F / tp, k=D, **g), _gemm(m=T, n=D, k=F / tp, **g)]
+    return add(*parts)
+
+
+def layer_elementwise(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, a_bytes, moe: bool) -> dict:
+    """Norms, residual adds, rotary embedding and the MLP activation: memory-bound.
+    Bytes: two norms (read + write D), two residual adds (2 reads + 1 write of D), rotary
+    on Q and K (read + write), the gated activation (read 2F, write F) per token."""
+    F = model.d_ff_expert * (model.n_active_experts + model.n_shared_experts) if moe else model.d_ff
+    qk = (model.n_heads + model.n_kv_heads) * model.head_dim / tp
+    per_token = 4 * model.d_model + 6 * model.d_model + 2 * qk + model.mlp_matrices * F / tp
+    return elementwise(hw=hw, nbytes=tokens * per_token * a_bytes, count=5.0)
+
+
+def tp_allreduce(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, a_bytes) -> dict:
+    """Two all-reduces of the [T, D] activations per layer (after attention and after the
+    MLP) across the TP group (Megatron-LM tensor parallelism)."""
+    c = collective(hw=hw, op="all_reduce", size=tokens * model.d_model * a_bytes, devices=tp)
+    return {"comm_s": 2.0 * c["time_s"], "time_s": 2.0 * c["time_s"]}
+
+
+def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_bytes, moe) -> dict:
+    T = batch * prompt
+    att = attention_prefill(hw=hw, batch=batch, seq_len=prompt, n_heads=model.n_heads / tp,
+                            head_dim=model.head_dim, v_head_dim=model.v_dim,
+                            n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
+                            dtype=math, act_bytes=a_bytes, kv_bytes=kv_bytes)
+    parts = [layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, moe=moe),
+             att, layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe),
+             tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes)]
+    return add(*parts)
+
+
+def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe) -> dict:
+    """One decode step of one layer: `batch` new tokens, each attending to `context`."""
+    if model.is_mla:  # the latent is not split by TP: every rank reads all of it
+        kv_el = model.kv_elements_per_token_per_layer + 0.0 * tp
+    else:
+        kv_el = np.maximum(model.n_kv_heads / tp, 1.0) * (model.head_dim + model.v_dim)
+    ctx = model.attention_context(context) / model.n_layers  # mean over layers, windows capped
+    att = attention_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp,
+                           head_dim=model.head_dim, n_kv_heads=model.n_kv_heads,
+                           v_head_dim=model.v_dim, kv_elements_per_token=kv_el, dtype=math,
+                           kv_bytes=kv_bytes)
+    parts = [layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, moe=moe),
+             att, layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe),
+             tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes)]
+    return add(*parts)
