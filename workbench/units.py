@@ -60,7 +60,8 @@ _SUFFIX_UNITS: tuple[tuple[str, str, str], ...] = (
 def unit_attrs(name: str) -> dict[str, str]:
     """`units` and `long_name` attributes derived from a variable's name suffix."""
     for suffix, units, words in _SUFFIX_UNITS:
-        if name.endswith(suffix):
+        # A name may be the unit alone ("flops_per_s", "bytes" in predict.gemm).
+        if name.endswith(suffix) or name == suffix[1:]:
             stem = name[: -len(suffix)].replace("_", " ").strip()
             return {"units": units, "long_name": f"{stem} ({words})" if stem else words}
     if name.startswith("n_"):

@@ -61,7 +61,7 @@ def collective(*, hw: HardwareSpec, op: str, size, devices) -> dict:
     domain = float(up.domain_size)
     hier = c.hierarchical(hw, size, np.maximum(p, domain))
     t = where(p <= 1, 0.0, where(p <= domain, flat, hier))
-    algbw = size / t
+    algbw = size / where(p <= 1, np.inf, t)  # one device: no transfer, bandwidth undefined (0)
     return {"time_s": t, "bus_bandwidth_bytes_per_s": algbw * c.busbw_factor(p),
             "algorithm_bandwidth_bytes_per_s": algbw}
 

@@ -30,12 +30,13 @@ def _tile_efficiency(*, tm, tn, sms, m, n, k):
 def wave_efficiency(*, hw: HardwareSpec, m, n, k):
     """Fraction of the SM-time that does useful work: tile padding of m and n, times the
     tail of the last wave of (tile x K-split) work units across the SMs. Libraries pick
-    the tile per shape, so the best of the spec's tile and its halves is taken."""
+    the tile per shape, so the best of the spec's tile, its halves, and a 16-row tile
+    (the smallest tensor-core MMA, used for the skinny GEMMs of decode) is taken."""
     tm, tn, sms = hw.gemm_tile_m, hw.gemm_tile_n, hw.n_sms
-    return np.maximum(
-        np.maximum(_tile_efficiency(tm=tm, tn=tn, sms=sms, m=m, n=n, k=k),
-                   _tile_efficiency(tm=tm / 2, tn=tn, sms=sms, m=m, n=n, k=k)),
-        _tile_efficiency(tm=tm / 2, tn=tn / 2, sms=sms, m=m, n=n, k=k))
+    best = _tile_efficiency(tm=tm, tn=tn, sms=sms, m=m, n=n, k=k)
+    for tile_m, tile_n in ((tm / 2, tn), (tm / 2, tn / 2), (16.0, tn / 2)):
+        best = np.maximum(best, _tile_efficiency(tm=tile_m, tn=tile_n, sms=sms, m=m, n=n, k=k))
+    return best
 
 
 def gemm_compute_eff(*, hw: HardwareSpec, m, n, k, dtype: str):

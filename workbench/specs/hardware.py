@@ -82,6 +82,7 @@ class HardwareSpec:
     gemm_peak_eff: dict  # dtype -> best achievable fraction of peak for large GEMMs (MAMF)
     gemm_eff: EfficiencyTable  # GEMM FLOPs -> fraction of that best, after wave quantization
     memory_eff: EfficiencyTable  # bytes moved -> fraction of peak memory bandwidth
+    memory_latency_s: float  # loaded DRAM latency a memory stream pays before it flows
     kernel_launch_s: float  # fixed cost per kernel (launch + tail), CUDA-graph replay
     tdp_w: float
     notes: str = field(default="", compare=False)
@@ -92,7 +93,7 @@ class HardwareSpec:
                 raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, f"a dtype in {DTYPES}")
             if not (isinstance(v, (int, float)) and v > 0):
                 raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, "a positive FLOP/s")
-        for name in ("l2_bytes", "kernel_launch_s", "tdp_w"):
+        for name in ("l2_bytes", "kernel_launch_s", "memory_latency_s", "tdp_w"):
             if not getattr(self, name) > 0:
                 raise SpecError(self.name, name, getattr(self, name), "a positive number")
         if "bf16" not in self.gemm_peak_eff:

@@ -14,6 +14,16 @@ from ..primitives.collectives import collective
 from ..primitives.gemm import elementwise, gemm
 from ..specs import HardwareSpec, ModelSpec
 
+# Attention runs in 16-bit even when the GEMMs run in FP8/INT8/FP4: TensorRT-LLM's
+# context FMHA and vLLM's default attention backends take bf16/fp16 Q, K, V (an FP8 KV
+# cache is dequantized on load). FP8 attention is an opt-in variant not modelled here.
+WIDE_MATH = ("fp32", "tf32", "bf16", "fp16")
+
+
+def attention_math(math: str) -> str:
+    return math if math in WIDE_MATH else "bf16"
+
+
 PARTS = ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "comm_s", "time_s")
 
 
@@ -89,7 +99,7 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
     att = attention_prefill(hw=hw, batch=batch, seq_len=prompt, n_heads=model.n_heads / tp,
                             head_dim=model.head_dim, v_head_dim=model.v_dim,
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
-                            dtype=math, act_bytes=a_bytes, kv_bytes=kv_bytes)
+                            dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
     parts = [layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, moe=moe),
              att, layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe),
              tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes)]
@@ -98,14 +108,16 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
 
 def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe) -> dict:
     """One decode step of one layer: `batch` new tokens, each attending to `context`."""
-    if model.is_mla:  # the latent is not split by TP: every rank reads all of it
+    if model.is_mla:  # one latent shared by all heads, not split by TP: every rank reads it
+        kv_heads = 1.0 + 0.0 * tp
         kv_el = model.kv_elements_per_token_per_layer + 0.0 * tp
     else:
-        kv_el = np.maximum(model.n_kv_heads / tp, 1.0) * (model.head_dim + model.v_dim)
+        kv_heads = np.maximum(model.n_kv_heads / tp, 1.0)
+        kv_el = kv_heads * (model.head_dim + model.v_dim)
     ctx = model.attention_context(context) / model.n_layers  # mean over layers, windows capped
     att = attention_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp,
-                           head_dim=model.head_dim, n_kv_heads=model.n_kv_heads,
-                           v_head_dim=model.v_dim, kv_elements_per_token=kv_el, dtype=math,
+                           head_dim=model.head_dim, n_kv_heads=kv_heads,
+                           v_head_dim=model.v_dim, kv_elements_per_token=kv_el, dtype=attention_math(math),
                            kv_bytes=kv_bytes)
     parts = [layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, moe=moe),
              att, layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe),

@@ -1,0 +1,79 @@
+"""Turn the public interface's scalars, lists and DataArrays into broadcast ndarrays, run a
+pure array function per combination of categorical values, and return an xr.Dataset.
+
+Numeric arguments broadcast inside one vectorized call; categorical ones (hardware,
+model, dtype, op) are few and index specs, so each combination is one call and the
+results are concatenated along that argument's dimension.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+import numpy as np
+import xarray as xr
+
+from . import __version__
+from .units import unit_attrs
+
+
+def as_axis(name: str, value):
+    """A list or tuple becomes a DataArray along dimension `name`; others pass through."""
+    if isinstance(value, (list, tuple)):
+        return xr.DataArray(np.asarray(value), dims=[name], coords={name: np.asarray(value)})
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return xr.DataArray(value, dims=[name], coords={name: value})
+    return value
+
+
+def values_of(value) -> list:
+    """The distinct values of a scalar, list or DataArray, in order."""
+    if isinstance(value, xr.DataArray):
+        return list(np.atleast_1d(value.values).ravel())
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return list(np.asarray(value).ravel())
+    return [value]
+
+
+def broadcast_numeric(numeric: dict) -> tuple[dict, tuple, dict]:
+    """Broadcast numeric inputs against each other by dimension name; return float
+    ndarrays, the common dims and their coordinates."""
+    arrays = {k: (v if isinstance(v, xr.DataArray) else xr.DataArray(v)) for k, v in numeric.items()}
+    b = xr.broadcast(*arrays.values())
+    dims = b[0].dims if b else ()
+    coords = {d: b[0].coords[d].values for d in dims if d in b[0].coords}
+    out = {k: np.asarray(a.transpose(*dims).values, dtype=float) for k, a in zip(arrays, b)}
+    return out, dims, coords
+
+
+def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> xr.Dataset:
+    """Run `fn(**categorical_point, **numeric_arrays) -> dict of arrays` over every
+    combination of categorical values; dims of lists / DataArrays are kept."""
+    arrays, dims, coords = broadcast_numeric(numeric)
+    cat_dims = [k for k, v in categorical.items() if isinstance(v, (list, tuple, xr.DataArray))]
+    cat_values = {k: values_of(v) for k, v in categorical.items()}
+    pieces = []
+    for combo in itertools.product(*cat_values.values()):
+        point = dict(zip(cat_values, combo))
+        out = fn(**point, **arrays)
+        shape = np.broadcast(*arrays.values()).shape if arrays else ()
+        ds = xr.Dataset({k: (dims, np.broadcast_to(np.asarray(v), shape))
+                         for k, v in out.items() if k not in coords and k not in cat_dims},
+                        coords=coords)
+        for d in cat_dims:
+            ds = ds.expand_dims({d: [point[d]]})
+        pieces.append(ds)
+    ds = _combine(pieces, cat_dims, [len(cat_values[d]) for d in cat_dims])
+    for name in ds.data_vars:
+        ds[name].attrs.update(unit_attrs(name))
+    ds.attrs.update({"workbench_version": __version__, **{k: str(v) for k, v in attrs.items()}})
+    return ds
+
+
+def _combine(pieces: list, dims: list, sizes: list) -> xr.Dataset:
+    """Concatenate a row-major list of Datasets back into the categorical grid."""
+    if not dims:
+        return pieces[0]
+    step = int(np.prod(sizes[1:])) if len(sizes) > 1 else 1
+    groups = [_combine(pieces[i * step:(i + 1) * step], dims[1:], sizes[1:]) for i in range(sizes[0])]
+    return xr.concat(groups, dim=dims[0])

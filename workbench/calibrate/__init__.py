@@ -1,0 +1,1 @@
+"""Calibration: published and measured figures as data, and comparisons with the model."""

@@ -1,0 +1,34 @@
+"""Published measurements (reference/measurements.csv, copied from shared/reference with
+its source column) as a DataFrame with values in SI units."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+REFERENCE_CSV = Path(__file__).parent / "reference" / "measurements.csv"
+
+# unit as written in the CSV -> factor to SI (s, bytes, FLOP/s, bytes/s, tokens/s)
+UNIT_TO_SI = {
+    "TFLOP/s": 1e12, "PFLOP/s": 1e15, "GB/s": 1e9, "TB/s": 1e12, "PB/s": 1e15,
+    "GB": 1e9, "TB": 1e12, "ms": 1e-3, "s": 1.0, "tok/s": 1.0, "tok/s/GPU": 1.0,
+    "tok/s/user": 1.0, "tok/s/req": 1.0, "%": 0.01,
+}
+
+
+@lru_cache(maxsize=1)
+def reference() -> pd.DataFrame:
+    """All rows, indexed by id, with `value_si` where the unit is known."""
+    df = pd.read_csv(REFERENCE_CSV, dtype=str).set_index("id")
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    df["value_si"] = df["value"] * df["unit"].map(UNIT_TO_SI)
+    return df
+
+
+def row(row_id: str) -> pd.Series:
+    """One measurement row; KeyError names the id."""
+    df = reference()
+    if row_id not in df.index:
+        raise KeyError(f"measurement {row_id!r} is not in {REFERENCE_CSV.name}")
+    return df.loc[row_id]

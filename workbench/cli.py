@@ -1,0 +1,150 @@
+"""`workbench ...`: a thin command-line front on `workbench.predict` and the catalog.
+
+    workbench predict inference --hardware h100_sxm --devices 8 --model llama_3_1_70b \\
+        --tp 8 --batch 64 --prompt 2048 --generate 256 --weights fp8 --json
+    workbench list hardware|models
+    workbench demo
+
+A comma-separated value (--batch 1,8,64) is a sweep dimension, as a list is in Python.
+Bad input prints one line naming the argument, the value and what is allowed, and
+exits with status 2 (no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from . import predict
+from .errors import InputError
+from .specs import list_hardware, list_models, load_model
+
+# argument -> (type, default or None for required, help)
+_ARGS = {
+    "inference": {
+        "hardware": (str, None, "hardware spec name(s)"), "model": (str, None, "model spec name(s)"),
+        "devices": (int, "", "devices in all (default tp*pp)"), "tp": (int, 1, "tensor parallel"),
+        "pp": (int, 1, "pipeline parallel"), "batch": ("batch", 1, "sequences, or 'max'"),
+        "prompt": (int, 2048, "prompt tokens"), "generate": (int, 256, "generated tokens"),
+        "weights": (str, "bf16", "weight dtype"), "activations": (str, "", "math dtype"),
+        "kv": (str, "", "KV-cache dtype")},
+    "gemm": {"hardware": (str, None, ""), "m": (int, None, ""), "n": (int, None, ""),
+             "k": (int, None, ""), "dtype": (str, "bf16", "")},
+    "attention": {"hardware": (str, None, ""), "batch": (int, None, ""), "seq_len": (int, None, ""),
+                  "n_heads": (int, None, ""), "head_dim": (int, None, ""), "dtype": (str, "bf16", ""),
+                  "causal": ("bool", "true", "")},
+    "collective": {"hardware": (str, None, ""), "devices": (int, None, ""),
+                   "op": (str, None, "all_reduce|all_gather|reduce_scatter|all_to_all|send_recv"),
+                   "size_bytes": (float, None, "")},
+}
+
+
+def _convert(arg: str, kind, text: str):
+    def one(t):
+        t = t.strip()
+        if kind == "batch":
+            return t if t == "max" else _convert(arg, int, t)
+        if kind == "bool":
+            if t.lower() not in ("true", "false"):
+                raise InputError(f"{arg}={t!r} is not allowed; allowed: true, false")
+            return t.lower() == "true"
+        try:
+            v = float(t) if kind is float else kind(t)
+        except ValueError:
+            raise InputError(f"{arg}={t!r} is not allowed; allowed: {kind.__name__} values") from None
+        return v
+    parts = [one(t) for t in text.split(",")]
+    return parts if len(parts) > 1 else parts[0]
+
+
+def _jsonable(ds) -> object:
+    """One point -> a dict of scalars; a sweep -> a list of records."""
+    def clean(v):
+        if isinstance(v, (np.bool_, bool)):
+            return bool(v)
+        if isinstance(v, (np.integer,)):
+            return int(v)
+        if isinstance(v, (np.floating, float)):
+            return None if not np.isfinite(v) else float(v)
+        return v if isinstance(v, (str, int)) else str(v)
+    if not ds.sizes:
+        return {k: clean(ds[k].values.item()) for k in ds.data_vars}
+    df = ds.to_dataframe().reset_index()
+    return [{k: clean(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
+
+
+def _predict(kind: str, ns) -> int:
+    kwargs = {}
+    for arg, (typ, default, _) in _ARGS[kind].items():
+        text = getattr(ns, arg)
+        if text in (None, ""):
+            continue
+        kwargs[arg] = _convert(arg, typ, str(text))
+    if kind == "inference" and ns.model_file:
+        import yaml
+        from .specs._base import _Loader
+        with open(ns.model_file) as f:
+            kwargs["model"] = yaml.load(f, Loader=_Loader)
+    ds = getattr(predict, kind)(**kwargs)
+    if ns.json:
+        print(json.dumps(_jsonable(ds), indent=2))
+    else:
+        print(ds.to_dataframe().to_string() if ds.sizes else ds.to_pandas().to_string())
+    return 0
+
+
+def demo() -> int:
+    """The short demo table of the main job: Llama 3.1 70B on each GPU at batch 1 and max."""
+    ds = predict.inference(hardware=["a100_sxm", "h100_sxm", "h200_sxm", "b200", "mi300x"],
+                           model="llama_3_1_70b", tp=8, batch=[1, 64], prompt=2048,
+                           generate=256, weights=["bf16", "fp8"])
+    cols = ["ttft_s", "tpot_s", "output_tokens_per_s_per_device", "output_tokens_per_s_per_user",
+            "memory_per_device_bytes", "fits", "bound", "reason"]
+    df = ds[cols].to_dataframe()
+    df["ttft_ms"] = df.pop("ttft_s") * 1e3
+    df["tpot_ms"] = df.pop("tpot_s") * 1e3
+    df["memory_GB"] = df.pop("memory_per_device_bytes") / 1e9
+    print("Llama 3.1 70B, TP8, prompt 2048, generate 256 (static batch); FP8 weights use FP8 math")
+    print(df.round(2).to_string())
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="workbench", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    pr = sub.add_parser("predict", help="predict one configuration or a sweep")
+    psub = pr.add_subparsers(dest="kind", required=True)
+    for kind, args in _ARGS.items():
+        sp = psub.add_parser(kind)
+        for arg, (_, default, help_) in args.items():
+            required = default is None and not (kind == "inference" and arg == "model")
+            sp.add_argument(f"--{arg.replace('_', '-')}", dest=arg, required=required,
+                            default=default, help=help_)
+        if kind == "inference":
+            sp.add_argument("--model-file", dest="model_file", default="",
+                            help="YAML file of model-spec fields (a model not in the catalog)")
+        sp.add_argument("--json", action="store_true", help="print JSON")
+    ls = sub.add_parser("list", help="list the catalog")
+    ls.add_argument("what", choices=["hardware", "models"])
+    sub.add_parser("demo", help="print the demo prediction table")
+    ns = p.parse_args(argv)
+    try:
+        if ns.command == "predict":
+            if ns.kind == "inference" and not (ns.model or ns.model_file):
+                raise InputError("model is required; allowed: a name from `workbench list models` or --model-file")
+            return _predict(ns.kind, ns)
+        if ns.command == "list":
+            names = list_hardware() if ns.what == "hardware" else list_models()
+            for n in names:
+                print(n)
+            return 0
+        return demo()
+    except InputError as e:
+        print(f"workbench: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

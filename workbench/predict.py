@@ -1,0 +1,180 @@
+"""The public interface: predictions for scalars, lists and DataArrays, as xr.Dataset.
+
+    from workbench import predict
+    predict.inference(hardware="h100_sxm", devices=8, model="llama_3_1_70b", tp=8,
+                      batch=64, prompt=2048, generate=256, weights="fp8", kv="fp8")
+
+Every argument may be a scalar, a list or a DataArray; lists become sweep dimensions
+named after the argument. Bad input raises InputError naming the argument, the value
+and what is allowed; a configuration that does not fit is a result with fits=False.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._broadcast import as_axis, evaluate, values_of
+from .errors import InputError, check_choice, check_positive
+from .primitives.attention import attention_prefill
+from .primitives.collectives import COLLECTIVES, collective as _collective
+from .primitives.gemm import gemm as _gemm
+from .specs import list_hardware, list_models, load_hardware, load_model
+from .units import DTYPES
+from .workloads import inference as _inf
+
+
+def _check_hardware(hardware):
+    check_choice("hardware", values_of(hardware), list_hardware())
+
+
+def _check_dtype(arg, value, hardware=None):
+    check_choice(arg, values_of(value), DTYPES)
+
+
+def gemm(*, hardware, m, n, k, dtype="bf16"):
+    """Time and achieved FLOP/s of C[m,n] = A[m,k] @ B[k,n] in `dtype` (inputs and output
+    in that dtype, as cuBLASLt benchmarks run them)."""
+    _check_hardware(hardware)
+    _check_dtype("dtype", dtype)
+    for arg, v in (("m", m), ("n", n), ("k", k)):
+        check_positive(arg, v, integer=True)
+
+    def fn(hardware, dtype, m, n, k):
+        hw = load_hardware(hardware)
+        from .units import DTYPE_BYTES
+        b = DTYPE_BYTES[dtype]
+        g = _gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=b, b_bytes=b, c_bytes=b)
+        return {"time_s": g["time_s"], "flops_per_s": g["flops"] / g["time_s"],
+                "compute_s": g["compute_s"], "memory_s": g["memory_s"], "flops": g["flops"],
+                "bytes": g["bytes"], "bound": np.where(g["compute_bound"], "compute", "memory")}
+
+    return evaluate(fn, categorical={"hardware": as_axis("hardware", hardware), "dtype": as_axis("dtype", dtype)},
+                    numeric={"m": as_axis("m", m), "n": as_axis("n", n), "k": as_axis("k", k)},
+                    attrs={"function": "predict.gemm"})
+
+
+def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True):
+    """Flash-style attention forward over `seq_len` tokens: FLOPs 4·batch·seq²·heads·head_dim,
+    halved when causal (the FlashAttention papers' convention)."""
+    _check_hardware(hardware)
+    _check_dtype("dtype", dtype)
+    for arg, v in (("batch", batch), ("seq_len", seq_len), ("n_heads", n_heads), ("head_dim", head_dim)):
+        check_positive(arg, v, integer=True)
+    check_choice("causal", values_of(causal), (True, False))
+
+    def fn(hardware, dtype, causal, batch, seq_len, n_heads, head_dim):
+        from .units import DTYPE_BYTES
+        a = attention_prefill(hw=load_hardware(hardware), batch=batch, seq_len=seq_len, n_heads=n_heads,
+                              head_dim=head_dim, causal=bool(causal), dtype=dtype,
+                              act_bytes=DTYPE_BYTES[dtype])
+        return {"time_s": a["time_s"], "flops_per_s": a["flops"] / a["time_s"], "flops": a["flops"],
+                "bytes": a["bytes"], "compute_s": a["compute_s"], "memory_s": a["memory_s"]}
+
+    return evaluate(fn, categorical={"hardware": as_axis("hardware", hardware), "dtype": as_axis("dtype", dtype),
+                                     "causal": as_axis("causal", causal)},
+                    numeric={"batch": as_axis("batch", batch), "seq_len": as_axis("seq_len", seq_len),
+                             "n_heads": as_axis("n_heads", n_heads), "head_dim": as_axis("head_dim", head_dim)},
+                    attrs={"function": "predict.attention"})
+
+
+def collective(*, hardware, devices, op, size_bytes):
+    """Time and bus bandwidth (nccl-tests convention) of collective `op` on `size_bytes`."""
+    _check_hardware(hardware)
+    check_choice("op", values_of(op), COLLECTIVES)
+    check_positive("devices", devices, integer=True)
+    check_positive("size_bytes", size_bytes)
+
+    def fn(hardware, op, devices, size_bytes):
+        c = _collective(hw=load_hardware(hardware), op=op, size=size_bytes, devices=devices)
+        return {"time_s": c["time_s"], "bus_bandwidth_bytes_per_s": c["bus_bandwidth_bytes_per_s"],
+                "algorithm_bandwidth_bytes_per_s": c["algorithm_bandwidth_bytes_per_s"]}
+
+    return evaluate(fn, categorical={"hardware": as_axis("hardware", hardware), "op": as_axis("op", op)},
+                    numeric={"devices": as_axis("devices", devices), "size_bytes": as_axis("size_bytes", size_bytes)},
+                    attrs={"function": "predict.collective"})
+
+
+def default_activations(weights: str, hw) -> str:
+    """Math dtype implied by the weight format: FP8 and INT8 deployments quantize
+    activations too (W8A8); int4 is weight-only (W4A16); fp4 runs as NVFP4 (W4A4) where
+    the chip has FP4 units and W4A16 elsewhere."""
+    if weights in ("fp8", "int8", "fp16", "fp32"):
+        return weights
+    if weights == "fp4" and np.isfinite(hw.peak("fp4")):
+        return "fp4"
+    return "bf16"
+
+
+def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048, generate=256,
+              weights="bf16", activations=None, kv=None):
+    """Static-batch inference: prefill of `prompt` tokens then `generate` output tokens per
+    sequence. `devices` defaults to tp·pp; more devices run data-parallel replicas.
+    `batch="max"` uses the largest batch that fits in memory. See workloads/inference.py."""
+    _check_hardware(hardware)
+    check_choice("model", [m for m in values_of(model) if not isinstance(m, dict)], list_models())
+    _check_dtype("weights", weights)
+    if activations is not None:
+        _check_dtype("activations", activations)
+    if kv is not None:
+        _check_dtype("kv", kv)
+    batch_max = isinstance(batch, str)
+    if batch_max and batch != "max":
+        raise InputError(f"batch={batch!r} is not allowed; allowed: a positive integer or 'max'")
+    for arg, v in (("tp", tp), ("pp", pp), ("prompt", prompt), ("generate", generate)) + \
+            ((("batch", batch),) if not batch_max else ()):
+        check_positive(arg, v, integer=True)
+    if devices is not None:
+        check_positive("devices", devices, integer=True)
+    for name in values_of(model):
+        spec = load_model(name)
+        bad = [t for t in values_of(tp) if spec.n_heads % int(t)]
+        if bad:
+            divisors = [d for d in range(1, spec.n_heads + 1) if spec.n_heads % d == 0]
+            raise InputError(f"tp={bad[0]} does not divide n_heads={spec.n_heads} of model {spec.name!r}; "
+                             f"allowed: {', '.join(map(str, divisors))}")
+        if values_of(pp) and max(values_of(pp)) > spec.n_layers:
+            raise InputError(f"pp={max(values_of(pp))} exceeds n_layers={spec.n_layers} of model "
+                             f"{spec.name!r}; allowed: 1..{spec.n_layers}")
+
+    numeric = {"tp": as_axis("tp", tp), "pp": as_axis("pp", pp), "prompt": as_axis("prompt", prompt),
+               "generate": as_axis("generate", generate)}
+    if not batch_max:
+        numeric["batch"] = as_axis("batch", batch)
+    if devices is not None:
+        numeric["devices"] = as_axis("devices", devices)
+    model_axis = as_axis("model", model) if not isinstance(model, dict) else model
+
+    def fn(hardware, model, weights, activations, kv, tp, pp, prompt, generate, batch=None, devices=None):
+        hw, spec = load_hardware(hardware), load_model(model)
+        act = activations or default_activations(weights, hw)
+        kvd = kv or ("fp16" if act == "fp16" else "bf16")
+        devices = tp * pp if devices is None else devices
+        dp = devices / (tp * pp)
+        if np.any(dp != np.floor(dp)) or np.any(dp < 1):
+            raise InputError(f"devices={devices} is not a multiple of tp*pp={tp * pp}; allowed: "
+                             "a multiple of tp*pp (the extra devices are data-parallel replicas)")
+        if batch is None:
+            from .units import DTYPE_BYTES
+            batch = _inf.max_batch(hw, spec, prompt=prompt, generate=generate, tp=tp, pp=pp,
+                                   w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kvd],
+                                   stream_bytes=max(DTYPE_BYTES[act], 2.0))
+            none_fit = batch < 1
+            r = _inf.inference(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, batch=np.maximum(batch, 1.0),
+                               prompt=prompt, generate=generate, weights=weights, activations=act, kv=kvd)
+            r["fits"] = r["fits"] & ~none_fit
+            r["batch"] = batch
+        else:
+            r = _inf.inference(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, batch=batch, prompt=prompt,
+                               generate=generate, weights=weights, activations=act, kv=kvd)
+        r["activations"] = np.full(np.shape(r["tpot_s"]), act)
+        r["kv"] = np.full(np.shape(r["tpot_s"]), kvd)
+        return r
+
+    categorical = {"hardware": as_axis("hardware", hardware), "model": model_axis,
+                   "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
+                   "kv": as_axis("kv", kv)}
+    ds = evaluate(fn, categorical=categorical, numeric=numeric,
+                  attrs={"function": "predict.inference", "batching": "static"})
+    for name in ("activations", "kv"):  # the resolved dtypes, unless they are sweep dims
+        if name in ds.dims:
+            ds = ds.drop_vars(name, errors="ignore") if name in ds.data_vars else ds
+    return ds
