@@ -41,6 +41,8 @@ _SUFFIX_UNITS: tuple[tuple[str, str, str], ...] = (
     ("_flops_per_s_per_device", "FLOP/s", "FLOP/s per device"),
     ("_tokens_per_s_per_device", "tokens/s", "tokens/s per device"),
     ("_tokens_per_s_per_user", "tokens/s", "tokens/s per user"),
+    ("_flops_per_device", "FLOP", "FLOPs per device"),
+    ("_bytes_per_device", "B", "bytes per device"),
     ("_bytes_per_s", "B/s", "bytes/s"),
     ("_flops_per_s", "FLOP/s", "FLOP/s"),
     ("_tokens_per_s", "tokens/s", "tokens/s"),

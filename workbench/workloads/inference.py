@@ -18,6 +18,7 @@ import numpy as np
 from ..primitives._array import where
 from ..primitives.collectives import collective
 from ..primitives.gemm import gemm
+from ..primitives.kv_cache import kv_cache_bytes, kv_share_per_device
 from ..specs import HardwareSpec, ModelSpec
 from ..units import DTYPE_BYTES
 from .layers import add, layer_decode, layer_prefill
@@ -61,9 +62,10 @@ def memory_per_device(hw: HardwareSpec, model: ModelSpec, *, batch, prompt, gene
                       w_bytes, kv_bytes, stream_bytes) -> dict:
     """Weights, KV cache and activation bytes on one device."""
     weights = model.n_params * w_bytes / (tp * pp)
-    share = 1.0 if model.is_mla else np.maximum(model.n_kv_heads / tp, 1.0) / model.n_kv_heads
-    kv_per_seq = model.attention_context(prompt + generate) * model.kv_elements_per_token_per_layer \
-        * kv_bytes * share / pp
+    share = kv_share_per_device(n_kv_heads=model.n_kv_heads, tp=tp, is_mla=model.is_mla)
+    kv_per_seq = kv_cache_bytes(batch=1.0, tokens_attended=model.attention_context(prompt + generate),
+                                kv_elements_per_token_per_layer=model.kv_elements_per_token_per_layer,
+                                kv_bytes=kv_bytes, share=share, pp=pp)
     F = model.d_ff_expert * (model.n_active_experts + model.n_shared_experts) if model.is_moe else model.d_ff
     qkv = (model.n_heads + 2 * model.n_kv_heads) * model.head_dim
     act_per_token = stream_bytes * (4 * model.d_model + (qkv + 2 * F) / tp)
@@ -131,10 +133,10 @@ def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, 
         "weights_per_device_bytes": mem["weights_bytes"], "kv_cache_per_device_bytes": mem["kv_cache_bytes"],
         "activations_per_device_bytes": mem["activation_bytes"],
         "fits": fits, "reason": reason, "bound": bound,
-        "prefill_flops": pre["flops"] * tp, "prefill_compute_s": pre["compute_s"],
+        "prefill_flops_per_device": pre["flops"], "prefill_compute_s": pre["compute_s"],
         "prefill_memory_s": pre["memory_s"], "prefill_comm_s": pre["comm_s"],
         "prefill_overhead_s": pre["overhead_s"],
-        "decode_step_flops": dec["flops"], "decode_step_bytes": dec["bytes"],
+        "decode_step_flops_per_device": dec["flops"], "decode_step_bytes_per_device": dec["bytes"],
         "decode_compute_s": dec["compute_s"], "decode_memory_s": dec["memory_s"],
         "decode_comm_s": dec_comm, "decode_overhead_s": dec["overhead_s"],
         "tpot_lower_s": dec_lower, "tpot_upper_s": dec_upper,

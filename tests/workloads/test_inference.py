@@ -1,0 +1,137 @@
+"""The inference workload's arithmetic: FLOPs and bytes against closed forms, the decode
+sum over steps, bounds, and what TP and PP do to memory and time."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench.specs import load_hardware, load_model
+from workbench.workloads.inference import inference, memory_per_device
+from workbench.workloads.layers import layer_decode
+
+H100 = load_hardware("h100_sxm")
+
+
+def _run(model, **kw):
+    args = dict(hw=H100, model=load_model(model), tp=1, pp=1, dp=1, batch=4.0, prompt=1024.0,
+                generate=128.0, weights="bf16", activations="bf16", kv="bf16")
+    args.update(kw)
+    return inference(**args)
+
+
+def _attention_flops(m, new, context_before):
+    """2·H·(h + h_v) per (query, key) pair, causal over the new tokens (closed form)."""
+    pairs = new * new / 2 + new * context_before
+    return 2 * m.n_heads * (m.head_dim + m.v_dim) * pairs * m.n_layers
+
+
+@pytest.mark.parametrize("model", ["llama_3_1_8b", "qwen3_32b", "mixtral_8x7b", "deepseek_v3"])
+def test_prefill_flops_closed_form(model):
+    """Prefill FLOPs = 2·(active matmul params - lm_head)·tokens + 2·lm_head·batch (logits
+    of the last position only) + causal attention. With TP, ranks also repeat the small
+    replicated matmuls (router, MLA down-projections): the sum over ranks is at least the
+    model's FLOPs and exactly them for a dense GQA model."""
+    m = load_model(model)
+    b, s = 4.0, 1024.0
+    lm_head = m.vocab_size * m.d_model
+    expected = 2 * (m.n_matmul_params_active - lm_head) * b * s + 2 * lm_head * b \
+        + b * _attention_flops(m, s, 0.0)
+    one = _run(model, tp=1.0, batch=b, prompt=s)
+    assert float(one["prefill_flops_per_device"]) == pytest.approx(expected, rel=1e-9)
+    eight = float(_run(model, tp=8.0, batch=b, prompt=s)["prefill_flops_per_device"]) * 8
+    if m.is_moe or m.is_mla:
+        assert expected < eight < expected * 1.25
+    else:
+        assert eight == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["llama_3_1_8b", "mixtral_8x7b"])
+def test_decode_step_flops_closed_form(model):
+    """One decode step (all layers, one TP rank = the whole model at tp=1) does
+    2·N_active·batch matmul FLOPs plus attention over the mean context."""
+    m = load_model(model)
+    b, s, g = 16.0, 1000.0, 200.0
+    r = _run(model, batch=b, prompt=s, generate=g)
+    ctx = s + g / 2
+    expected = 2 * m.n_matmul_params_active * b + 2 * m.n_heads * (m.head_dim + m.v_dim) * ctx * m.n_layers * b
+    assert float(r["decode_step_flops_per_device"]) == pytest.approx(expected, rel=1e-9)
+
+
+def test_decode_reads_every_weight_and_the_kv_cache():
+    """Bytes of a dense decode step >= weights + KV cache at the mean context (conservation:
+    both must cross the memory bus once per step)."""
+    m = load_model("llama_3_1_8b")
+    b, s, g = 8.0, 4096.0, 256.0
+    r = _run("llama_3_1_8b", batch=b, prompt=s, generate=g)
+    weights = m.n_matmul_params_active * 2.0
+    kv = b * (s + g / 2) * m.kv_bytes_per_token("bf16")
+    assert float(r["decode_step_bytes_per_device"]) >= weights + kv
+    assert float(r["decode_step_bytes_per_device"]) <= (weights + kv) * 1.05  # activations are small
+
+
+def test_closed_form_decode_sum_matches_a_loop_over_steps():
+    """e2e uses (generate-1)·step(prompt + generate/2); summing every step explicitly
+    differs only by the non-linear efficiency terms (< 1%)."""
+    m = load_model("llama_3_1_8b")
+    s, g, b = 2048.0, 512.0, 32.0
+    r = _run("llama_3_1_8b", batch=b, prompt=s, generate=g)
+    contexts = s + np.arange(1, g)  # the g-1 decode steps after the first token
+    kw = dict(tp=1.0, math="bf16", w_bytes=2.0, a_bytes=2.0, kv_bytes=2.0, moe=False)
+    step = layer_decode(H100, m, batch=b, context=contexts, **kw)
+    # lm_head and overheads are constant per step: take them from the model's own step.
+    per_step_layers = m.n_layers * (step["time_s"] + step["overhead_s"])
+    one = layer_decode(H100, m, batch=b, context=s + g / 2, **kw)
+    constant = float(r["tpot_s"]) - m.n_layers * float(one["time_s"] + one["overhead_s"])
+    loop_total = float(np.sum(per_step_layers + constant))
+    closed = float(r["e2e_s"] - r["ttft_s"])
+    assert closed == pytest.approx(loop_total, rel=0.01)
+
+
+def test_tpot_between_its_bounds():
+    r = _run("llama_3_1_70b", tp=8.0, batch=np.array([1.0, 16.0, 256.0]), prompt=2048.0)
+    assert np.all(r["tpot_lower_s"] <= r["tpot_s"] * (1 + 1e-12))
+    assert np.all(r["tpot_s"] <= r["tpot_upper_s"] * (1 + 1e-12))
+
+
+def test_decode_never_faster_than_the_memory_roofline():
+    """A decode step cannot beat reading the weights once at peak HBM bandwidth."""
+    m = load_model("llama_3_1_8b")
+    r = _run("llama_3_1_8b", batch=np.array([1.0, 8.0, 64.0]))
+    floor = m.n_matmul_params_active * 2.0 / H100.hbm.bandwidth_bytes_per_s
+    assert np.all(r["tpot_s"] > floor)
+
+
+def test_pipeline_parallel_splits_memory_not_decode_time():
+    one = _run("llama_3_1_70b", tp=4.0, pp=1.0, batch=32.0)
+    two = _run("llama_3_1_70b", tp=4.0, pp=2.0, batch=32.0)
+    assert float(two["weights_per_device_bytes"]) == pytest.approx(float(one["weights_per_device_bytes"]) / 2)
+    assert float(two["kv_cache_per_device_bytes"]) == pytest.approx(float(one["kv_cache_per_device_bytes"]) / 2)
+    # Micro-batches of 16 instead of 32 cost about the same per token (weights dominate)
+    assert float(two["tpot_s"]) == pytest.approx(float(one["tpot_s"]), rel=0.15)
+
+
+def test_tensor_parallel_cuts_weight_time_and_adds_communication():
+    one = _run("llama_3_1_70b", tp=2.0, batch=1.0)
+    eight = _run("llama_3_1_70b", tp=8.0, batch=1.0)
+    assert float(eight["decode_memory_s"]) < float(one["decode_memory_s"]) / 3
+    assert float(eight["decode_comm_s"]) > 0
+
+
+def test_memory_parts_add_up_and_kv_grows_linearly():
+    m = load_model("llama_2_7b")
+    mem = memory_per_device(H100, m, batch=np.array([1.0, 2.0, 4.0]), prompt=1000.0, generate=24.0,
+                            tp=1.0, pp=1.0, w_bytes=2.0, kv_bytes=2.0, stream_bytes=2.0)
+    # Llama-2-7B bf16: 32 layers x 2 x 4096 x 2 bytes = 524,288 B per token (closed form)
+    assert mem["kv_cache_bytes"] == pytest.approx(np.array([1, 2, 4]) * 1024 * 524_288)
+    assert mem["weights_bytes"] == pytest.approx(m.n_params * 2.0)
+
+
+def test_sliding_window_caps_kv_cache():
+    """gpt-oss-120b: half its layers keep only 128 tokens, so its KV grows at half the
+    rate of a model with the same geometry and full attention everywhere."""
+    m = load_model("gpt_oss_120b")
+    mem = memory_per_device(H100, m, batch=1.0, prompt=np.array([10_000.0, 20_000.0]), generate=0.0,
+                            tp=1.0, pp=1.0, w_bytes=0.5, kv_bytes=2.0, stream_bytes=2.0)
+    per_token_full_layer = m.kv_elements_per_token_per_layer * 2.0
+    growth = mem["kv_cache_bytes"][1] - mem["kv_cache_bytes"][0]
+    assert growth == pytest.approx(10_000 * per_token_full_layer * (m.n_layers - m.n_sliding_layers))
