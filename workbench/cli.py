@@ -45,7 +45,12 @@ def _convert(arg: str, kind, text: str):
     def one(t):
         t = t.strip()
         if kind == "batch":
-            return t if t == "max" else _convert(arg, int, t)
+            if t == "max":
+                return t
+            try:
+                return int(t)
+            except ValueError:
+                raise InputError(f"{arg}={t!r} is not allowed; allowed: a positive integer or 'max'") from None
         if kind == "bool":
             if t.lower() not in ("true", "false"):
                 raise InputError(f"{arg}={t!r} is not allowed; allowed: true, false")
@@ -85,8 +90,15 @@ def _predict(kind: str, ns) -> int:
     if kind == "inference" and ns.model_file:
         import yaml
         from .specs._base import _Loader
-        with open(ns.model_file) as f:
-            kwargs["model"] = yaml.load(f, Loader=_Loader)
+        try:
+            with open(ns.model_file) as f:
+                kwargs["model"] = yaml.load(f, Loader=_Loader)
+        except (OSError, yaml.YAMLError) as e:
+            raise InputError(f"model_file={ns.model_file!r} cannot be read ({type(e).__name__}); "
+                             "allowed: a YAML file of model-spec fields") from None
+        if not isinstance(kwargs["model"], dict):
+            raise InputError(f"model_file={ns.model_file!r} is not a YAML mapping; "
+                             "allowed: a YAML file of model-spec fields") from None
     ds = getattr(predict, kind)(**kwargs)
     if ns.json:
         print(json.dumps(_jsonable(ds), indent=2))

@@ -1,7 +1,7 @@
 """Fit a chip's GEMM size ramp (spec field gemm_eff) from measured square GEMMs.
 
-ramp(2mnk) = measured FLOP/s / (peak(dtype) · gemm_peak_eff(dtype) · wave_efficiency),
-capped at 1. The spec YAML stores the result; tests/calibrate/test_gemm_ramp.py refits
+ramp(executed) = measured FLOP/s / (peak(dtype) · gemm_peak_eff(dtype) · wave_efficiency),
+capped at 1, keyed by the executed work 2mnk / wave_efficiency (primitives/gemm.py). The spec YAML stores the result; tests/calibrate/test_gemm_ramp.py refits
 it from the cited rows and checks the YAML matches, so the table's provenance is code.
 """
 from __future__ import annotations
@@ -22,4 +22,4 @@ def fit_ramp(hw: HardwareSpec, squares: dict, dtype: str) -> tuple[list, list]:
     measured = np.asarray([squares[int(x)] for x in n]) * 1e12
     wave = wave_efficiency(hw=hw, m=n, n=n, k=n)
     ramp = np.minimum(measured / (hw.peak(dtype) * hw.gemm_peak_eff_for(dtype) * wave), 1.0)
-    return [float(f"{x:.4g}") for x in 2 * n**3], [round(float(r), 4) for r in ramp]
+    return [float(f"{x:.4g}") for x in 2 * n**3 / wave], [round(float(r), 4) for r in ramp]

@@ -55,9 +55,12 @@ def attention_decode(*, hw: HardwareSpec, batch, context, n_heads, head_dim, n_k
     # Each thread block streams one (sequence, KV head) slice of the cache and pays one
     # memory latency before its stream flows; an SM's share of the bandwidth times that
     # latency is the slice size at which half the time is lost (latency-bandwidth product).
+    # The latency counts as latency_bytes more streamed per slice. (Multiplying memory_time
+    # by (slice + latency_bytes) / slice instead also scaled the size ramp's own latency:
+    # a 65-token context came out 5x slower than a 2k one on B200.)
     slice_bytes = context * (kv_elements_per_token / np.maximum(n_kv_heads, 1.0)) * kv_bytes
     latency_bytes = hw.hbm.bandwidth_bytes_per_s / hw.n_sms * hw.memory_latency_s
-    memory_s = memory_time(hw=hw, nbytes=nbytes) * (slice_bytes + latency_bytes) / slice_bytes
+    memory_s = memory_time(hw=hw, nbytes=nbytes * (slice_bytes + latency_bytes) / slice_bytes)
     return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
             "overhead_s": hw.kernel_launch_s + 0.0 * flops,
             "time_s": np.maximum(compute_s, memory_s), "compute_bound": compute_s >= memory_s}

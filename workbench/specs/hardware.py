@@ -18,8 +18,8 @@ LINK_SCOPES = ("scale_up", "scale_out")
 
 @dataclass(frozen=True, kw_only=True)
 class EfficiencyTable:
-    """Achieved fraction of a peak against a size (FLOPs or bytes), interpolated in
-    log10(size) and held constant beyond the ends."""
+    """Achieved fraction of a peak against a size (FLOPs or bytes), interpolated
+    linearly in log(eff) against log(size) and held constant beyond the ends."""
     size: tuple[float, ...]
     eff: tuple[float, ...]
     source: str = ""
@@ -37,8 +37,10 @@ class EfficiencyTable:
     def __call__(self, size):
         from ..primitives._array import elementwise
         xp = np.log10(np.asarray(self.size, float))
-        fp = np.asarray(self.eff, float)
-        return elementwise(lambda s: np.interp(np.log10(np.maximum(s, 1.0)), xp, fp), size)
+        fp = np.log(np.asarray(self.eff, float))
+        # log-log interpolation: every segment's slope stays below 1 when the table rises
+        # less steeply than size, so time = size / (peak · eff) never falls as size grows.
+        return elementwise(lambda s: np.exp(np.interp(np.log10(np.maximum(s, 1.0)), xp, fp)), size)
 
 
 @dataclass(frozen=True, kw_only=True)

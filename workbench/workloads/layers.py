@@ -32,9 +32,9 @@ def add(*parts: dict, scale=1.0) -> dict:
     return {k: sum(p.get(k, 0.0) for p in parts) * scale for k in PARTS}
 
 
-def _gemm(hw, *, m, n, k, math, w_bytes, a_bytes, count=1.0):
+def _gemm(hw, *, m, n, k, math, w_bytes, a_bytes, count=1.0, grouped=False):
     return gemm(hw=hw, m=m, n=n, k=k, dtype=math, a_bytes=a_bytes, b_bytes=w_bytes,
-                c_bytes=a_bytes, count=count)
+                c_bytes=a_bytes, count=count, grouped=grouped)
 
 
 def expected_experts_touched(*, n_experts, top_k, tokens):
@@ -66,8 +66,8 @@ def layer_gemms(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, math: str, w_
         m_exp = T * k_act / touched  # tokens per touched expert, balanced routing
         F = model.d_ff_expert
         parts += [_gemm(m=T, n=E, k=D, **g),  # router
-                  _gemm(m=m_exp, n=(mats - 1) * F / tp, k=D, count=touched, **g),
-                  _gemm(m=m_exp, n=D, k=F / tp, count=touched, **g)]
+                  _gemm(m=m_exp, n=(mats - 1) * F / tp, k=D, count=touched, grouped=True, **g),
+                  _gemm(m=m_exp, n=D, k=F / tp, count=touched, grouped=True, **g)]
         if model.n_shared_experts:
             Fs = F * model.n_shared_experts
             parts += [_gemm(m=T, n=(mats - 1) * Fs / tp, k=D, **g), _gemm(m=T, n=D, k=Fs / tp, **g)]

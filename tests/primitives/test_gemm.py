@@ -1,0 +1,210 @@
+"""GEMM and memory-bound kernel costs: exact FLOP and byte counts, the roofline bounds over a
+random grid of shapes on every chip, wave quantization, monotonicity and input types."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from workbench import predict
+from workbench.primitives.gemm import elementwise, gemm, memory_time, wave_efficiency
+from workbench.specs import list_hardware, load_hardware
+from workbench.units import DTYPE_BYTES
+
+HARDWARE = list_hardware()
+N_SHAPES = 4000
+
+
+def _shapes(seed=20241201, n=N_SHAPES, hi=65536):
+    """Log-uniform integer shapes from 1 to 64k per dimension (decode GEMVs to big GEMMs)."""
+    rng = np.random.default_rng(seed)
+    m, n_, k = (np.round(np.exp(rng.uniform(0.0, np.log(hi), n))) for _ in range(3))
+    return m, n_, k
+
+
+def _dtypes(hw):
+    """The math dtypes the chip has tensor units for (fp32 is CUDA-core math, not a GEMM dtype)."""
+    return [dt for dt in ("tf32", "bf16", "fp16", "fp8", "int8", "fp4") if np.isfinite(hw.peak(dt))]
+
+
+CASES = [(h, dt) for h in HARDWARE for dt in _dtypes(load_hardware(h))]
+
+
+# ---- exact counts ----------------------------------------------------------------------------
+def test_flops_and_bytes_closed_form():
+    # C[m,n] = A[m,k] @ B[k,n]: m·n·k multiply-adds = 2·m·n·k FLOPs; bytes = read A and B, write C.
+    m, n, k = _shapes(n=500)
+    g = gemm(hw=load_hardware("h100_sxm"), m=m, n=n, k=k, dtype="fp8", a_bytes=1.0, b_bytes=0.5,
+             c_bytes=2.0, count=3.0)
+    np.testing.assert_array_equal(g["flops"], 2.0 * m * n * k * 3.0)
+    np.testing.assert_array_equal(g["bytes"], (m * k * 1.0 + k * n * 0.5 + m * n * 2.0) * 3.0)
+    assert gemm(hw=load_hardware("h100_sxm"), m=8192, n=8192, k=8192)["flops"] == 2 * 8192**3
+
+
+def test_count_scales_work_and_launches_linearly():
+    """count identical GEMMs: FLOPs, bytes, math time and launches scale by count; the
+    memory side streams all the bytes as one transfer, at the efficiency of the total."""
+    hw = load_hardware("h100_sxm")
+    one = gemm(hw=hw, m=4096, n=4096, k=4096)
+    four = gemm(hw=hw, m=4096, n=4096, k=4096, count=4.0)
+    for key in ("flops", "bytes", "compute_s", "overhead_s"):
+        assert float(four[key]) == pytest.approx(4.0 * float(one[key]), rel=1e-12), key
+    assert float(four["memory_s"]) == pytest.approx(float(memory_time(hw=hw, nbytes=four["bytes"])), rel=1e-12)
+    assert float(four["memory_s"]) <= 4.0 * float(one["memory_s"])
+
+
+# ---- roofline bounds -------------------------------------------------------------------------
+@pytest.mark.parametrize("hardware, dtype", CASES, ids=[f"{h}-{d}" for h, d in CASES])
+def test_roofline_bounds_on_random_shapes(hardware, dtype):
+    """Achieved FLOP/s never above the dtype's dense peak (nor above the best achievable
+    fraction gemm_peak_eff, MAMF rows B01-B07); time never below bytes / peak bandwidth."""
+    hw = load_hardware(hardware)
+    m, n, k = _shapes()
+    b = DTYPE_BYTES[dtype]
+    g = gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=b, b_bytes=b, c_bytes=b)
+    achieved = g["flops"] / g["time_s"]
+    peak = hw.peak(dtype)
+    assert np.all(np.isfinite(g["time_s"])) and np.all(g["time_s"] > 0)
+    assert np.all(achieved <= peak)
+    assert np.all(achieved <= peak * hw.gemm_peak_eff_for(dtype) * (1 + 1e-12))
+    assert np.all(g["compute_s"] >= g["flops"] / peak)
+    assert np.all(g["memory_s"] >= g["bytes"] / hw.hbm.bandwidth_bytes_per_s)
+    assert np.all(g["time_s"] >= g["bytes"] / hw.hbm.bandwidth_bytes_per_s)
+    np.testing.assert_array_equal(g["time_s"], np.maximum(g["compute_s"], g["memory_s"]))
+    np.testing.assert_array_equal(g["compute_bound"], g["compute_s"] >= g["memory_s"])
+
+
+@pytest.mark.parametrize("hardware", HARDWARE)
+def test_memory_time_bounds(hardware):
+    hw = load_hardware(hardware)
+    nbytes = np.logspace(0, 12, 500)
+    t = memory_time(hw=hw, nbytes=nbytes)
+    assert np.all(t >= nbytes / hw.hbm.bandwidth_bytes_per_s)
+    e = elementwise(hw=hw, nbytes=nbytes, count=5.0)
+    np.testing.assert_array_equal(e["time_s"], t)
+    assert e["overhead_s"] == pytest.approx(5.0 * hw.kernel_launch_s)
+
+
+def test_chip_without_the_dtype_gives_nan_not_a_number():
+    # A100 has no FP8 tensor cores (A100 datasheet): no invented time.
+    g = gemm(hw=load_hardware("a100_sxm"), m=4096, n=4096, k=4096, dtype="fp8")
+    assert np.isnan(g["compute_s"])
+
+
+# ---- wave quantization ------------------------------------------------------------------------
+@pytest.mark.parametrize("hardware", HARDWARE)
+def test_wave_efficiency_in_unit_interval(hardware):
+    m, n, k = _shapes()
+    w = wave_efficiency(hw=load_hardware(hardware), m=m, n=n, k=k)
+    assert np.all((w > 0) & (w <= 1))
+
+
+@pytest.mark.parametrize("hardware", HARDWARE)
+@pytest.mark.parametrize("waves_m, tiles_n", [(1, 1), (1, 3), (2, 1), (3, 2)])
+@pytest.mark.parametrize("k", [64, 1000, 8192])
+def test_wave_efficiency_is_one_on_exact_multiples(hardware, waves_m, tiles_n, k):
+    """m = tile_m · n_sms · a, n = tile_n · b: no padding, and the a·b·n_sms tiles fill
+    exactly a·b waves of the SMs, so no SM idles."""
+    hw = load_hardware(hardware)
+    m = hw.gemm_tile_m * hw.n_sms * waves_m
+    n = hw.gemm_tile_n * tiles_n
+    assert float(wave_efficiency(hw=hw, m=m, n=n, k=k)) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_wave_efficiency_closed_form_h100_1024_cube():
+    # H100: 132 SMs, 128x256 tiles. 1024^3 has 8·4 = 32 tiles; stream-K splits K in
+    # floor(132/32) = 4 (k/256 = 4 allows it): 128 work units on 132 SMs = 0.9697.
+    assert float(wave_efficiency(hw=load_hardware("h100_sxm"), m=1024, n=1024, k=1024)) == \
+        pytest.approx(128 / 132, rel=1e-12)
+
+
+@pytest.mark.parametrize("hardware", HARDWARE)
+def test_sm_time_monotone_in_each_dimension(hardware):
+    """SM-time of the best tiling, 2mnk / wave_efficiency (the FLOP slots the SMs occupy),
+    never falls when m, n or k grows. Regression: K-splits were limited to floor(k/256),
+    so k = 512 occupied half the SM-time of k = 511."""
+    hw = load_hardware(hardware)
+    def sm_time(m, n, k):
+        return 2.0 * m * n * k / wave_efficiency(hw=hw, m=m, n=n, k=k)
+    m, n, k = _shapes(n=1500)
+    for step in (1.0, 7.0, 64.0):
+        base = sm_time(m, n, k)
+        for grown in (sm_time(m + step, n, k), sm_time(m, n + step, k), sm_time(m, n, k + step)):
+            assert np.all(grown >= base * (1 - 1e-12))
+    ks = np.arange(1.0, 4097.0)
+    t = sm_time(256.0, 256.0, ks)  # flat where stream-K spreads k over more SMs: rounding only
+    assert np.all(t[1:] >= t[:-1] * (1 - 1e-12))
+
+
+@pytest.mark.parametrize("hardware", HARDWARE)
+def test_time_monotone_in_m_n_k(hardware):
+    """The modelled GEMM time never falls when m, n or k grows. The size ramp is keyed by
+    executed FLOPs (2mnk / wave efficiency, which never falls: see the test above) and
+    gemm_eff is a power law between points with log-log slope < 1, so executed / eff(executed)
+    grows with it; the fastest tile choice is a minimum of such times, and memory_time is
+    non-decreasing in bytes for the same reason."""
+    hw = load_hardware(hardware)
+    m, n, k = _shapes(n=3000)
+    bad = []
+    for dtype in ("bf16", "fp8") if np.isfinite(hw.peak("fp8")) else ("bf16",):
+        base = gemm(hw=hw, m=m, n=n, k=k, dtype=dtype)["time_s"]
+        for name, grown in (("m", dict(m=m + 16, n=n, k=k)), ("n", dict(m=m, n=n + 16, k=k)),
+                            ("k", dict(m=m, n=n, k=k + 16))):
+            t = gemm(hw=hw, dtype=dtype, **grown)["time_s"]
+            if np.any(t < base * (1 - 1e-12)):
+                i = int(np.argmax(base / t))
+                bad.append(f"{dtype} +16 in {name}: {m[i]:.0f}x{n[i]:.0f}x{k[i]:.0f} "
+                           f"{base[i]:.3g} s -> {t[i]:.3g} s")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("hardware", HARDWARE)
+@pytest.mark.parametrize("mn", [64.0, 128.0, 256.0])
+def test_compute_time_monotone_in_k_through_split_points(hardware, mn):
+    """Few output tiles, so stream-K splits K over the idle SMs; up to 2·256²·8192 = 1.1e9
+    FLOPs, below the first ramp point (2.147e9), so the ramp is flat and compute time is
+    SM-time. Regression: with floor(k/256) splits, compute time halved from k = 511 to 512."""
+    ks = np.arange(1.0, 8193.0)
+    t = gemm(hw=load_hardware(hardware), m=mn, n=mn, k=ks, dtype="bf16")["compute_s"]
+    assert np.all(t[1:] >= t[:-1] * (1 - 1e-12))
+
+
+# ---- one function, every input type -------------------------------------------------------------
+def test_float_ndarray_dataarray_agree():
+    """xarray's test_apply_two_inputs pattern: the same call on floats, ndarrays and
+    DataArrays gives the same numbers; DataArrays broadcast by dimension name."""
+    hw = load_hardware("h100_sxm")
+    ms, ns, k = np.array([1.0, 128.0, 1000.0, 8192.0]), np.array([256.0, 4096.0, 28672.0]), 8192.0
+    arr = gemm(hw=hw, m=ms[:, None], n=ns[None, :], k=k, dtype="fp8")
+    da = gemm(hw=hw, m=xr.DataArray(ms, dims="m"), n=xr.DataArray(ns, dims="n"), k=k, dtype="fp8")
+    for key in ("flops", "bytes", "compute_s", "memory_s", "time_s", "compute_bound"):
+        assert isinstance(da[key], xr.DataArray), key
+        assert da[key].dims == ("m", "n"), (key, da[key].dims)  # 2-D from two 1-D inputs
+        np.testing.assert_allclose(da[key].values, arr[key], rtol=1e-12)
+        for i, mi in enumerate(ms):
+            for j, nj in enumerate(ns):
+                scalar = gemm(hw=hw, m=float(mi), n=float(nj), k=k, dtype="fp8")[key]
+                assert float(scalar) == pytest.approx(float(arr[key][i, j]), rel=1e-12)
+    # Same name on both inputs: aligned, not an outer product.
+    same = gemm(hw=hw, m=xr.DataArray(ms[:3], dims="x"), n=xr.DataArray(ns, dims="x"), k=k)
+    assert same["time_s"].dims == ("x",)
+
+
+def test_dataarray_coords_survive():
+    hw = load_hardware("h100_sxm")
+    m = xr.DataArray([64.0, 512.0], dims="batch", coords={"batch": [64, 512]})
+    t = gemm(hw=hw, m=m, n=8192.0, k=8192.0)["time_s"]
+    assert t.dims == ("batch",) and list(t.batch.values) == [64, 512]
+
+
+def test_predict_gemm_matches_primitive_and_sweeps():
+    ds = predict.gemm(hardware="h100_sxm", m=[1024, 8192], n=8192, k=8192, dtype=["bf16", "fp8"])
+    assert dict(ds.sizes) == {"m": 2, "dtype": 2}
+    g = gemm(hw=load_hardware("h100_sxm"), m=8192.0, n=8192.0, k=8192.0, dtype="fp8",
+             a_bytes=1.0, b_bytes=1.0, c_bytes=1.0)
+    point = ds.sel(m=8192, dtype="fp8")
+    assert float(point.time_s) == pytest.approx(float(g["time_s"]))
+    assert float(point.flops_per_s) == pytest.approx(float(g["flops"] / g["time_s"]))
+    assert str(point.bound.values) == "compute"
+    assert ds.flops_per_s.attrs["units"] == "FLOP/s" and ds.time_s.attrs["units"] == "s"
+    assert ds.bytes.attrs["units"] == "B" and ds.flops.attrs["units"] == "FLOP"
