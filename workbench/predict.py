@@ -17,9 +17,11 @@ from .errors import InputError, check_choice, check_positive
 from .primitives.attention import attention_prefill
 from .primitives.collectives import COLLECTIVES, collective as _collective
 from .primitives.gemm import gemm as _gemm
-from .specs import list_hardware, list_models, load_hardware, load_model
-from .units import DTYPES
+from .primitives.mesh import MAPPINGS, mesh_gemm, mesh_gemv
+from .specs import is_wafer, list_hardware, list_models, load_hardware, load_model
+from .units import DTYPE_BYTES, DTYPES
 from .workloads import inference as _inf
+from .workloads.wafer_inference import wafer_inference, wafer_max_batch, wafer_system
 
 
 def _check_hardware(hardware):
@@ -30,26 +32,51 @@ def _check_dtype(arg, value, hardware=None):
     check_choice(arg, values_of(value), DTYPES)
 
 
-def gemm(*, hardware, m, n, k, dtype="bf16"):
+def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh"):
     """Time and achieved FLOP/s of C[m,n] = A[m,k] @ B[k,n] in `dtype` (inputs and output
-    in that dtype, as cuBLASLt benchmarks run them)."""
+    in that dtype, as cuBLASLt benchmarks run them). On a wafer (wse2, wse3, cs2, cs3) it
+    runs on a pe_grid x pe_grid region (default: the largest square), as MeshGEMV when
+    m == 1 and MeshGEMM otherwise, with `mapping` "mesh" or "gpu_style"."""
     _check_hardware(hardware)
     _check_dtype("dtype", dtype)
+    check_choice("mapping", values_of(mapping), MAPPINGS)
     for arg, v in (("m", m), ("n", n), ("k", k)):
         check_positive(arg, v, integer=True)
+    numeric = {"m": as_axis("m", m), "n": as_axis("n", n), "k": as_axis("k", k)}
+    if pe_grid is not None:
+        check_positive("pe_grid", pe_grid, integer=True)
+        numeric["pe_grid"] = as_axis("pe_grid", pe_grid)
 
-    def fn(hardware, dtype, m, n, k):
+    def fn(hardware, dtype, mapping, m, n, k, pe_grid=None):
         hw = load_hardware(hardware)
-        from .units import DTYPE_BYTES
+        if is_wafer(hw):
+            return _wafer_gemm(hw, dtype, mapping, m, n, k, pe_grid)
         b = DTYPE_BYTES[dtype]
         g = _gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=b, b_bytes=b, c_bytes=b)
         return {"time_s": g["time_s"], "flops_per_s": g["flops"] / g["time_s"],
                 "compute_s": g["compute_s"], "memory_s": g["memory_s"], "flops": g["flops"],
                 "bytes": g["bytes"], "bound": np.where(g["compute_bound"], "compute", "memory")}
 
-    return evaluate(fn, categorical={"hardware": as_axis("hardware", hardware), "dtype": as_axis("dtype", dtype)},
-                    numeric={"m": as_axis("m", m), "n": as_axis("n", n), "k": as_axis("k", k)},
-                    attrs={"function": "predict.gemm"})
+    return evaluate(fn, categorical={"hardware": as_axis("hardware", hardware), "dtype": as_axis("dtype", dtype),
+                                     "mapping": as_axis("mapping", mapping)},
+                    numeric=numeric, attrs={"function": "predict.gemm"})
+
+
+def _wafer_gemm(hw, dtype, mapping, m, n, k, pe_grid):
+    from .workloads.wafer_inference import wafer_system
+    _, w = wafer_system(hw)
+    P = np.minimum(pe_grid if pe_grid is not None else w.max_square_grid + 0.0 * m, w.max_square_grid)
+    gemv = mesh_gemv(w, P=P, k=k, n=n, rows=m, dtype=dtype, mapping=mapping)
+    gemm_ = mesh_gemm(w, P=P, m=m, k=k, n=n, dtype=dtype, mapping=mapping)
+    use_gemv = m == 1
+    cycles = np.where(use_gemv, gemv["cycles"], gemm_["cycles"])
+    compute = np.where(use_gemv, gemv["compute_cycles"], gemm_["compute_cycles"])
+    comm = np.where(use_gemv, gemv["comm_cycles"], gemm_["comm_cycles"])
+    t = cycles / w.clock_hz
+    flops = 2.0 * m * n * k
+    return {"time_s": t, "flops_per_s": flops / t, "compute_s": compute / w.clock_hz,
+            "comm_s": comm / w.clock_hz, "flops": flops, "pe_grid": P + 0.0 * t,
+            "bound": np.where(compute >= comm, "compute", "mesh_reduction")}
 
 
 def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True):
@@ -62,7 +89,6 @@ def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", caus
     check_choice("causal", values_of(causal), (True, False))
 
     def fn(hardware, dtype, causal, batch, seq_len, n_heads, head_dim):
-        from .units import DTYPE_BYTES
         a = attention_prefill(hw=load_hardware(hardware), batch=batch, seq_len=seq_len, n_heads=n_heads,
                               head_dim=head_dim, causal=bool(causal), dtype=dtype,
                               act_bytes=DTYPE_BYTES[dtype])
@@ -105,10 +131,15 @@ def default_activations(weights: str, hw) -> str:
 
 
 def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048, generate=256,
-              weights="bf16", activations=None, kv=None):
+              weights="bf16", activations=None, kv=None, pe_grid=None, mapping="mesh"):
     """Static-batch inference: prefill of `prompt` tokens then `generate` output tokens per
-    sequence. `devices` defaults to tp·pp; more devices run data-parallel replicas.
-    `batch="max"` uses the largest batch that fits in memory. See workloads/inference.py."""
+    sequence. `batch="max"` uses the largest batch that fits in memory.
+
+    GPUs (workloads/inference.py): `devices` defaults to tp·pp; more devices run
+    data-parallel replicas. Wafer-scale systems (cs2, cs3, or a bare wse2/wse3 as one
+    system; workloads/wafer_inference.py): `devices` is the number of systems the model is
+    pipelined across, `pe_grid` the side of each layer's PE region (default: the fastest
+    that fits) and `mapping` "mesh" (WaferLLM) or "gpu_style"; tp and pp must be 1."""
     _check_hardware(hardware)
     check_choice("model", [m for m in values_of(model) if not isinstance(m, dict)], list_models())
     _check_dtype("weights", weights)
@@ -116,6 +147,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
         _check_dtype("activations", activations)
     if kv is not None:
         _check_dtype("kv", kv)
+    check_choice("mapping", values_of(mapping), MAPPINGS)
     batch_max = isinstance(batch, str)
     if batch_max and batch != "max":
         raise InputError(f"batch={batch!r} is not allowed; allowed: a positive integer or 'max'")
@@ -124,6 +156,12 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
         check_positive(arg, v, integer=True)
     if devices is not None:
         check_positive("devices", devices, integer=True)
+    if pe_grid is not None:
+        check_positive("pe_grid", pe_grid, integer=True)
+    wafers = [h for h in values_of(hardware) if is_wafer(load_hardware(h))]
+    if wafers and (max(values_of(tp)) > 1 or max(values_of(pp)) > 1):
+        raise InputError(f"tp={max(values_of(tp))}, pp={max(values_of(pp))} is not allowed on {wafers[0]!r}; "
+                         "allowed: tp=1 and pp=1 (a wafer model is laid out by pe_grid and devices)")
     for name in values_of(model):
         spec = load_model(name)
         bad = [t for t in values_of(tp) if spec.n_heads % int(t)]
@@ -141,40 +179,66 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
         numeric["batch"] = as_axis("batch", batch)
     if devices is not None:
         numeric["devices"] = as_axis("devices", devices)
+    if pe_grid is not None:
+        numeric["pe_grid"] = as_axis("pe_grid", pe_grid)
     model_axis = as_axis("model", model) if not isinstance(model, dict) else model
 
-    def fn(hardware, model, weights, activations, kv, tp, pp, prompt, generate, batch=None, devices=None):
+    def fn(hardware, model, weights, activations, kv, mapping, **sizes):
         hw, spec = load_hardware(hardware), load_model(model)
-        act = activations or default_activations(weights, hw)
-        kvd = kv or ("fp16" if act == "fp16" else "bf16")
-        devices = tp * pp if devices is None else devices
-        dp = devices / (tp * pp)
-        if np.any(dp != np.floor(dp)) or np.any(dp < 1):
-            raise InputError(f"devices={devices} is not a multiple of tp*pp={tp * pp}; allowed: "
-                             "a multiple of tp*pp (the extra devices are data-parallel replicas)")
-        if batch is None:
-            from .units import DTYPE_BYTES
-            batch = _inf.max_batch(hw, spec, prompt=prompt, generate=generate, tp=tp, pp=pp,
-                                   w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kvd],
-                                   stream_bytes=max(DTYPE_BYTES[act], 2.0))
-            none_fit = batch < 1
-            r = _inf.inference(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, batch=np.maximum(batch, 1.0),
-                               prompt=prompt, generate=generate, weights=weights, activations=act, kv=kvd)
-            r["fits"] = r["fits"] & ~none_fit
-            r["batch"] = batch
-        else:
-            r = _inf.inference(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, batch=batch, prompt=prompt,
-                               generate=generate, weights=weights, activations=act, kv=kvd)
-        r["activations"] = np.full(np.shape(r["tpot_s"]), act)
-        r["kv"] = np.full(np.shape(r["tpot_s"]), kvd)
-        return r
+        if is_wafer(hw):
+            return _wafer_point(hw, spec, weights, activations, kv, mapping, **sizes)
+        return _gpu_point(hw, spec, weights, activations, kv, **sizes)
 
     categorical = {"hardware": as_axis("hardware", hardware), "model": model_axis,
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
-                   "kv": as_axis("kv", kv)}
+                   "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping)}
     ds = evaluate(fn, categorical=categorical, numeric=numeric,
                   attrs={"function": "predict.inference", "batching": "static"})
-    for name in ("activations", "kv"):  # the resolved dtypes, unless they are sweep dims
-        if name in ds.dims:
-            ds = ds.drop_vars(name, errors="ignore") if name in ds.data_vars else ds
     return ds
+
+
+def _gpu_point(hw, spec, weights, activations, kv, *, tp, pp, prompt, generate, batch=None, devices=None,
+               pe_grid=None):
+    act = activations or default_activations(weights, hw)
+    kvd = kv or ("fp16" if act == "fp16" else "bf16")
+    devices = tp * pp if devices is None else devices
+    dp = devices / (tp * pp)
+    if np.any(dp != np.floor(dp)) or np.any(dp < 1):
+        raise InputError(f"devices={devices} is not a multiple of tp*pp={tp * pp}; allowed: "
+                         "a multiple of tp*pp (the extra devices are data-parallel replicas)")
+    common = dict(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, prompt=prompt, generate=generate,
+                  weights=weights, activations=act, kv=kvd)
+    if batch is None:
+        batch = _inf.max_batch(hw, spec, prompt=prompt, generate=generate, tp=tp, pp=pp,
+                               w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kvd],
+                               stream_bytes=max(DTYPE_BYTES[act], 2.0))
+        r = _inf.inference(batch=np.maximum(batch, 1.0), **common)
+        r["fits"] = r["fits"] & (batch >= 1)
+        r["batch"] = batch
+    else:
+        r = _inf.inference(batch=batch, **common)
+    r["activations"] = np.full(np.shape(r["tpot_s"]), act)
+    r["kv"] = np.full(np.shape(r["tpot_s"]), kvd)
+    return r
+
+
+def _wafer_point(hw, spec, weights, activations, kv, mapping, *, tp, pp, prompt, generate, batch=None,
+                 devices=None, pe_grid=None):
+    system, wafer = wafer_system(hw)
+    if activations not in (None, "fp16", "bf16"):
+        raise InputError(f"activations={activations!r} is not allowed on {hw.name!r}; allowed: fp16, bf16 "
+                         "(the PE datapath is FP16/FP32; narrower weights are a storage format)")
+    kvd = kv or "fp16"
+    devices = 1.0 + 0.0 * tp if devices is None else devices
+    common = dict(system=system, wafer=wafer, model=spec, devices=devices, prompt=prompt, generate=generate,
+                  weights=weights, kv=kvd, pe_grid=pe_grid, mapping=mapping)
+    if batch is None:
+        batch = wafer_max_batch(**common)
+        r = wafer_inference(batch=np.maximum(batch, 1.0), **common)
+        r["fits"] = r["fits"] & (batch >= 1)
+        r["batch"] = batch
+    else:
+        r = wafer_inference(batch=batch, **common)
+    r["activations"] = np.full(np.shape(r["tpot_s"]), "fp16")
+    r["kv"] = np.full(np.shape(r["tpot_s"]), kvd)
+    return r

@@ -13,10 +13,10 @@ import xarray as xr
 from workbench import predict
 from workbench.primitives.attention import attention_decode, attention_prefill
 from workbench.primitives.gemm import memory_time
-from workbench.specs import list_hardware, load_hardware
+from workbench.specs import list_gpus, load_hardware
 from workbench.units import DTYPE_BYTES
 
-HARDWARE = list_hardware()
+HARDWARE = list_gpus()
 SEQ = np.arange(16.0, 32769.0, 16.0)  # 16 .. 32k tokens
 CONTEXT = np.arange(1.0, 131073.0, 64.0)  # 1 .. 128k cached tokens
 

@@ -13,9 +13,9 @@ import xarray as xr
 from workbench import predict
 from workbench.errors import InputError
 from workbench.primitives.collectives import COLLECTIVES, collective
-from workbench.specs import list_hardware, load_hardware
+from workbench.specs import list_gpus, load_hardware
 
-HARDWARE = list_hardware()
+HARDWARE = list_gpus()
 OPS = sorted(COLLECTIVES)
 SIZES = np.logspace(3, 11, 401)  # 1 kB .. 100 GB per device
 GB = 1e9  # nccl-tests prints GB/s = 1e9 B/s

@@ -8,10 +8,10 @@ import xarray as xr
 
 from workbench import predict
 from workbench.primitives.gemm import elementwise, gemm, memory_time, wave_efficiency
-from workbench.specs import list_hardware, load_hardware
+from workbench.specs import list_gpus, load_hardware
 from workbench.units import DTYPE_BYTES
 
-HARDWARE = list_hardware()
+HARDWARE = list_gpus()
 N_SHAPES = 4000
 
 

@@ -15,12 +15,12 @@ import pytest
 
 from workbench.errors import InputError
 from workbench.specs import (HARDWARE_DIR, EfficiencyTable, HardwareSpec, SpecError,
-                             list_hardware, load_hardware)
+                             list_gpus, load_hardware)
 from workbench.specs._base import read_yaml
 from workbench.specs.hardware import hardware_from_dict
 from workbench.units import GIB, MIB
 
-HARDWARE = list_hardware()
+HARDWARE = list_gpus()
 EXPECTED_HARDWARE = {"a100_sxm", "h100_sxm", "h200_sxm", "b200", "mi300x"}
 
 # CAPACITY: NVIDIA's "80 GB" / "141 GB" HBM is binary-sized. The specs hold the device memory

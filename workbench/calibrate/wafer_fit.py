@@ -1,0 +1,78 @@
+"""Fit the two software costs of the wafer model that no datasheet gives, from WaferLLM's
+per-layer kernel timings on WSE-2 (OSDI'25 Tables 3 and 4, one layer on a P x P region):
+
+- map_call_cycles: the per-element cost of a @map-driven vector op (the inner loop of
+  MeshGEMM and MeshGEMV in the WaferLLM kernels);
+- stage_cycles: the software cost of one stage of the K-tree allreduce.
+
+Both enter both kernels linearly, so one prefill row (480 x 480, C026) and one decode row
+(420 x 420, C074) determine them; the other grid sizes (C028, C030, C076, C078) are held
+out. Also derives sram_reserved_per_pe_bytes from the concat-based KV capacity (C121).
+The spec YAML stores the results; tests check the YAML against this fit.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..primitives.mesh import tiles
+from ..specs import load_model
+from ..specs.wafer import WaferSpec
+
+CLOCK_HZ = 1.1e9  # WaferLLM converts cycles with 1.1 GHz (wse_facts.md section 3)
+N_LAYERS = 32
+
+# WaferLLM's Llama3-8B as its kernels run it (Decode/WSE-2/model_config/*.json): one head
+# of head_dim = dim, dims padded to multiples of P.
+DECODE_CONFIGS = {420: (4200, 14700), 540: (4320, 14580), 660: (4620, 14520)}
+DECODE_CONTEXT = 4096  # '4K CTX' (Tables 7/8)
+PREFILL_PROMPT = 4096  # Table 3
+
+
+def waferllm_model(dim: int, ffn: int):
+    return load_model(dict(name=f"waferllm_llama3_8b_{dim}", source="MeshInfra/WaferLLM model_config",
+                           n_layers=N_LAYERS, d_model=dim, n_heads=1, n_kv_heads=1, head_dim=dim,
+                           d_ff=ffn, vocab_size=128256))
+
+
+def prefill_model():
+    """Prefill runs the real Llama3-8B shapes as one head (n_heads = 1 in the config)."""
+    return waferllm_model(4096, 14336)
+
+
+def per_layer_cycles_from_tpr(tokens_per_s: float, tokens: float = 1.0) -> float:
+    """WaferLLM reports tokens/s = tokens / (cycles_per_layer * n_layers / 1.1 GHz)."""
+    return tokens / tokens_per_s * CLOCK_HZ / N_LAYERS
+
+
+def _cycles(w: WaferSpec, c: float, beta: float):
+    from ..workloads.wafer_layers import decode_layer, prefill_layer
+    w = dataclasses.replace(w, map_call_cycles=c, stage_cycles=beta)
+    dim, ffn = DECODE_CONFIGS[420]
+    dec = decode_layer(w, waferllm_model(dim, ffn), P=420.0, batch=1.0, context=float(DECODE_CONTEXT))
+    pre = prefill_layer(w, prefill_model(), P=480.0, batch=1.0, prompt=float(PREFILL_PROMPT))
+    return np.array([float(pre["cycles"]), float(dec["cycles"])])
+
+
+def fit_software_costs(w: WaferSpec, prefill_480_tpr: float, decode_420_tpr: float) -> tuple[float, float]:
+    """(map_call_cycles, stage_cycles) that reproduce the two calibration rows."""
+    target = np.array([per_layer_cycles_from_tpr(prefill_480_tpr, PREFILL_PROMPT),
+                       per_layer_cycles_from_tpr(decode_420_tpr)])
+    base = _cycles(w, 0.0, 0.0)
+    jac = np.column_stack([_cycles(w, 1.0, 0.0) - base, _cycles(w, 0.0, 1.0) - base])
+    c, beta = np.linalg.solve(jac, target - base)
+    return round(float(c), 2), round(float(beta), 1)
+
+
+def fit_sram_reserved(w: WaferSpec, concat_tokens: float, P: int = 360) -> float:
+    """Bytes per PE not available to weights, activations and KV: concat-based KV appends
+    each generated token's K and V (2 x dim x 2 B) to one line of P PEs, so the free
+    bytes per PE are concat_tokens x 2 x ceil(dim/P) x 2 B (C121 at the 360 x 360 grid)."""
+    from ..workloads.wafer_layers import layer_memory_per_pe
+    dim, ffn = 4320, 14400  # Llama3-8B padded to a multiple of 360
+    m = waferllm_model(dim, ffn)
+    free = concat_tokens * 2 * tiles(dim, P) * 2.0
+    mem = layer_memory_per_pe(dataclasses.replace(w, sram_reserved_per_pe_bytes=0.0), m, P=float(P),
+                              batch=1.0, tokens=0.0, w_bytes=2.0, kv_bytes=2.0)
+    return float(np.floor(w.sram_per_pe_bytes - free - mem["weights_bytes"] - mem["activation_bytes"]))

@@ -1,0 +1,178 @@
+"""Inference on Cerebras systems: the model laid out layer by layer on P x P PE regions of
+one or more wafers (weights resident in SRAM), prefill then static-batch decode.
+
+Placement: each transformer layer owns a region of P x P PEs, and the lm_head as many regions
+as its weights need; the regions tile the program rectangle of each wafer, and a model
+larger than one wafer is pipelined across `devices` systems (activations cross the
+system I/O). A token's decode step runs every layer in turn, so the step is the sum of
+the layers' times plus the crossings. Prefill and decode may use different grids
+(WaferLLM re-lays the weights out between phases; that cost is not modelled). Without
+`pe_grid`, each phase takes the fastest grid that fits. Concurrent batches pipelined
+through the layer regions are not modelled: throughput is batch / step time.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives._array import where
+from ..primitives.mesh import mesh_gemv
+from ..specs import ModelSpec, load_hardware
+from ..specs.wafer import SystemSpec, WaferSpec
+from ..units import DTYPE_BYTES
+from .wafer_layers import decode_layer, layer_memory_per_pe, prefill_layer
+
+GRID_STEP = 4  # candidate grid sides are multiples of this when the model searches
+
+
+def grid_candidates(w: WaferSpec):
+    return np.arange(GRID_STEP * 4, w.max_square_grid + 1, GRID_STEP, dtype=float)
+
+
+def regions(w: WaferSpec, P):
+    """Layer regions of P² PEs in one wafer's program rectangle. Regions need not be
+    square (a P x P grid may be laid out as any rectangle of the same area), so the
+    count is by area; the tiling loss of real layouts is not modelled."""
+    return np.floor(w.program_pes / (P * P))
+
+
+def _lm_head_regions(model: ModelSpec, P, free_per_pe, w_bytes):
+    weights = model.vocab_size * model.d_model * (1 if model.tied_embeddings else 2) * w_bytes
+    return np.ceil(weights / np.maximum(P * P * free_per_pe, 1.0))
+
+
+def placement(w: WaferSpec, model: ModelSpec, *, P, devices, batch, tokens, generated, w_bytes,
+              kv_bytes, mapping) -> dict:
+    """Per-PE memory of a layer region and whether all regions fit on `devices` wafers."""
+    mem = layer_memory_per_pe(w, model, P=P, batch=batch, tokens=tokens, generated=generated,
+                              w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
+    free = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes - mem["activation_bytes"]
+    needed = model.n_layers + _lm_head_regions(model, P, free, w_bytes)
+    fits_pe = mem["total_bytes"] <= w.sram_per_pe_bytes
+    fits_regions = needed <= devices * regions(w, P)
+    return {"pe_bytes": mem["total_bytes"], "regions_needed": needed, "fits_pe": fits_pe,
+            "fits_regions": fits_regions, "fits": fits_pe & fits_regions}
+
+
+def _best_grid(cycles, feasible, candidates):
+    """The fastest feasible candidate grid along the last axis (NaN where none fits)."""
+    masked = np.where(feasible, cycles, np.inf)
+    idx = np.argmin(masked, axis=-1)
+    best = np.take(candidates, idx)
+    return np.where(np.isfinite(np.min(masked, axis=-1)), best, np.nan)
+
+
+def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, devices, batch, prompt,
+                    generate, weights: str, kv: str, pe_grid=None, prefill_pe_grid=None,
+                    mapping: str = "mesh", clock_hz=None) -> dict:
+    """Prefill + static-batch decode on `devices` CS systems. Sizes are ndarrays."""
+    w, clock = wafer, (clock_hz if clock_hz is not None else wafer.clock_hz)
+    w_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[kv]
+    context = prompt + generate / 2.0  # mean decode context (steps are linear in it)
+    shape = np.broadcast(devices, batch, prompt, generate).shape
+    kw = dict(devices=devices, batch=batch, tokens=prompt + generate, generated=generate,
+              w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
+
+    def decode_cycles(P):
+        layer = decode_layer(w, model, P=P, batch=batch, context=context, mapping=mapping)
+        head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=batch, mapping=mapping)
+        return layer, head
+
+    def prefill_cycles(P):
+        return prefill_layer(w, model, P=P, batch=batch, prompt=prompt, mapping=mapping)
+
+    if pe_grid is None:
+        cand = grid_candidates(w)
+        Pc = cand.reshape((1,) * len(shape) + (-1,))
+        ex = lambda a: np.expand_dims(np.asarray(a, dtype=float), -1)  # noqa: E731
+        kwc = {k: (v if isinstance(v, (float, str)) else ex(v)) for k, v in kw.items()}
+        layer, head = decode_layer(w, model, P=Pc, batch=ex(batch), context=ex(context), mapping=mapping), None
+        feas = placement(w, model, P=Pc, **kwc)["fits"]
+        P_dec = _best_grid(np.broadcast_to(layer["cycles"], np.broadcast(Pc, feas).shape), feas, cand)
+        pre = prefill_layer(w, model, P=Pc, batch=ex(batch), prompt=ex(prompt), mapping=mapping)
+        P_pre = _best_grid(np.broadcast_to(pre["cycles"], np.broadcast(Pc, feas).shape), feas, cand)
+        # Where nothing fits, report the largest grid (the closest to fitting) as infeasible.
+        P_dec = np.where(np.isnan(P_dec), cand[-1], P_dec)
+        P_pre = np.where(np.isnan(P_pre), cand[-1], P_pre)
+    else:
+        P_dec = np.broadcast_to(np.asarray(pe_grid, dtype=float), shape) * 1.0
+        P_pre = P_dec if prefill_pe_grid is None else np.broadcast_to(np.asarray(prefill_pe_grid, float), shape)
+    P_dec = np.broadcast_to(P_dec, shape) * 1.0
+    P_pre = np.broadcast_to(P_pre, shape) * 1.0
+
+    layer, head = decode_cycles(P_dec)
+    pre = prefill_cycles(P_pre)
+    place = placement(w, model, P=P_dec, **kw)
+    place_pre = placement(w, model, P=P_pre, **kw)
+
+    # Crossing between systems: one activation row per sequence per crossing.
+    crossings = devices - 1.0
+    act_bytes = model.d_model * 2.0
+    io_dec = crossings * (system.io_latency_s + batch * act_bytes / system.io_bytes_per_s)
+    io_pre = crossings * (system.io_latency_s + batch * prompt * act_bytes / system.io_bytes_per_s)
+
+    L = model.n_layers
+    dec_compute_s = (L * layer["compute_cycles"] + head["compute_cycles"]) / clock
+    dec_reduce_s = (L * layer["reduce_cycles"] + head["comm_cycles"]) / clock
+    tpot = dec_compute_s + dec_reduce_s + io_dec
+    pre_s = (L * pre["cycles"] + head["cycles"]) / clock
+    ttft = pre_s + io_pre
+    e2e = ttft + (generate - 1.0) * tpot
+    out_tokens = batch * generate
+
+    fits = place["fits"] & place_pre["fits"]
+    reason = where(~place["fits_pe"], "a layer's weights + KV + buffers exceed the SRAM of its PEs",
+                   where(~place["fits_regions"], "the layer regions do not fit on the wafers",
+                         where(~place_pre["fits"], "the prefill grid does not fit", "")))
+    bound = where(~fits, "capacity",
+                  where(io_dec >= np.maximum(dec_compute_s, dec_reduce_s), "inter_system_io",
+                        where(dec_reduce_s >= dec_compute_s, "mesh_reduction", "compute")))
+    pes_used = place["regions_needed"] * P_dec * P_dec
+    return {
+        "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
+        "output_tokens_per_s": out_tokens / e2e,
+        "output_tokens_per_s_per_device": out_tokens / e2e / devices,
+        "output_tokens_per_s_per_user": 1.0 / tpot,
+        "memory_per_device_bytes": place["pe_bytes"] * pes_used / devices,
+        "memory_capacity_bytes": w.sram_per_pe_bytes * w.program_pes + 0.0 * tpot,
+        "fits": fits, "reason": reason, "bound": bound,
+        "decode_compute_s": dec_compute_s, "decode_comm_s": dec_reduce_s, "decode_io_s": io_dec,
+        "prefill_io_s": io_pre,
+        "pe_grid_decode": P_dec, "pe_grid_prefill": P_pre, "n_pes_used": pes_used,
+        "pe_memory_used_bytes": place["pe_bytes"],
+        "n_hops_per_token": L * layer["hops"],
+        "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot,
+    }
+
+
+# The system that houses each wafer, for a bare wafer name given as hardware.
+_SYSTEM_OF = {"wse2": "cs2", "wse3": "cs3"}
+
+
+def wafer_system(spec) -> tuple[SystemSpec, WaferSpec]:
+    """(system, wafer) for a SystemSpec (cs2, cs3) or a bare WaferSpec (wse2, wse3)."""
+    if isinstance(spec, SystemSpec):
+        return spec, load_hardware(spec.wafer)
+    return load_hardware(_SYSTEM_OF[spec.name]), spec
+
+
+def wafer_max_batch(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, devices, prompt, generate,
+                    weights: str, kv: str, pe_grid=None, mapping: str = "mesh", **_) -> np.ndarray:
+    """Largest batch whose layer regions fit: per-PE bytes are linear in the batch, so for
+    each grid side the bound is closed form; the best grid side is taken (0: none fits)."""
+    w = wafer
+    shape = np.broadcast(devices, prompt, generate).shape
+    cand = grid_candidates(w) if pe_grid is None else np.atleast_1d(np.asarray(pe_grid, float))
+    P = cand.reshape((1,) * len(shape) + (-1,)) if pe_grid is None else np.expand_dims(
+        np.broadcast_to(np.asarray(pe_grid, float), shape), -1)
+    ex = lambda a: np.expand_dims(np.broadcast_to(np.asarray(a, float), shape), -1)  # noqa: E731
+    kw = dict(P=P, tokens=ex(prompt + generate), generated=ex(generate), w_bytes=DTYPE_BYTES[weights],
+              kv_bytes=DTYPE_BYTES[kv], mapping=mapping)
+    one = layer_memory_per_pe(w, model, batch=1.0, **kw)
+    zero = layer_memory_per_pe(w, model, batch=0.0, **kw)
+    per_seq = one["total_bytes"] - zero["total_bytes"]
+    b = np.floor((w.sram_per_pe_bytes - zero["total_bytes"]) / per_seq)
+    b = np.maximum(b, 0.0)
+    ok = placement(w, model, P=P, devices=ex(devices), batch=np.maximum(b, 1.0), tokens=ex(prompt + generate),
+                   generated=ex(generate), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv],
+                   mapping=mapping)["fits_regions"]
+    return np.max(np.where(ok, b, 0.0), axis=-1)
