@@ -19,7 +19,7 @@ EXPECTED_MODELS = {
     "llama_2_7b", "llama_2_13b", "llama_2_70b", "llama_3_8b", "llama_3_70b", "llama_3_1_8b",
     "llama_3_1_70b", "llama_3_1_405b", "llama_3_3_70b", "mixtral_8x7b", "qwen2_72b", "qwen3_32b",
     "qwen3_235b_a22b", "deepseek_v3", "deepseek_r1", "gpt_oss_120b", "mpt_7b", "mpt_13b",
-    "mpt_30b", "mpt_70b", "gpt3_175b",
+    "mpt_30b", "mpt_70b", "gpt3_175b", "codellama_34b",
 }
 
 # Models whose config sets head_dim explicitly instead of d_model / n_heads.

@@ -32,3 +32,21 @@ def row(row_id: str) -> pd.Series:
     if row_id not in df.index:
         raise KeyError(f"measurement {row_id!r} is not in {REFERENCE_CSV.name}")
     return df.loc[row_id]
+
+
+WSE_CSV = Path(__file__).parent / "reference" / "wse_measurements.csv"
+
+
+@lru_cache(maxsize=1)
+def wse_reference() -> pd.DataFrame:
+    """Published wafer-scale measurements (wse_measurements.csv), indexed by id."""
+    df = pd.read_csv(WSE_CSV, dtype=str).set_index("id")
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    return df
+
+
+def wse_row(row_id: str) -> pd.Series:
+    df = wse_reference()
+    if row_id not in df.index:
+        raise KeyError(f"measurement {row_id!r} is not in {WSE_CSV.name}")
+    return df.loc[row_id]
