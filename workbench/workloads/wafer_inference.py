@@ -123,9 +123,13 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
     reason = where(~place["fits_pe"], "a layer's weights + KV + buffers exceed the SRAM of its PEs",
                    where(~place["fits_regions"], "the layer regions do not fit on the wafers",
                          where(~place_pre["fits"], "the prefill grid does not fit", "")))
+    # A PE's FMA vector reads a weight and a partial sum per element: when that exceeds the
+    # memory ports' rate the SIMD unit idles and local memory bandwidth is the bound.
+    port_bound = 2 * 2.0 / w.mem_read_bytes_per_cycle > 1.0 / w.fmas_per_cycle("fp16")
     bound = where(~fits, "capacity",
                   where(io_dec >= np.maximum(dec_compute_s, dec_reduce_s), "inter_system_io",
-                        where(dec_reduce_s >= dec_compute_s, "mesh_reduction", "compute")))
+                        where(dec_reduce_s >= dec_compute_s, "mesh_reduction",
+                              "local_memory" if port_bound else "compute")))
     pes_used = place["regions_needed"] * P_dec * P_dec
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
