@@ -65,7 +65,8 @@ def line_allreduce(w: WaferSpec, *, P, nbytes, mapping: str = "mesh") -> dict:
     else:
         hops = 2.0 * (P - 1.0)
         stages = hops
-        cycles = stages * (w.hop_cycles + w.stage_cycles) + (P - 1.0) * add + 2.0 * msg
+        # A line of one PE has nothing to exchange: the message term vanishes with the hops.
+        cycles = stages * (w.hop_cycles + w.stage_cycles) + (P - 1.0) * add + 2.0 * msg * (P > 1)
     return {"cycles": cycles, "hops": hops, "stages": stages, "colors": levels}
 
 
@@ -93,11 +94,12 @@ def mesh_gemm(w: WaferSpec, *, P, m, k, n, dtype="fp16", mapping="mesh") -> dict
     mt, kt, nt = tiles(m, P), tiles(k, P), tiles(n, P)
     compute = kt * nt * (w.map_call_cycles + vector_cycles(w, n=mt, dtype=dtype))
     data = np.maximum(mt * kt, kt * nt) * 2.0 / w.link_bytes_per_cycle
+    shifts = P > 1  # a single PE holds every tile: nothing moves
     if mapping == "mesh":
-        comm = 2.0 * w.hop_cycles + w.stage_cycles + data
-        hops = 2.0 * P
+        comm = (2.0 * w.hop_cycles + w.stage_cycles + data) * shifts
+        hops = 2.0 * P * shifts
     else:
-        comm = (P - 1.0) * (w.hop_cycles + w.stage_cycles) + data
+        comm = ((P - 1.0) * (w.hop_cycles + w.stage_cycles) + data) * shifts
         hops = P * (P - 1.0)
     step = np.maximum(compute, comm)
     return {"cycles": P * step, "compute_cycles": P * compute, "comm_cycles": P * comm,

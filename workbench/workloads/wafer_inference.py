@@ -7,8 +7,10 @@ larger than one wafer is pipelined across `devices` systems (activations cross t
 system I/O). A token's decode step runs every layer in turn, so the step is the sum of
 the layers' times plus the crossings. Prefill and decode may use different grids
 (WaferLLM re-lays the weights out between phases; that cost is not modelled). Without
-`pe_grid`, each phase takes the fastest grid that fits. Concurrent batches pipelined
-through the layer regions are not modelled: throughput is batch / step time.
+`pe_grid`, each phase takes the fastest grid side that fits, searched over every integer
+side (decode: the whole step, layers and lm_head; prefill: the layers). Concurrent
+batches pipelined through the layer regions are not modelled: throughput is batch /
+step time.
 """
 from __future__ import annotations
 
@@ -21,11 +23,13 @@ from ..specs.wafer import SystemSpec, WaferSpec
 from ..units import DTYPE_BYTES
 from .wafer_layers import decode_layer, layer_memory_per_pe, prefill_layer
 
-GRID_STEP = 4  # candidate grid sides are multiples of this when the model searches
+GRID_CHUNK = 64  # candidate grid sides evaluated together (bounds the search's memory)
 
 
 def grid_candidates(w: WaferSpec):
-    return np.arange(GRID_STEP * 4, w.max_square_grid + 1, GRID_STEP, dtype=float)
+    """Every integer grid side that fits in the program rectangle: tile padding makes the
+    cost jump between neighbouring sides, so a coarser ladder misses the fastest."""
+    return np.arange(1, w.max_square_grid + 1, dtype=float)
 
 
 def regions(w: WaferSpec, P):
@@ -35,9 +39,12 @@ def regions(w: WaferSpec, P):
     return np.floor(w.program_pes / (P * P))
 
 
+def _lm_head_bytes(model: ModelSpec, w_bytes):
+    return model.vocab_size * model.d_model * (1 if model.tied_embeddings else 2) * w_bytes
+
+
 def _lm_head_regions(model: ModelSpec, P, free_per_pe, w_bytes):
-    weights = model.vocab_size * model.d_model * (1 if model.tied_embeddings else 2) * w_bytes
-    return np.ceil(weights / np.maximum(P * P * free_per_pe, 1.0))
+    return np.ceil(_lm_head_bytes(model, w_bytes) / np.maximum(P * P * free_per_pe, 1.0))
 
 
 def placement(w: WaferSpec, model: ModelSpec, *, P, devices, batch, tokens, generated, w_bytes,
@@ -53,12 +60,22 @@ def placement(w: WaferSpec, model: ModelSpec, *, P, devices, batch, tokens, gene
             "fits_regions": fits_regions, "fits": fits_pe & fits_regions}
 
 
-def _best_grid(cycles, feasible, candidates):
-    """The fastest feasible candidate grid along the last axis (NaN where none fits)."""
-    masked = np.where(feasible, cycles, np.inf)
-    idx = np.argmin(masked, axis=-1)
-    best = np.take(candidates, idx)
-    return np.where(np.isfinite(np.min(masked, axis=-1)), best, np.nan)
+def _best_grid(cost, candidates, shape):
+    """The fastest feasible grid side for every point of `shape` (NaN where none fits).
+    `cost(P)` -> (cycles, feasible) for P along a trailing axis; the candidates go in
+    chunks of GRID_CHUNK (a loop over chunks, not points), keeping a running minimum;
+    ties go to the smaller side."""
+    best_cycles, best = np.full(shape, np.inf), np.full(shape, np.nan)
+    for start in range(0, len(candidates), GRID_CHUNK):
+        cand = candidates[start:start + GRID_CHUNK]
+        cycles, feasible = cost(cand.reshape((1,) * len(shape) + (-1,)))
+        masked = np.where(feasible, cycles, np.inf)
+        masked = np.broadcast_to(masked, shape + (len(cand),))
+        low = np.min(masked, axis=-1)
+        better = low < best_cycles
+        best = np.where(better, np.take(cand, np.argmin(masked, axis=-1)), best)
+        best_cycles = np.minimum(best_cycles, low)
+    return best
 
 
 def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, devices, batch, prompt,
@@ -82,14 +99,20 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
 
     if pe_grid is None:
         cand = grid_candidates(w)
-        Pc = cand.reshape((1,) * len(shape) + (-1,))
         ex = lambda a: np.expand_dims(np.asarray(a, dtype=float), -1)  # noqa: E731
         kwc = {k: (v if isinstance(v, (float, str)) else ex(v)) for k, v in kw.items()}
-        layer, head = decode_layer(w, model, P=Pc, batch=ex(batch), context=ex(context), mapping=mapping), None
-        feas = placement(w, model, P=Pc, **kwc)["fits"]
-        P_dec = _best_grid(np.broadcast_to(layer["cycles"], np.broadcast(Pc, feas).shape), feas, cand)
-        pre = prefill_layer(w, model, P=Pc, batch=ex(batch), prompt=ex(prompt), mapping=mapping)
-        P_pre = _best_grid(np.broadcast_to(pre["cycles"], np.broadcast(Pc, feas).shape), feas, cand)
+
+        def decode_cost(Pc):  # the whole decode step: every layer and the lm_head
+            layer = decode_layer(w, model, P=Pc, batch=ex(batch), context=ex(context), mapping=mapping)
+            head = mesh_gemv(w, P=Pc, k=model.d_model, n=model.vocab_size, rows=ex(batch), mapping=mapping)
+            return model.n_layers * layer["cycles"] + head["cycles"], placement(w, model, P=Pc, **kwc)["fits"]
+
+        def prefill_cost(Pc):
+            pre = prefill_layer(w, model, P=Pc, batch=ex(batch), prompt=ex(prompt), mapping=mapping)
+            return pre["cycles"], placement(w, model, P=Pc, **kwc)["fits"]
+
+        P_dec = _best_grid(decode_cost, cand, shape)
+        P_pre = _best_grid(prefill_cost, cand, shape)
         # Where nothing fits, report the largest grid (the closest to fitting) as infeasible.
         P_dec = np.where(np.isnan(P_dec), cand[-1], P_dec)
         P_pre = np.where(np.isnan(P_pre), cand[-1], P_pre)
@@ -162,7 +185,9 @@ def wafer_system(spec) -> tuple[SystemSpec, WaferSpec]:
 def wafer_max_batch(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, devices, prompt, generate,
                     weights: str, kv: str, pe_grid=None, mapping: str = "mesh", **_) -> np.ndarray:
     """Largest batch whose layer regions fit: per-PE bytes are linear in the batch, so for
-    each grid side the bound is closed form; the best grid side is taken (0: none fits)."""
+    each grid side the bound is closed form, and so is the bound from the lm_head, whose
+    regions have fewer free bytes per PE as the activations grow with the batch; the
+    best grid side is taken (0: none fits)."""
     w = wafer
     shape = np.broadcast(devices, prompt, generate).shape
     cand = grid_candidates(w) if pe_grid is None else np.atleast_1d(np.asarray(pe_grid, float))
@@ -174,9 +199,17 @@ def wafer_max_batch(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
     one = layer_memory_per_pe(w, model, batch=1.0, **kw)
     zero = layer_memory_per_pe(w, model, batch=0.0, **kw)
     per_seq = one["total_bytes"] - zero["total_bytes"]
-    b = np.floor((w.sram_per_pe_bytes - zero["total_bytes"]) / per_seq)
-    b = np.maximum(b, 0.0)
+    b_pe = np.floor((w.sram_per_pe_bytes - zero["total_bytes"]) / per_seq)
+    # The lm_head takes the regions the layers leave: ceil(head / (P² free)) <= spare holds
+    # while free >= head / (spare P²), and free = SRAM - reserve - batch x activations.
+    spare = ex(devices) * regions(w, P) - model.n_layers
+    act_per_seq = one["activation_bytes"] - zero["activation_bytes"]
+    free_needed = _lm_head_bytes(model, DTYPE_BYTES[weights]) / (np.maximum(spare, 1.0) * P * P)
+    b_head = np.where(spare >= 1.0, np.floor((w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes
+                                              - free_needed) / act_per_seq), 0.0)
+    b = np.maximum(np.minimum(b_pe, b_head), 0.0)
+    # The closed forms can land one past the boundary by rounding: check and step back.
     ok = placement(w, model, P=P, devices=ex(devices), batch=np.maximum(b, 1.0), tokens=ex(prompt + generate),
                    generated=ex(generate), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv],
-                   mapping=mapping)["fits_regions"]
-    return np.max(np.where(ok, b, 0.0), axis=-1)
+                   mapping=mapping)["fits"]
+    return np.max(np.where(ok, b, np.maximum(b - 1.0, 0.0)), axis=-1)

@@ -85,18 +85,33 @@ def prefill_layer(w: WaferSpec, model: ModelSpec, *, P, batch, prompt, mapping="
             "flops": _sum(gemms, "flops") + batch * _sum(att, "flops")}
 
 
+def layer_weight_matrices(model: ModelSpec) -> list[tuple[int, int, int]]:
+    """The weight matrices one layer's region holds, as (rows k, columns n, count): the
+    attention projections and the MLP (every expert of an MoE layer stays resident; the
+    router is not counted). sum(k * n * count) == attn_params_per_layer + MLP params."""
+    D, H, K, h = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim
+    if model.is_mla:
+        r_q, r_kv, rope, hv = model.q_lora_rank, model.kv_lora_rank, model.qk_rope_head_dim, model.v_dim
+        q = [(D, r_q, 1), (r_q, H * h, 1)] if r_q else [(D, H * h, 1)]
+        attn = q + [(D, r_kv + rope, 1), (r_kv, H * ((h - rope) + hv), 1), (H * hv, D, 1)]
+    else:
+        attn = [(D, H * h, 1), (D, K * h, 2), (H * h, D, 1)]
+    if model.is_moe:
+        F, count = model.d_ff_expert, model.n_experts + model.n_shared_experts
+    else:
+        F, count = model.d_ff, 1
+    return attn + [(D, F, (model.mlp_matrices - 1) * count), (F, D, count)]
+
+
 def layer_memory_per_pe(w: WaferSpec, model: ModelSpec, *, P, batch, tokens, w_bytes, kv_bytes,
                         generated=0.0, mapping="mesh") -> dict:
     """Bytes per PE of one layer's region: weights, KV cache, activations.
+    Each weight matrix is tiled over the P x P PEs in whole tiles (ceil(k/P) x ceil(n/P),
+    as mesh_gemv holds it), so the weights are those of the fullest PE, not the mean.
     Shift-based KV (mesh) spreads every token over P² PEs; concat-based (gpu_style)
     spreads the prompt but appends generated tokens to one line of P PEs."""
     D, H, K, h = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim
-    attn = model.attn_params_per_layer
-    if model.is_moe:
-        mlp = (model.n_experts + model.n_shared_experts) * model.expert_params
-    else:
-        mlp = model.dense_mlp_params_per_layer
-    weights = (attn + mlp) / (P * P) * w_bytes
+    weights = sum(c * tiles(k, P) * tiles(n, P) for k, n, c in layer_weight_matrices(model)) * w_bytes
     per_token = model.kv_elements_per_token_per_layer * kv_bytes
     ctx = model.attention_context(tokens) / model.n_layers
     if mapping == "mesh":

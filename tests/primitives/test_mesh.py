@@ -1,0 +1,383 @@
+"""Wafer mesh primitives (workbench/primitives/mesh.py) against their closed forms.
+
+Every expected value is derived here from the spec fields (wse2.yaml / wse3.yaml) and the
+algorithm the docstring names, not read back from the function under test:
+
+- K-tree allreduce with K=2 (WaferLLM, OSDI'25; wse_facts.md §8 "K-tree with K=2 is used in
+  the paper"): recursive doubling, stage l exchanges with the partner 2^l hops away, so
+  ceil(log2 P) stages and 1 + 2 + ... = P - 1 hops (for P a power of two; the model charges
+  P - 1 hops for every P);
+- MeshGEMV: W[k, n] tiled ceil(k/P) x ceil(n/P) per PE; MeshGEMM: Cannon, P shift steps;
+- a vector op is bound by the SIMD width (§1 SIMD table) or by the memory ports (§1:
+  16 B read + 8 B write per cycle).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from workbench.primitives import mesh
+from workbench.primitives.mesh import (ACC_BYTES, elementwise_cycles, grid_utilization, kv_capacity_tokens,
+                                       line_allreduce, mesh_gemm, mesh_gemv, tiles, vector_cycles)
+from workbench.specs import load_hardware
+
+WSE2 = load_hardware("wse2")
+WSE3 = load_hardware("wse3")
+PS = [1, 2, 3, 5, 7, 8, 12, 100, 255, 256, 257, 360, 750]  # powers of two and not
+
+
+# ---- tiles and grid utilization ---------------------------------------------------------
+@pytest.mark.parametrize("n, P, expected", [(10, 3, 4), (9, 3, 3), (1, 5, 1), (4096, 64, 64), (4096, 65, 64),
+                                            (14336, 360, 40), (8192, 1, 8192)])
+def test_tiles_is_the_ceiling_of_n_over_P(n, P, expected):
+    # ceil(10/3) = 4, ceil(9/3) = 3, ceil(1/5) = 1, ceil(4096/65) = ceil(63.02) = 64,
+    # ceil(14336/360) = ceil(39.8) = 40.
+    assert tiles(n, P) == expected
+
+
+def test_tiles_cover_the_dimension_and_no_tile_is_wasted_whole():
+    # P tiles of ceil(n/P) cover n; one fewer element per tile would not (ceil is minimal).
+    for n in (1, 7, 64, 1000, 4096, 14336):
+        for P in (1, 2, 3, 7, 64, 65, 360):
+            t = tiles(n, P)
+            assert P * t >= n and P * (t - 1) < n
+
+
+def test_grid_utilization_closed_form():
+    # prod over dims of (n/P) / ceil(n/P): 1 when P divides every dim.
+    assert grid_utilization(P=64, dims=(4096, 8192, 128)) == 1.0
+    assert grid_utilization(P=3, dims=(10,)) == pytest.approx((10 / 3) / 4)
+    assert grid_utilization(P=3, dims=(10, 9)) == pytest.approx((10 / 3) / 4 * 1.0)
+
+
+# ---- vector ops ---------------------------------------------------------------------------
+def test_vector_cycles_is_the_max_of_simd_and_memory_port_bounds():
+    n = 1000.0
+    # WSE-2 fp16 FMA: SIMD 4 (§1) -> n/4; reads 2 operands x 2 B / 16 B/cycle -> n/4;
+    # writes 1 x 2 B / 8 B/cycle -> n/4: all three bounds meet.
+    assert vector_cycles(WSE2, n=n) == n / 4
+    # WSE-3 fp16: SIMD 8 (§1, §6) -> n/8, but the ports are unchanged (wse3.yaml): n/4.
+    # The 8-wide SIMD does not help an op that streams two operands from SRAM.
+    assert vector_cycles(WSE3, n=n) == n / 4
+    assert vector_cycles(WSE3, n=n, reads=1.0, writes=0.5) == n / 8  # now SIMD-bound
+    # WSE-2 fp32: SIMD 1 (§1) -> n; ports 2 x 4 B / 16 -> n/2, 4 B / 8 -> n/2: SIMD-bound.
+    assert vector_cycles(WSE2, n=n, dtype="fp32", elem_bytes=4.0) == n
+    # A write-heavy op on WSE-2: 2 writes x 2 B / 8 B/cycle = n/2 > n/4.
+    assert vector_cycles(WSE2, n=n, writes=2.0) == n / 2
+
+
+@pytest.mark.parametrize("w", [WSE2, WSE3], ids=["wse2", "wse3"])
+def test_vector_cycles_against_the_three_bounds_on_a_grid(w):
+    rng = np.random.default_rng(0)
+    n = rng.integers(1, 10_000, 50).astype(float)
+    reads, writes = rng.uniform(0, 4, 50), rng.uniform(0, 4, 50)
+    for dtype, eb in (("fp16", 2.0), ("fp32", 4.0)):
+        simd = w.simd_fmas_per_cycle[dtype]
+        expected = np.maximum.reduce([n / simd, n * reads * eb / w.mem_read_bytes_per_cycle,
+                                      n * writes * eb / w.mem_write_bytes_per_cycle])
+        got = vector_cycles(w, n=n, dtype=dtype, reads=reads, writes=writes, elem_bytes=eb)
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+        assert np.all(got >= n / simd)  # never faster than the SIMD width
+
+
+def test_elementwise_is_a_one_read_one_write_vector_op():
+    assert elementwise_cycles(WSE2, n=800.0) == vector_cycles(WSE2, n=800.0, reads=1.0, writes=1.0)
+    # one write of 2 B per element at 8 B/cycle: n/4 (WSE-2 SIMD n/4 too).
+    assert elementwise_cycles(WSE2, n=800.0) == 200.0
+
+
+# ---- line allreduce -----------------------------------------------------------------------
+def _add(w, nbytes):
+    """Adding two fp16 partial-sum vectors of nbytes: n = nbytes / 2 elements, 2 reads + 1 write."""
+    n = nbytes / ACC_BYTES
+    return max(n / w.fmas_per_cycle("fp16"), n * 2 * 2 / w.mem_read_bytes_per_cycle,
+               n * 1 * 2 / w.mem_write_bytes_per_cycle)
+
+
+@pytest.mark.parametrize("w", [WSE2, WSE3], ids=["wse2", "wse3"])
+@pytest.mark.parametrize("P", PS)
+@pytest.mark.parametrize("nbytes", [4.0, 96.0, 2048.0])
+def test_mesh_allreduce_closed_form(w, P, nbytes):
+    r = line_allreduce(w, P=float(P), nbytes=nbytes)
+    stages = int(np.ceil(np.log2(P))) if P > 1 else 0  # K-tree, K=2
+    assert r["hops"] == P - 1
+    assert r["stages"] == stages
+    assert r["colors"] == stages  # one color per tree level (PLMR "Routing")
+    expected = (P - 1) * w.hop_cycles + stages * (w.stage_cycles + nbytes / w.link_bytes_per_cycle
+                                                  + _add(w, nbytes))
+    assert r["cycles"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_allreduce_on_one_pe_is_free():
+    # Nothing to exchange on a line of one PE: zero cycles, hops and stages, both mappings.
+    for mapping in mesh.MAPPINGS:
+        r = line_allreduce(WSE2, P=1.0, nbytes=4096.0, mapping=mapping)
+        assert (r["cycles"], r["hops"], r["stages"]) == (0.0, 0.0, 0.0), mapping
+
+
+@pytest.mark.parametrize("P", PS)
+def test_gpu_style_allreduce_closed_form(P):
+    # A chain to one end and back, every PE a software stage: 2(P-1) hops and stages, each
+    # paying hop + beta; P-1 adds; the message streams through the chain (twice).
+    nbytes = 96.0
+    r = line_allreduce(WSE2, P=float(P), nbytes=nbytes, mapping="gpu_style")
+    assert r["hops"] == r["stages"] == 2 * (P - 1)
+    expected = 2 * (P - 1) * (WSE2.hop_cycles + WSE2.stage_cycles) + (P - 1) * _add(WSE2, nbytes) \
+        + (2 * nbytes / WSE2.link_bytes_per_cycle if P > 1 else 0.0)
+    assert r["cycles"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_tree_needs_no_more_colors_than_the_router_has():
+    # §2: 24 routable colors; the largest square grid on either wafer needs ceil(log2 757) = 10.
+    for w in (WSE2, WSE3):
+        assert line_allreduce(w, P=float(w.max_square_grid), nbytes=4.0)["colors"] <= w.routing_colors
+
+
+# Decode reductions are small: a norm or softmax statistic is 4 B per sequence, a GEMV's
+# partial sums rows x ceil(n/P) x 2 B (e.g. 1 x ceil(14336/160) x 2 = 180 B).
+LATENCY_BOUND_BYTES = [4.0, 96.0, 512.0, 2048.0]
+
+
+@pytest.mark.parametrize("w", [WSE2, WSE3], ids=["wse2", "wse3"])
+@pytest.mark.parametrize("nbytes", LATENCY_BOUND_BYTES)
+def test_gpu_style_allreduce_is_slower_for_every_P_from_2(w, nbytes):
+    P = np.arange(2, 1025, dtype=float)
+    mesh_c = line_allreduce(w, P=P, nbytes=nbytes)["cycles"]
+    gpu_c = line_allreduce(w, P=P, nbytes=nbytes, mapping="gpu_style")["cycles"]
+    assert np.all(gpu_c > mesh_c)
+
+
+def test_gpu_style_chain_can_win_for_a_large_message_on_a_short_line():
+    """Not every P >= 4 for every size: the chain streams the message twice in all, while
+    recursive doubling sends the whole message at each of its ceil(log2 P) stages. At 4 KB on
+    a line of 5 (3 stages) the mesh pays 3 x (70.2 + 1024 + 512) + 4 = 4822.6 cycles and the
+    chain 8 x 71.2 + 4 x 512 + 2 x 1024 = 4665.6: a bandwidth-bound message on a short line.
+    Decode reductions are latency-bound (test above); recorded so the regime is explicit."""
+    m = line_allreduce(WSE2, P=5.0, nbytes=4096.0)["cycles"]
+    g = line_allreduce(WSE2, P=5.0, nbytes=4096.0, mapping="gpu_style")["cycles"]
+    assert m == pytest.approx(3 * (70.2 + 1024 + 512) + 4)
+    assert g == pytest.approx(8 * 71.2 + 4 * 512 + 2 * 1024)
+    assert g < m
+    # Longer lines restore the order at this size too.
+    P = np.arange(9, 1025, dtype=float)
+    assert np.all(line_allreduce(WSE2, P=P, nbytes=4096.0, mapping="gpu_style")["cycles"]
+                  > line_allreduce(WSE2, P=P, nbytes=4096.0)["cycles"])
+
+
+@pytest.mark.parametrize("nbytes", LATENCY_BOUND_BYTES)
+def test_gpu_style_to_mesh_ratio_grows_with_P(nbytes):
+    """The chain's stages grow as P, the tree's as log2 P: the ratio grows between powers of
+    two and from one power of two to the next. It dips by design just past a power of two,
+    where the tree adds a stage (P = 2^k + 1): also asserted, so the shape is explicit."""
+    ratio = lambda P: (line_allreduce(WSE2, P=P, nbytes=nbytes, mapping="gpu_style")["cycles"]  # noqa: E731
+                       / line_allreduce(WSE2, P=P, nbytes=nbytes)["cycles"])
+    powers = 2.0 ** np.arange(2, 11)  # 4 .. 1024
+    assert np.all(np.diff(ratio(powers)) > 0)
+    for k in range(2, 10):  # within one stage count, (2^k, 2^(k+1)]
+        band = np.arange(2 ** k + 1, 2 ** (k + 1) + 1, dtype=float)
+        assert np.all(np.diff(ratio(band)) > 0), k
+        assert ratio(2.0 ** k + 1) < ratio(2.0 ** k)  # the added stage
+    assert ratio(1024.0) > 10 * ratio(4.0) / 2
+
+
+# ---- MeshGEMV -----------------------------------------------------------------------------
+GEMV_CASES = [(1, 4096, 4096, 64), (1, 4096, 14336, 360), (4, 8192, 1024, 205), (1, 1000, 3000, 7),
+              (16, 64, 128, 3), (1, 128256, 4096, 160), (2, 50, 50, 1)]
+
+
+@pytest.mark.parametrize("w", [WSE2, WSE3], ids=["wse2", "wse3"])
+@pytest.mark.parametrize("rows, k, n, P", GEMV_CASES)
+def test_mesh_gemv_closed_form(w, rows, k, n, P):
+    g = mesh_gemv(w, P=float(P), k=k, n=n, rows=rows)
+    kt, nt = int(np.ceil(k / P)), int(np.ceil(n / P))
+    assert g["flops"] == 2 * rows * k * n
+    assert g["weight_bytes_per_pe"] == kt * nt * 2.0
+    vec = max(nt / w.fmas_per_cycle("fp16"), nt * 2 * 2 / w.mem_read_bytes_per_cycle,
+              nt * 2 / w.mem_write_bytes_per_cycle)  # FMA over ceil(n/P): 2 reads, 1 write
+    assert g["compute_cycles"] == pytest.approx(rows * kt * (w.map_call_cycles + vec), rel=1e-12)
+    red = line_allreduce(w, P=float(P), nbytes=rows * nt * ACC_BYTES)
+    assert g["comm_cycles"] == red["cycles"]
+    assert g["cycles"] == g["compute_cycles"] + g["comm_cycles"]
+
+
+@pytest.mark.parametrize("rows, k, n, P", GEMV_CASES)
+def test_mesh_gemv_weights_are_conserved_over_the_grid(rows, k, n, P):
+    # P² PEs each holding a ceil(k/P) x ceil(n/P) tile hold at least all k x n weights,
+    # exactly all of them when P divides both k and n.
+    for w_bytes in (2.0, 1.0, 0.5):
+        g = mesh_gemv(WSE2, P=float(P), k=k, n=n, rows=rows, w_bytes=w_bytes)
+        total = P * P * g["weight_bytes_per_pe"]
+        assert total >= k * n * w_bytes
+        if k % P == 0 and n % P == 0:
+            assert total == k * n * w_bytes
+        # and the padding is less than one tile row and column per PE line
+        assert total < (k + P) * (n + P) * w_bytes
+
+
+def test_mesh_gemv_compute_falls_and_the_reduction_path_grows_with_P():
+    # Per-PE work ~ kn/P² falls; the reduction crosses P-1 hops in ceil(log2 P) stages. Its
+    # cycles need not rise: the message, ceil(n/P) partial sums, shrinks as P grows
+    # (16K: 1636 cycles at P=64, 1201 at 256, 1359 at 512); with a fixed message they do.
+    P = np.array([64.0, 128.0, 256.0, 512.0])
+    g = mesh_gemv(WSE2, P=P, k=16384, n=16384)
+    assert np.all(np.diff(g["compute_cycles"]) < 0)
+    np.testing.assert_array_equal(g["hops"], P - 1)
+    np.testing.assert_array_equal(g["stages"], np.log2(P))
+    assert np.all(np.diff(line_allreduce(WSE2, P=P, nbytes=64.0)["cycles"]) > 0)
+
+
+# ---- MeshGEMM -----------------------------------------------------------------------------
+GEMM_CASES = [(4096, 4096, 4096, 64), (4096, 4096, 4096, 65), (2048, 4096, 14336, 480), (100, 300, 70, 7),
+              (64, 64, 64, 1), (1, 4096, 4096, 16)]
+
+
+@pytest.mark.parametrize("mapping", ["mesh", "gpu_style"])
+@pytest.mark.parametrize("m, k, n, P", GEMM_CASES)
+def test_mesh_gemm_closed_form(m, k, n, P, mapping):
+    w = WSE2
+    g = mesh_gemm(w, P=float(P), m=m, k=k, n=n, mapping=mapping)
+    mt, kt, nt = (int(np.ceil(x / P)) for x in (m, k, n))
+    vec = max(mt / 4, mt * 2 * 2 / 16, mt * 2 / 8)  # WSE-2 fp16 FMA of length ceil(m/P)
+    step_compute = kt * nt * (w.map_call_cycles + vec)
+    data = max(mt * kt, kt * nt) * 2.0 / w.link_bytes_per_cycle  # the larger of the A, B tiles
+    if P == 1:
+        step_comm = 0.0  # one PE holds every tile: nothing shifts
+    elif mapping == "mesh":
+        step_comm = 2 * w.hop_cycles + w.stage_cycles + data  # interleaved: two hops a shift
+    else:
+        step_comm = (P - 1) * (w.hop_cycles + w.stage_cycles) + data  # panel forwarded PE by PE
+    assert g["compute_cycles"] == pytest.approx(P * step_compute, rel=1e-12)
+    assert g["comm_cycles"] == pytest.approx(P * step_comm, rel=1e-12)
+    # P steps, each overlapping its compute with its shift.
+    assert g["cycles"] == pytest.approx(P * max(step_compute, step_comm), rel=1e-12)
+    assert g["flops"] == 2 * m * k * n
+    divides = m % P == 0 and k % P == 0 and n % P == 0
+    assert (g["grid_utilization"] == 1.0) == divides
+    assert 0 < g["grid_utilization"] <= 1.0
+
+
+def test_mesh_gemm_on_one_pe_moves_nothing():
+    for mapping in mesh.MAPPINGS:
+        g = mesh_gemm(WSE2, P=1.0, m=64, k=64, n=64, mapping=mapping)
+        assert g["comm_cycles"] == 0.0 and g["hops"] == 0.0, mapping
+        assert g["cycles"] == g["compute_cycles"]
+
+
+def test_mesh_gemm_grid_utilization_below_one_when_padding():
+    g = mesh_gemm(WSE2, P=65.0, m=4096, k=4096, n=4096)
+    # ceil(4096/65) = 64: (4096/65/64)^3 = 0.9538
+    assert g["grid_utilization"] == pytest.approx((4096 / 65 / 64) ** 3)
+    assert g["grid_utilization"] < 1.0
+
+
+@pytest.mark.parametrize("m, k, n", [(4096, 4096, 4096), (5040, 5040, 5040), (5040, 10080, 2520)])
+def test_more_pes_never_increase_mesh_gemm_compute_when_P_divides_the_dims(m, k, n):
+    # With P | m, k, n: compute = P x (k/P)(n/P)(c + m/(4P)) = kn c / P + mkn / (4P²): falls with P.
+    Ps = np.array([p for p in range(1, 1025) if m % p == 0 and k % p == 0 and n % p == 0], dtype=float)
+    assert len(Ps) > 5
+    c = mesh_gemm(WSE2, P=Ps, m=m, k=k, n=n)["compute_cycles"]
+    assert np.all(np.diff(c) <= 0)
+    # and it equals the closed form above
+    np.testing.assert_allclose(c, k * n * WSE2.map_call_cycles / Ps + m * k * n / (4 * Ps**2), rtol=1e-12)
+
+
+def test_more_pes_can_increase_mesh_gemm_compute_when_tiles_are_padded():
+    """Not for every P: on 65 x 65 PEs a 4096 dim still needs 64-wide tiles (ceil(4096/65) =
+    64; the 65th line holds nothing) and Cannon takes 65 steps instead of 64, so compute
+    grows by 65/64. This is the padding cost grid_utilization reports; the grid search in
+    wafer_inference avoids such sides. Recorded so the non-monotonicity is explicit."""
+    g64 = mesh_gemm(WSE2, P=64.0, m=4096, k=4096, n=4096)
+    g65 = mesh_gemm(WSE2, P=65.0, m=4096, k=4096, n=4096)
+    assert g65["compute_cycles"] / g64["compute_cycles"] == pytest.approx(65 / 64)
+    # Over a long range the trend is still down: 4 x the PEs on a side, < 1/4 the compute.
+    g256 = mesh_gemm(WSE2, P=256.0, m=4096, k=4096, n=4096)
+    assert g256["compute_cycles"] < g64["compute_cycles"] / 4
+
+
+def test_gpu_style_gemm_is_no_faster_than_mesh():
+    P = np.arange(2, 760, dtype=float)
+    for m, k, n in ((4096, 4096, 4096), (2048, 4096, 14336)):
+        a = mesh_gemm(WSE2, P=P, m=m, k=k, n=n)
+        b = mesh_gemm(WSE2, P=P, m=m, k=k, n=n, mapping="gpu_style")
+        assert np.all(b["cycles"] >= a["cycles"])
+        np.testing.assert_array_equal(a["compute_cycles"], b["compute_cycles"])
+
+
+# ---- KV capacity ----------------------------------------------------------------------------
+@pytest.mark.parametrize("P", [1, 2, 3, 360, 757])
+def test_shift_based_kv_holds_P_times_the_concat_based(P):
+    # mesh: floor(f P² / b); gpu_style: floor(f P / b). With f / b whole (6400 / 64 = 100
+    # tokens per PE line) the floors are exact and the ratio is P exactly.
+    f, b = 6400.0, 64.0
+    shift = kv_capacity_tokens(free_bytes_per_pe=f, P=float(P), kv_bytes_per_token_per_layer=b)
+    concat = kv_capacity_tokens(free_bytes_per_pe=f, P=float(P), kv_bytes_per_token_per_layer=b,
+                                mapping="gpu_style")
+    assert shift == 100 * P * P and concat == 100 * P
+    assert shift / concat == P
+
+
+def test_shift_based_kv_holds_at_least_P_times_the_concat_based_in_general():
+    # floor(P x) >= P floor(x) for any x >= 0.
+    rng = np.random.default_rng(1)
+    f, b, P = rng.uniform(0, 40000, 200), rng.uniform(1, 5000, 200), rng.integers(1, 760, 200).astype(float)
+    shift = kv_capacity_tokens(free_bytes_per_pe=f, P=P, kv_bytes_per_token_per_layer=b)
+    concat = kv_capacity_tokens(free_bytes_per_pe=f, P=P, kv_bytes_per_token_per_layer=b, mapping="gpu_style")
+    assert np.all(shift >= P * concat)
+    np.testing.assert_array_equal(shift, np.floor(f * P * P / b))
+
+
+# ---- one function, every input type ---------------------------------------------------------
+def _calls():
+    """(name, fn(P) -> dict or array) for every primitive that takes the grid side."""
+    return [
+        ("tiles", lambda P: {"t": tiles(14336, P)}),
+        ("grid_utilization", lambda P: {"u": grid_utilization(P=P, dims=(4096, 14336))}),
+        ("line_allreduce_mesh", lambda P: line_allreduce(WSE2, P=P, nbytes=96.0)),
+        ("line_allreduce_gpu", lambda P: line_allreduce(WSE2, P=P, nbytes=96.0, mapping="gpu_style")),
+        ("mesh_gemv", lambda P: mesh_gemv(WSE3, P=P, k=4096, n=14336, rows=2.0)),
+        ("mesh_gemv_gpu", lambda P: mesh_gemv(WSE3, P=P, k=4096, n=14336, mapping="gpu_style")),
+        ("mesh_gemm", lambda P: mesh_gemm(WSE2, P=P, m=2048, k=4096, n=4096)),
+        ("mesh_gemm_gpu", lambda P: mesh_gemm(WSE2, P=P, m=2048, k=4096, n=4096, mapping="gpu_style")),
+        ("kv_shift", lambda P: {"k": kv_capacity_tokens(free_bytes_per_pe=30000.0, P=P,
+                                                        kv_bytes_per_token_per_layer=2048.0)}),
+        ("kv_concat", lambda P: {"k": kv_capacity_tokens(free_bytes_per_pe=30000.0, P=P,
+                                                         kv_bytes_per_token_per_layer=2048.0,
+                                                         mapping="gpu_style")}),
+        ("vector_cycles", lambda P: {"v": vector_cycles(WSE3, n=P * 3.0)}),
+        ("elementwise_cycles", lambda P: {"v": elementwise_cycles(WSE2, n=P * 3.0)}),
+    ]
+
+
+GRID = [1.0, 2.0, 7.0, 160.0, 360.0, 757.0]
+
+
+@pytest.mark.parametrize("name, fn", _calls(), ids=[c[0] for c in _calls()])
+def test_float_ndarray_and_dataarray_give_the_same_result(name, fn):
+    arr = fn(np.asarray(GRID))
+    da = fn(xr.DataArray(GRID, dims="pe_grid", coords={"pe_grid": GRID}))
+    for i, P in enumerate(GRID):
+        scalar = fn(P)
+        for key, v in scalar.items():
+            assert np.ndim(v) == 0, (name, key)
+            assert float(np.asarray(arr[key]).ravel()[i] if np.ndim(arr[key]) else arr[key]) == float(v), (name, key, P)
+    for key, v in da.items():
+        if not isinstance(v, xr.DataArray):  # a term independent of P (e.g. flops) stays a scalar
+            assert np.ndim(v) == 0 and float(v) == float(fn(GRID[0])[key]), (name, key)
+            continue
+        assert v.dims == ("pe_grid",), (name, key)
+        np.testing.assert_array_equal(v.coords["pe_grid"].values, GRID)
+        np.testing.assert_array_equal(v.values, np.broadcast_to(arr[key], (len(GRID),)), err_msg=f"{name}.{key}")
+
+
+def test_a_dataarray_P_broadcasts_by_name_against_a_dataarray_size():
+    P = xr.DataArray([64.0, 128.0, 256.0], dims="pe_grid")
+    k = xr.DataArray([4096.0, 8192.0], dims="k")
+    g = mesh_gemv(WSE2, P=P, k=k, n=8192.0)
+    assert set(g["cycles"].dims) == {"pe_grid", "k"}
+    one = mesh_gemv(WSE2, P=128.0, k=8192.0, n=8192.0)
+    assert float(g["cycles"].isel(k=1, pe_grid=1)) == one["cycles"]
+    r = line_allreduce(WSE2, P=P, nbytes=xr.DataArray([4.0, 96.0], dims="nbytes"))
+    assert set(r["cycles"].dims) == {"pe_grid", "nbytes"}
+    gm = mesh_gemm(WSE2, P=P, m=k, k=4096.0, n=4096.0)
+    assert set(gm["cycles"].dims) == {"pe_grid", "k"}
