@@ -22,6 +22,9 @@ from .specs import is_wafer, list_hardware, list_models, load_hardware, load_mod
 from .units import DTYPE_BYTES, DTYPES
 from .workloads import inference as _inf
 from .workloads.wafer_inference import wafer_inference, wafer_max_batch, wafer_system
+from .workloads.wafer_streaming import streaming_inference
+
+PLACEMENTS = ("regions", "streaming")
 
 
 def _check_hardware(hardware):
@@ -131,7 +134,8 @@ def default_activations(weights: str, hw) -> str:
 
 
 def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048, generate=256,
-              weights="bf16", activations=None, kv=None, pe_grid=None, mapping="mesh"):
+              weights="bf16", activations=None, kv=None, pe_grid=None, mapping="mesh",
+              placement="regions"):
     """Static-batch inference: prefill of `prompt` tokens then `generate` output tokens per
     sequence. `batch="max"` uses the largest batch that fits in memory.
 
@@ -139,7 +143,9 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     data-parallel replicas. Wafer-scale systems (cs2, cs3, or a bare wse2/wse3 as one
     system; workloads/wafer_inference.py): `devices` is the number of systems the model is
     pipelined across, `pe_grid` the side of each layer's PE region (default: the fastest
-    that fits) and `mapping` "mesh" (WaferLLM) or "gpu_style"; tp and pp must be 1."""
+    that fits), `mapping` "mesh" (WaferLLM) or "gpu_style", and `placement` "regions"
+    (weights resident, a region per layer) or "streaming" (whole wafer per layer, weights
+    streamed from MemoryX; devices are replicas); tp and pp must be 1."""
     _check_hardware(hardware)
     check_choice("model", [m for m in values_of(model) if not isinstance(m, dict)], list_models())
     _check_dtype("weights", weights)
@@ -148,6 +154,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     if kv is not None:
         _check_dtype("kv", kv)
     check_choice("mapping", values_of(mapping), MAPPINGS)
+    check_choice("placement", values_of(placement), PLACEMENTS)
     batch_max = isinstance(batch, str)
     if batch_max and batch != "max":
         raise InputError(f"batch={batch!r} is not allowed; allowed: a positive integer or 'max'")
@@ -183,15 +190,16 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
         numeric["pe_grid"] = as_axis("pe_grid", pe_grid)
     model_axis = as_axis("model", model) if not isinstance(model, dict) else model
 
-    def fn(hardware, model, weights, activations, kv, mapping, **sizes):
+    def fn(hardware, model, weights, activations, kv, mapping, placement, **sizes):
         hw, spec = load_hardware(hardware), load_model(model)
         if is_wafer(hw):
-            return _wafer_point(hw, spec, weights, activations, kv, mapping, **sizes)
+            return _wafer_point(hw, spec, weights, activations, kv, mapping, placement, **sizes)
         return _gpu_point(hw, spec, weights, activations, kv, **sizes)
 
     categorical = {"hardware": as_axis("hardware", hardware), "model": model_axis,
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
-                   "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping)}
+                   "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
+                   "placement": as_axis("placement", placement)}
     ds = evaluate(fn, categorical=categorical, numeric=numeric,
                   attrs={"function": "predict.inference", "batching": "static"})
     return ds
@@ -222,8 +230,8 @@ def _gpu_point(hw, spec, weights, activations, kv, *, tp, pp, prompt, generate, 
     return r
 
 
-def _wafer_point(hw, spec, weights, activations, kv, mapping, *, tp, pp, prompt, generate, batch=None,
-                 devices=None, pe_grid=None):
+def _wafer_point(hw, spec, weights, activations, kv, mapping, placement, *, tp, pp, prompt, generate,
+                 batch=None, devices=None, pe_grid=None):
     system, wafer = wafer_system(hw)
     if activations not in (None, "fp16", "bf16"):
         raise InputError(f"activations={activations!r} is not allowed on {hw.name!r}; allowed: fp16, bf16 "
@@ -232,7 +240,11 @@ def _wafer_point(hw, spec, weights, activations, kv, mapping, *, tp, pp, prompt,
     devices = 1.0 + 0.0 * tp if devices is None else devices
     common = dict(system=system, wafer=wafer, model=spec, devices=devices, prompt=prompt, generate=generate,
                   weights=weights, kv=kvd, pe_grid=pe_grid, mapping=mapping)
-    if batch is None:
+    if placement == "streaming":
+        if batch is None:
+            raise InputError("batch='max' is not allowed with placement='streaming'; allowed: a positive integer")
+        r = streaming_inference(batch=batch, **common)
+    elif batch is None:
         batch = wafer_max_batch(**common)
         r = wafer_inference(batch=np.maximum(batch, 1.0), **common)
         r["fits"] = r["fits"] & (batch >= 1)
