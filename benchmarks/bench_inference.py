@@ -29,10 +29,12 @@ def main() -> None:
     n = len(batch) * len(prompt) * len(generate)
 
     predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=8, weights="fp8")  # warm caches
-    t0 = time.perf_counter()
-    ds = predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=batch,
-                           prompt=prompt, generate=generate, weights="fp8", kv="fp8")
-    vec_s = time.perf_counter() - t0
+    vec_s = np.inf
+    for _ in range(3):  # best of three: the first touch of fresh memory is noisy
+        t0 = time.perf_counter()
+        ds = predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=batch,
+                               prompt=prompt, generate=generate, weights="fp8", kv="fp8")
+        vec_s = min(vec_s, time.perf_counter() - t0)
     assert ds.tpot_s.size == n
 
     rng = np.random.default_rng(0)

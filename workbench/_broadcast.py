@@ -36,14 +36,30 @@ def values_of(value) -> list:
 
 
 def broadcast_numeric(numeric: dict) -> tuple[dict, tuple, dict]:
-    """Broadcast numeric inputs against each other by dimension name; return float
-    ndarrays, the common dims and their coordinates."""
+    """Align numeric inputs by dimension name without materializing the grid: each
+    becomes a float ndarray with its own dims in place and singleton axes elsewhere
+    (orthogonal broadcasting), so work that depends on one axis is done once per value
+    of that axis. Returns the arrays, the union of dims and their coordinates."""
     arrays = {k: (v if isinstance(v, xr.DataArray) else xr.DataArray(v)) for k, v in numeric.items()}
-    b = xr.broadcast(*arrays.values())
-    dims = b[0].dims if b else ()
-    coords = {d: b[0].coords[d].values for d in dims if d in b[0].coords}
-    out = {k: np.asarray(a.transpose(*dims).values, dtype=float) for k, a in zip(arrays, b)}
-    return out, dims, coords
+    dims: list = []
+    coords: dict = {}
+    sizes: dict = {}
+    for a in arrays.values():
+        for d in a.dims:
+            if d in sizes and sizes[d] != a.sizes[d]:
+                raise ValueError(f"dimension {d!r} has sizes {sizes[d]} and {a.sizes[d]}")
+            if d not in sizes:
+                dims.append(d)
+                sizes[d] = a.sizes[d]
+            if d in a.coords and d not in coords:
+                coords[d] = a.coords[d].values
+    out = {}
+    for k, a in arrays.items():
+        order = [d for d in dims if d in a.dims]
+        v = np.asarray(a.transpose(*order).values, dtype=float)
+        shape = [sizes[d] if d in a.dims else 1 for d in dims]
+        out[k] = v.reshape(shape)
+    return out, tuple(dims), coords
 
 
 def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> xr.Dataset:
@@ -56,7 +72,8 @@ def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> 
     for combo in itertools.product(*cat_values.values()):
         point = dict(zip(cat_values, combo))
         out = fn(**point, **arrays)
-        shape = np.broadcast(*arrays.values()).shape if arrays else ()
+        shape = tuple(len(coords[d]) if d in coords else max(np.shape(a)[i] for a in arrays.values())
+                      for i, d in enumerate(dims))
         ds = xr.Dataset({k: (dims, np.broadcast_to(np.asarray(v), shape))
                          for k, v in out.items() if k not in coords and k not in cat_dims},
                         coords=coords)

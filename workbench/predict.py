@@ -225,8 +225,8 @@ def _gpu_point(hw, spec, weights, activations, kv, *, tp, pp, prompt, generate, 
         r["batch"] = batch
     else:
         r = _inf.inference(batch=batch, **common)
-    r["activations"] = np.full(np.shape(r["tpot_s"]), act)
-    r["kv"] = np.full(np.shape(r["tpot_s"]), kvd)
+    r["activations"] = np.array(act, dtype=object)  # constant per call: broadcast as a view
+    r["kv"] = np.array(kvd, dtype=object)
     return r
 
 
@@ -251,6 +251,6 @@ def _wafer_point(hw, spec, weights, activations, kv, mapping, placement, *, tp, 
         r["batch"] = batch
     else:
         r = wafer_inference(batch=batch, **common)
-    r["activations"] = np.full(np.shape(r["tpot_s"]), "fp16")
-    r["kv"] = np.full(np.shape(r["tpot_s"]), kvd)
+    r["activations"] = np.array("fp16", dtype=object)
+    r["kv"] = np.array(kvd, dtype=object)
     return r

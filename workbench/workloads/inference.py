@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..primitives._array import where
+from ..primitives._array import choose, where
 from ..primitives.collectives import collective
 from ..primitives.gemm import gemm
 from ..primitives.kv_cache import kv_cache_bytes, kv_share_per_device
@@ -120,16 +120,16 @@ def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, 
     dec_comm = dec["comm_s"]
     dec_lower = np.maximum(np.maximum(dec["compute_s"], dec["memory_s"]), dec_comm)
     dec_upper = dec["compute_s"] + dec["memory_s"] + dec_comm + dec["overhead_s"]
-    bound = where(dec["compute_s"] >= np.maximum(dec["memory_s"], dec_comm), "compute",
-                  where(dec["memory_s"] >= dec_comm, "memory", "communication"))
-    reason = where(~supported, f"no {math} math units on {hw.name}",
-                   where(used > capacity, "weights + KV cache + activations exceed memory", ""))
+    bound = choose([(dec["compute_s"] >= np.maximum(dec["memory_s"], dec_comm), "compute"),
+                    (dec["memory_s"] >= dec_comm, "memory")], "communication")
+    reason = choose([(np.broadcast_to(~supported, np.shape(used)), f"no {math} math units on {hw.name}"),
+                     (used > capacity, "weights + KV cache + activations exceed memory")], "")
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
         "output_tokens_per_s": out_tokens / e2e,
         "output_tokens_per_s_per_device": out_tokens / e2e / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot,
-        "memory_per_device_bytes": used, "memory_capacity_bytes": capacity + 0.0 * used,
+        "memory_per_device_bytes": used, "memory_capacity_bytes": capacity,
         "weights_per_device_bytes": mem["weights_bytes"], "kv_cache_per_device_bytes": mem["kv_cache_bytes"],
         "activations_per_device_bytes": mem["activation_bytes"],
         "fits": fits, "reason": reason, "bound": bound,
@@ -140,5 +140,5 @@ def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, 
         "decode_compute_s": dec["compute_s"], "decode_memory_s": dec["memory_s"],
         "decode_comm_s": dec_comm, "decode_overhead_s": dec["overhead_s"],
         "tpot_lower_s": dec_lower, "tpot_upper_s": dec_upper,
-        "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot,
+        "batch": batch, "devices": devices,  # broadcast to the grid by the caller
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..primitives._array import where
+from ..primitives._array import choose
 from ..primitives.mesh import mesh_gemv
 from ..specs import ModelSpec, load_hardware
 from ..specs.wafer import SystemSpec, WaferSpec
@@ -85,7 +85,8 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
     w, clock = wafer, (clock_hz if clock_hz is not None else wafer.clock_hz)
     w_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[kv]
     context = prompt + generate / 2.0  # mean decode context (steps are linear in it)
-    shape = np.broadcast(devices, batch, prompt, generate).shape
+    shape = np.broadcast(devices, batch, prompt, generate, 0.0 if pe_grid is None else pe_grid,
+                         0.0 if prefill_pe_grid is None else prefill_pe_grid).shape
     kw = dict(devices=devices, batch=batch, tokens=prompt + generate, generated=generate,
               w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
 
@@ -143,16 +144,15 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
     out_tokens = batch * generate
 
     fits = place["fits"] & place_pre["fits"]
-    reason = where(~place["fits_pe"], "a layer's weights + KV + buffers exceed the SRAM of its PEs",
-                   where(~place["fits_regions"], "the layer regions do not fit on the wafers",
-                         where(~place_pre["fits"], "the prefill grid does not fit", "")))
+    reason = choose([(~place["fits_pe"], "a layer's weights + KV + buffers exceed the SRAM of its PEs"),
+                     (~place["fits_regions"], "the layer regions do not fit on the wafers"),
+                     (~place_pre["fits"], "the prefill grid does not fit")], "")
     # A PE's FMA vector reads a weight and a partial sum per element: when that exceeds the
     # memory ports' rate the SIMD unit idles and local memory bandwidth is the bound.
     port_bound = 2 * 2.0 / w.mem_read_bytes_per_cycle > 1.0 / w.fmas_per_cycle("fp16")
-    bound = where(~fits, "capacity",
-                  where(io_dec >= np.maximum(dec_compute_s, dec_reduce_s), "inter_system_io",
-                        where(dec_reduce_s >= dec_compute_s, "mesh_reduction",
-                              "local_memory" if port_bound else "compute")))
+    bound = choose([(~fits, "capacity"), (io_dec >= np.maximum(dec_compute_s, dec_reduce_s), "inter_system_io"),
+                    (dec_reduce_s >= dec_compute_s, "mesh_reduction")],
+                   "local_memory" if port_bound else "compute")
     pes_used = place["regions_needed"] * P_dec * P_dec
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
@@ -189,7 +189,7 @@ def wafer_max_batch(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
     regions have fewer free bytes per PE as the activations grow with the batch; the
     best grid side is taken (0: none fits)."""
     w = wafer
-    shape = np.broadcast(devices, prompt, generate).shape
+    shape = np.broadcast(devices, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape
     cand = grid_candidates(w) if pe_grid is None else np.atleast_1d(np.asarray(pe_grid, float))
     P = cand.reshape((1,) * len(shape) + (-1,)) if pe_grid is None else np.expand_dims(
         np.broadcast_to(np.asarray(pe_grid, float), shape), -1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..primitives._array import where
+from ..primitives._array import choose
 from ..primitives.mesh import mesh_gemv
 from ..primitives.weight_streaming import streamed_layer
 from ..specs import ModelSpec
@@ -24,7 +24,7 @@ def streaming_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpe
                         generate, weights: str, kv: str, pe_grid=None, mapping: str = "mesh", **_) -> dict:
     w, clock = wafer, wafer.clock_hz
     w_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[kv]
-    shape = np.broadcast(devices, batch, prompt, generate).shape
+    shape = np.broadcast(devices, batch, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape
     P = np.broadcast_to(np.asarray(w.max_square_grid if pe_grid is None else pe_grid, float), shape) * 1.0
     layer_bytes = (model.n_params - model.embedding_params) / model.n_layers * w_bytes
     head_bytes = model.vocab_size * model.d_model * w_bytes
@@ -50,8 +50,8 @@ def streaming_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpe
     io_s = model.n_layers * dec_layer["io_s"] + dec_head["io_s"]
     compute_s = (model.n_layers * dec["compute_cycles"] + head["compute_cycles"]) / clock
     comm_s = (model.n_layers * dec["reduce_cycles"] + head["comm_cycles"]) / clock
-    bound = where(~fits, "capacity", where(io_s >= np.maximum(compute_s, comm_s), "weight_streaming_io",
-                                           where(comm_s >= compute_s, "mesh_reduction", "compute")))
+    bound = choose([(~fits, "capacity"), (io_s >= np.maximum(compute_s, comm_s), "weight_streaming_io"),
+                    (comm_s >= compute_s, "mesh_reduction")], "compute")
     out_tokens = batch * generate * devices
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
@@ -59,7 +59,7 @@ def streaming_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpe
         "output_tokens_per_s_per_user": 1.0 / tpot,
         "memory_per_device_bytes": pe_bytes * P * P,
         "memory_capacity_bytes": w.sram_per_pe_bytes * w.program_pes + 0.0 * tpot,
-        "fits": fits, "reason": where(fits, "", "KV cache of all layers + two layers' weights exceed SRAM"),
+        "fits": fits, "reason": choose([(~fits, "KV cache of all layers + two layers' weights exceed SRAM")], ""),
         "bound": bound, "decode_compute_s": compute_s, "decode_comm_s": comm_s, "decode_io_s": io_s,
         "pe_grid_decode": P, "pe_grid_prefill": P, "n_pes_used": P * P, "pe_memory_used_bytes": pe_bytes,
         "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot,
