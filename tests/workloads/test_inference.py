@@ -135,3 +135,14 @@ def test_sliding_window_caps_kv_cache():
     per_token_full_layer = m.kv_elements_per_token_per_layer * 2.0
     growth = mem["kv_cache_bytes"][1] - mem["kv_cache_bytes"][0]
     assert growth == pytest.approx(10_000 * per_token_full_layer * (m.n_layers - m.n_sliding_layers))
+
+
+@pytest.mark.parametrize("model", ["llama_3_1_70b", "mixtral_8x7b"])
+def test_operation_classes_add_up_to_the_step(model):
+    """Conservation: matmul + attention + elementwise + communication time = TPOT (and the
+    same for prefill = TTFT), each class counting its kernels' launch overhead."""
+    r = _run(model, tp=8.0, pp=1.0, batch=np.array([1.0, 64.0]))
+    dec = r["decode_matmul_s"] + r["decode_attention_s"] + r["decode_elementwise_s"] + r["decode_comm_s"]
+    pre = r["prefill_matmul_s"] + r["prefill_attention_s"] + r["prefill_elementwise_s"] + r["prefill_comm_s"]
+    assert np.allclose(dec, r["tpot_s"], rtol=1e-12)
+    assert np.allclose(pre, r["ttft_s"], rtol=1e-12)

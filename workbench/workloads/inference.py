@@ -45,7 +45,8 @@ def _model_pass(step, hw, model, **kw) -> dict:
 def _lm_head(hw, model, *, rows, tp, math, w_bytes, a_bytes) -> dict:
     g = gemm(hw=hw, m=rows, n=model.vocab_size / tp, k=model.d_model, dtype=math,
              a_bytes=a_bytes, b_bytes=w_bytes, c_bytes=LOGIT_BYTES)
-    return {k: g[k] for k in ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "time_s")}
+    out = {k: g[k] for k in ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "time_s")}
+    return dict(out, matmul_s=g["time_s"] + g["overhead_s"])
 
 
 def _pp_transfer(hw, model, *, tokens, tp, pp, stream_bytes) -> dict:
@@ -139,6 +140,10 @@ def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, 
         "decode_step_flops_per_device": dec["flops"], "decode_step_bytes_per_device": dec["bytes"],
         "decode_compute_s": dec["compute_s"], "decode_memory_s": dec["memory_s"],
         "decode_comm_s": dec_comm, "decode_overhead_s": dec["overhead_s"],
+        "decode_matmul_s": dec["matmul_s"], "decode_attention_s": dec["attention_s"],
+        "decode_elementwise_s": dec["elementwise_s"],
+        "prefill_matmul_s": pre["matmul_s"], "prefill_attention_s": pre["attention_s"],
+        "prefill_elementwise_s": pre["elementwise_s"],
         "tpot_lower_s": dec_lower, "tpot_upper_s": dec_upper,
         "batch": batch, "devices": devices,  # broadcast to the grid by the caller
     }

@@ -24,7 +24,13 @@ def attention_math(math: str) -> str:
     return math if math in WIDE_MATH else "bf16"
 
 
-PARTS = ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "comm_s", "time_s")
+PARTS = ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "comm_s", "time_s",
+         "matmul_s", "attention_s", "elementwise_s")  # the last three: time per operation class
+
+
+def _classed(part: dict, op_class: str) -> dict:
+    """Tag a part's time (kernel + launch overhead) with its operation class."""
+    return dict(part, **{f"{op_class}_s": part["time_s"] + part.get("overhead_s", 0.0)})
 
 
 def add(*parts: dict, scale=1.0) -> dict:
@@ -100,8 +106,10 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
                             head_dim=model.head_dim, v_head_dim=model.v_dim,
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
                             dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
-    parts = [layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, moe=moe),
-             att, layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe),
+    parts = [_classed(layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
+                                  moe=moe), "matmul"),
+             _classed(att, "attention"),
+             _classed(layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes)]
     return add(*parts)
 
@@ -119,7 +127,9 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
                            head_dim=model.head_dim, n_kv_heads=kv_heads,
                            v_head_dim=model.v_dim, kv_elements_per_token=kv_el, dtype=attention_math(math),
                            kv_bytes=kv_bytes)
-    parts = [layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, moe=moe),
-             att, layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe),
+    parts = [_classed(layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
+                                  moe=moe), "matmul"),
+             _classed(att, "attention"),
+             _classed(layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes)]
     return add(*parts)
