@@ -186,3 +186,23 @@ def test_bad_model_file_exits_2(capsys, tmp_path, text, arg):
     rc, out, err = _run(capsys, ["predict", "inference", "--hardware", "h100_sxm", "--model-file", str(path)])
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and arg in err and "Traceback" not in err
+
+
+def test_sweep_command_writes_netcdf(tmp_path):
+    import xarray as xr
+    spec = tmp_path / "s.yaml"
+    spec.write_text("function: inference\naxes: {hardware: [h100_sxm, cs3], batch: [1, 8]}\n"
+                    "fixed: {model: llama_3_1_8b, weights: fp16}\nvariables: [tpot_s, fits]\n")
+    out = tmp_path / "s.nc"
+    assert main(["sweep", str(spec), "--out", str(out)]) == 0
+    ds = xr.open_dataset(out)
+    assert dict(ds.sizes) == {"hardware": 2, "batch": 2} and set(ds.data_vars) == {"tpot_s", "fits"}
+    assert ds.tpot_s.attrs["units"] == "s" and "git_sha" in ds.attrs
+    ds.close()
+
+
+def test_sweep_command_rejects_unknown_keys(tmp_path, capsys):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("function: inference\naxes: {batch: [1]}\nbogus: 1\n")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "x.nc")]) == 2
+    assert "bogus" in capsys.readouterr().err

@@ -79,7 +79,10 @@ def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> 
                         coords=coords)
         for d in cat_dims:
             ds = ds.expand_dims({d: [point[d]]})
-        pieces.append(ds)
+        # A scalar categorical input stays visible as a 0-d coordinate (hardware="h100_sxm").
+        scalars = {k: v for k, v in point.items() if k not in cat_dims and isinstance(v, (str, bool, np.str_))
+                   and k not in ds.variables}
+        pieces.append(ds.assign_coords(scalars))
     ds = _combine(pieces, cat_dims, [len(cat_values[d]) for d in cat_dims])
     for name in ds.data_vars:
         ds[name].attrs.update(unit_attrs(name))

@@ -3,6 +3,7 @@
     workbench predict inference --hardware h100_sxm --devices 8 --model llama_3_1_70b \\
         --tp 8 --batch 64 --prompt 2048 --generate 256 --weights fp8 --json
     workbench list hardware|models
+    workbench sweep SPEC.yaml --out FILE.nc
     workbench demo
 
 A comma-separated value (--batch 1,8,64) is a sweep dimension, as a list is in Python.
@@ -112,6 +113,38 @@ def _predict(kind: str, ns) -> int:
     return 0
 
 
+SWEEP_KEYS = ("function", "axes", "fixed", "variables", "memory_budget_bytes")
+
+
+def _sweep(ns) -> int:
+    """`workbench sweep SPEC.yaml --out FILE.nc`: the spec names a predict function, the
+    axes (lists) and the fixed arguments; the result goes to FILE with units and provenance."""
+    import yaml
+    from . import sweep
+    from .specs._base import _Loader
+    try:
+        with open(ns.spec) as f:
+            spec = yaml.load(f, Loader=_Loader) or {}
+    except OSError as e:
+        raise InputError(f"spec={ns.spec!r} cannot be read ({e.strerror}); allowed: a YAML file") from None
+    unknown = sorted(set(spec) - set(SWEEP_KEYS))
+    if unknown:
+        raise InputError(f"{unknown[0]}={spec[unknown[0]]!r} is not a sweep key; allowed: {', '.join(SWEEP_KEYS)}")
+    name = spec.get("function", "inference")
+    if name not in _ARGS:
+        raise InputError(f"function={name!r} is not known; allowed: {', '.join(_ARGS)}")
+    axes = spec.get("axes") or {}
+    if not axes:
+        raise InputError("axes={} is not allowed; allowed: a mapping of argument -> list of values")
+    ds = sweep.evaluate(getattr(predict, name), sweep.grid(**axes), fixed=spec.get("fixed") or {},
+                        variables=spec.get("variables"),
+                        memory_budget_bytes=float(spec.get("memory_budget_bytes", 1e9)),
+                        scheduler=ns.scheduler, out=ns.out, progress=ns.progress)
+    print(f"wrote {ns.out}: {dict(ds.sizes)}, {len(ds.data_vars)} variables")
+    ds.close()
+    return 0
+
+
 def demo() -> int:
     """The short demo table of the main job: Llama 3.1 70B on each GPU at batch 1 and max."""
     ds = predict.inference(hardware=["a100_sxm", "h100_sxm", "h200_sxm", "b200", "mi300x"],
@@ -143,6 +176,11 @@ def main(argv=None) -> int:
             sp.add_argument("--model-file", dest="model_file", default="",
                             help="YAML file of model-spec fields (a model not in the catalog)")
         sp.add_argument("--json", action="store_true", help="print JSON")
+    sw = sub.add_parser("sweep", help="evaluate a sweep described by a YAML file into a netCDF file")
+    sw.add_argument("spec", help="YAML: function, axes, fixed, variables, memory_budget_bytes")
+    sw.add_argument("--out", required=True, help="output .nc (or .zarr) path")
+    sw.add_argument("--scheduler", default=None, help="dask.distributed scheduler address")
+    sw.add_argument("--progress", action="store_true", help="show a progress bar")
     ls = sub.add_parser("list", help="list the catalog")
     ls.add_argument("what", choices=["hardware", "models"])
     sub.add_parser("demo", help="print the demo prediction table")
@@ -152,6 +190,8 @@ def main(argv=None) -> int:
             if ns.kind == "inference" and not (ns.model or ns.model_file):
                 raise InputError("model is required; allowed: a name from `workbench list models` or --model-file")
             return _predict(ns.kind, ns)
+        if ns.command == "sweep":
+            return _sweep(ns)
         if ns.command == "list":
             names = list_hardware() if ns.what == "hardware" else list_models()
             for n in names:

@@ -136,25 +136,20 @@ def _evaluate_blocks(fn, axes, fixed, variables, attrs, split_dims, splits, sche
         shutil.rmtree(parts_dir, ignore_errors=True)
         parts_dir.mkdir(parents=True)
 
-    def run(index, sel):
-        sub = {k: (v.isel({k: sel[k]}) if k in sel else v) for k, v in axes.items()}
-        ds = _finish(fn(**sub, **fixed), variables, {}, order=list(axes))
-        if parts_dir is None:
-            return ds
-        path = parts_dir / ("part-" + "-".join(f"{i:05d}" for i in index) + ".nc")
-        with _NETCDF_LOCK:
-            ds.to_netcdf(path)
-        return str(path)
-
     combos = list(itertools.product(*(range(len(splits[d])) for d in split_dims)))
-    tasks = [dask.delayed(run)(idx, {d: splits[d][i] for d, i in zip(split_dims, idx)}) for idx in combos]
+    tasks = [dask.delayed(_run_block)(fn, axes, fixed, variables, parts_dir and str(parts_dir), idx,
+                                      {d: splits[d][i] for d, i in zip(split_dims, idx)}) for idx in combos]
     results = _compute(tasks, scheduler, progress)
     nested = _nest(results, [len(splits[d]) for d in split_dims])
     if parts_dir is None:
-        ds = xr.combine_nested(nested, concat_dim=split_dims, combine_attrs="drop_conflicts")
+        ds = xr.combine_nested(nested, concat_dim=split_dims, combine_attrs="drop_conflicts") if split_dims \
+            else nested
         ds.attrs.update(attrs)
         return ds
-    ds = xr.open_mfdataset(nested, combine="nested", concat_dim=split_dims, combine_attrs="drop_conflicts")
+    if split_dims:
+        ds = xr.open_mfdataset(nested, combine="nested", concat_dim=split_dims, combine_attrs="drop_conflicts")
+    else:  # one block
+        ds = xr.open_dataset(nested, chunks={})
     ds.attrs.update(attrs)
     target = Path(out)
     if target.suffix == ".zarr":
@@ -168,6 +163,19 @@ def _evaluate_blocks(fn, axes, fixed, variables, attrs, split_dims, splits, sche
     ds.close()
     shutil.rmtree(parts_dir, ignore_errors=True)
     return result
+
+
+def _run_block(fn, axes, fixed, variables, parts_dir, index, sel):
+    """One block: a vectorized call on a sub-grid, kept in memory or written to disk.
+    Module-level so that a distributed scheduler can pickle it."""
+    sub = {k: (v.isel({k: sel[k]}) if k in sel else v) for k, v in axes.items()}
+    ds = _finish(fn(**sub, **fixed), variables, {}, order=list(axes))
+    if parts_dir is None:
+        return ds
+    path = Path(parts_dir) / ("part-" + "-".join(f"{i:05d}" for i in index) + ".nc")
+    with _NETCDF_LOCK:
+        ds.to_netcdf(path)
+    return str(path)
 
 
 def _compute(tasks, scheduler, progress):

@@ -1,0 +1,73 @@
+"""Cost axes: dollars and energy per token, from a price per device-hour and the power
+each device draws. Prices are market data, not physics: the defaults below are stated
+assumptions with their sources, and every function takes `prices=` / `power_w=` to
+override them.
+
+    ds = costs.add_costs(predict.inference(hardware=["h100_sxm", "cs3"], ...))
+    ds.cost_per_million_tokens_usd, ds.tokens_per_j
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .errors import InputError
+from .specs import HardwareSpec, load_hardware
+
+# USD per device-hour, on demand. GPUs: midpoints of the 'specialty cloud' tier of
+# mercatus-ai.com 'Cloud GPU pricing' (May 2026): A100 80GB $1.10-1.50, H100 SXM
+# $2.50-3.50, H200 SXM $3.50-4.50. B200, MI300X and CS systems: no price read; ASSUMED.
+PRICE_USD_PER_DEVICE_HOUR = {
+    "a100_sxm": 1.30,
+    "h100_sxm": 3.00,
+    "h200_sxm": 4.00,
+    "b200": 6.00,  # ASSUMED: about 2x H100, as list prices of HGX B200 nodes suggest
+    "mi300x": 2.50,  # ASSUMED: below H100, as neoclouds list it
+    "cs2": 60.0,  # ASSUMED: a system amortized over 4 years plus power and hosting
+    "cs3": 80.0,  # ASSUMED: as cs2
+    "wse2": 60.0,
+    "wse3": 80.0,
+}
+
+
+def device_power_w(name: str) -> float:
+    """Power of one device at full load: GPU TDP (board only, no host or network share),
+    or the whole CS system for a wafer (Kundu et al. Table 1; Jacquelin et al. Sec V.C)."""
+    spec = load_hardware(name)
+    if isinstance(spec, HardwareSpec):
+        return spec.tdp_w
+    from .workloads.wafer_inference import wafer_system
+    return wafer_system(spec)[0].power_w
+
+
+def _per_hardware(ds: xr.Dataset, table: dict, what: str) -> xr.DataArray:
+    if "hardware" not in ds.coords:
+        raise InputError("the dataset has no 'hardware' coordinate; allowed: a predict.* result")
+    names = np.atleast_1d(ds.hardware.values)
+    missing = [n for n in names if n not in table]
+    if missing:
+        raise InputError(f"{what} for hardware={missing[0]!r} is not known; pass {what}={{...}} "
+                         f"(known: {', '.join(sorted(table))})")
+    values = [float(table[n]) for n in names]
+    if ds.hardware.ndim == 0:
+        return xr.DataArray(values[0])
+    return xr.DataArray(values, dims=["hardware"], coords={"hardware": names})
+
+
+def add_costs(ds: xr.Dataset, *, prices: dict | None = None, power_w: dict | None = None) -> xr.Dataset:
+    """Add price_usd_per_hour, power_w (per device), cost_per_million_tokens_usd and
+    tokens_per_j, from output_tokens_per_s_per_device (the rate one device sustains)."""
+    table = dict(PRICE_USD_PER_DEVICE_HOUR, **(prices or {}))
+    price = _per_hardware(ds, table, "prices")
+    names = np.atleast_1d(ds.hardware.values)
+    power_table = {n: device_power_w(n) for n in names if n not in (power_w or {})}
+    power = _per_hardware(ds, dict(power_table, **(power_w or {})), "power_w")
+    rate = ds.output_tokens_per_s_per_device
+    out = ds.assign(price_usd_per_hour=price, power_w=power,
+                    cost_per_million_tokens_usd=price / 3600.0 / rate * 1e6,
+                    tokens_per_j=rate / power)
+    out["price_usd_per_hour"].attrs = {"units": "USD/h", "long_name": "price per device-hour"}
+    out["power_w"].attrs = {"units": "W", "long_name": "power per device"}
+    out["cost_per_million_tokens_usd"].attrs = {"units": "USD", "long_name": "cost per million output tokens"}
+    out["tokens_per_j"].attrs = {"units": "tokens/J", "long_name": "output tokens per joule"}
+    return out
