@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 import numpy as np
 
@@ -113,6 +114,30 @@ def _predict(kind: str, ns) -> int:
     return 0
 
 
+def _run(ns) -> int:
+    """`workbench run STUDY|--all`: exit 1 naming the study, cell and error on a failure."""
+    from .studies import StudyError, list_studies, run_study
+    if ns.all == bool(ns.study):
+        raise InputError("study is required unless --all; allowed: one of " + ", ".join(list_studies()))
+    overrides = {}
+    for item in ns.params:
+        if "=" not in item:
+            raise InputError(f"-p {item!r} is not allowed; allowed: NAME=VALUE")
+        key, value = item.split("=", 1)
+        overrides[key.strip()] = value
+    names = list_studies() if ns.all else [ns.study]
+    failed = []
+    for name in names:
+        t0 = time.perf_counter()
+        try:
+            out = run_study(name, smoke=ns.smoke, overrides=overrides if not ns.all else None, out_root=ns.out)
+            print(f"{name}: {out} ({time.perf_counter() - t0:.1f} s)")
+        except StudyError as e:
+            print(f"workbench: error: {e}", file=sys.stderr)
+            failed.append(name)
+    return 1 if failed else 0
+
+
 SWEEP_KEYS = ("function", "axes", "fixed", "variables", "memory_budget_bytes")
 
 
@@ -176,6 +201,13 @@ def main(argv=None) -> int:
             sp.add_argument("--model-file", dest="model_file", default="",
                             help="YAML file of model-spec fields (a model not in the catalog)")
         sp.add_argument("--json", action="store_true", help="print JSON")
+    rn = sub.add_parser("run", help="run a study (or --all) into reports/")
+    rn.add_argument("study", nargs="?", help="a name from studies/*.yaml")
+    rn.add_argument("--all", action="store_true", help="run every study")
+    rn.add_argument("--smoke", action="store_true", help="use the study's smoke parameters")
+    rn.add_argument("-p", dest="params", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a notebook parameter (YAML syntax for lists)")
+    rn.add_argument("--out", default=None, help="reports folder (default: reports/)")
     sw = sub.add_parser("sweep", help="evaluate a sweep described by a YAML file into a netCDF file")
     sw.add_argument("spec", help="YAML: function, axes, fixed, variables, memory_budget_bytes")
     sw.add_argument("--out", required=True, help="output .nc (or .zarr) path")
@@ -190,6 +222,8 @@ def main(argv=None) -> int:
             if ns.kind == "inference" and not (ns.model or ns.model_file):
                 raise InputError("model is required; allowed: a name from `workbench list models` or --model-file")
             return _predict(ns.kind, ns)
+        if ns.command == "run":
+            return _run(ns)
         if ns.command == "sweep":
             return _sweep(ns)
         if ns.command == "list":

@@ -14,6 +14,7 @@ of such points are hatched.
 from __future__ import annotations
 
 import re
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ import seaborn as sns
 import xarray as xr
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogFormatter
+from matplotlib.ticker import LogFormatter, NullLocator
 
 from .errors import InputError
 from .specs import HardwareSpec, load_hardware
@@ -121,11 +122,18 @@ def _tick(v) -> str:
 
 def _axes(ax, figsize=(6.4, 4.4)):
     if ax is not None:
-        return ax.get_figure(root=True), ax
+        return _root(ax), ax
     with sns.axes_style("whitegrid"):
         fig = Figure(figsize=figsize, layout="constrained")
         ax = fig.add_subplot()
     return fig, ax
+
+
+def _root(ax) -> Figure:
+    try:
+        return ax.get_figure(root=True)
+    except TypeError:  # matplotlib < 3.10: no subfigures to climb out of
+        return ax.figure
 
 
 def _var(ds: xr.Dataset, var: str) -> xr.DataArray:
@@ -165,7 +173,8 @@ def _context(da: xr.DataArray, keep=()) -> str:
 
 
 def _title(ax, text: str, context: str = "") -> None:
-    ax.set_title(text + (f"\n{context}" if context else ""), fontsize=11)
+    context = textwrap.fill(context, width=72, max_lines=2, placeholder=" …") if context else ""
+    ax.set_title(text + (f"\n{context}" if context else ""), fontsize=10)
 
 
 def _num(v: float) -> str:
@@ -214,7 +223,7 @@ def roofline(hardware, points=None, dtype: str = "bf16", ax=None) -> Figure:
     knee at peak / bandwidth (H100 bf16: 989.4e12 / 3.35e12 = 295 FLOP/B). Dashed: the
     achievable roof, peak · gemm_peak_eff and bandwidth · memory_eff(1 GB). `points`
     (dict or DataFrame with label, intensity_flops_per_byte, flops_per_s; see
-    `roofline_points`) are drawn as labelled markers. Roof lines carry gid
+    `roofline_points`) are drawn as labelled markers, hollow where `fits` is False. Roof lines carry gid
     'roof:<name>' and 'achievable:<name>'."""
     names = [hardware] if isinstance(hardware, (str, HardwareSpec)) else list(hardware)
     specs = [_gpu(h) for h in names]
@@ -248,8 +257,10 @@ def roofline(hardware, points=None, dtype: str = "bf16", ax=None) -> Figure:
         marks = sns.color_palette("dark", n_colors=len(pts))
         for (_, row), c in zip(pts.iterrows(), marks):
             x, y = float(row["intensity_flops_per_byte"]), float(row["flops_per_s"]) / yscale
-            ax.scatter([x], [y], s=50, color=c, edgecolor="black", lw=0.6, zorder=3)
-            ax.annotate(str(row["label"]), (x, y), xytext=(6, -3), textcoords="offset points",
+            fits = bool(row.get("fits", True))
+            ax.scatter([x], [y], s=50, color=c if fits else "none", edgecolor=c if not fits else "black",
+                       lw=0.6 if fits else 1.5, zorder=3)
+            ax.annotate(str(row["label"]) + ("" if fits else " (does not fit)"), (x, y), xytext=(6, -3), textcoords="offset points",
                         ha="left", va="top", fontsize=8, color=c)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -458,8 +469,7 @@ def heatmap(ds: xr.Dataset, var: str, x: str, y: str, ax=None, log: bool = False
     data = np.ma.masked_invalid(da.values.astype(float) / scale)
     if log:
         data = np.ma.masked_less_equal(data, 0)
-    cmap = sns.color_palette("mako_r", as_cmap=True).copy()
-    cmap.set_bad("#d9d9d9")
+    cmap = sns.color_palette("mako_r", as_cmap=True).with_extremes(bad="#d9d9d9")
 
     fig, ax = _axes(ax, figsize=(6.4, 4.8))
     ax.grid(False)
@@ -521,6 +531,7 @@ def scaling_curve(ds: xr.Dataset, var: str, dim: str, hue: str | None = None, ex
     colors = sns.color_palette("deep", n_colors=len(groups))
 
     fig, ax = _axes(ax)
+    tails = []
     for (value, line), c in zip(groups, colors):
         ys = line.values.astype(float) / scale
         ax.plot(xs, ys, marker="o", ms=4, color=c, label=None if value is None else _tick(value))
@@ -528,19 +539,33 @@ def scaling_curve(ds: xr.Dataset, var: str, dim: str, hue: str | None = None, ex
         ok = np.isfinite(ys) & (ys > 0)
         if p is not None and ok.any():
             k = np.flatnonzero(ok)[-1]
-            ax.annotate(f"∝ {dim}$^{{{p:.2f}}}$", (xs[k], ys[k]), xytext=(6, 0), textcoords="offset points",
-                        ha="left", va="center", fontsize=8, color=c)
+            tails.append((xs[k], ys[k], f"∝ {dim}$^{{{p:.2f}}}$", c))
     ax.set_xscale("log")
     ax.set_yscale("log")
-    if exponent is not None:  # room for the tail labels
+    if tails:  # room on the right for the tail labels
         lo, hi = float(np.min(xs)), float(np.max(xs))
         ax.set_xlim(lo / (hi / lo) ** 0.05, hi * (hi / lo) ** 0.3)
+    _tail_labels(ax, tails)
     ax.set_xticks(xs, [_tick(v) for v in xs])
-    ax.minorticks_off()
+    ax.xaxis.set_minor_locator(NullLocator())
     _log_ticks(ax, "y")
     ax.set_xlabel(_coord_label(ds, dim))
     ax.set_ylabel(_label(_words(da, var), unit))
-    ax.set_title(f"{_words(da, var)} vs {dim}")
+    _title(ax, f"{da.attrs.get('long_name', var)} vs {dim}", context)
     if hue is not None:
         ax.legend(title=hue, fontsize=8, title_fontsize=8)
     return fig
+
+
+def _tail_labels(ax, tails, gap_pt: float = 11.0) -> None:
+    """Write each (x, y, text, colour) right of its point, pushed apart vertically so
+    that labels of lines ending close together do not overlap."""
+    fig = _root(ax)
+    px_per_pt = fig.dpi / 72.0
+    placed = []
+    for x, y, text, c in sorted(tails, key=lambda t: t[1]):
+        y_px = ax.transData.transform((x, y))[1]
+        want = max([y_px] + [q + gap_pt * px_per_pt for q in placed[-1:]])
+        placed.append(want)
+        ax.annotate(text, (x, y), xytext=(6, (want - y_px) / px_per_pt), textcoords="offset points",
+                    ha="left", va="center", fontsize=9, color=c)

@@ -22,7 +22,7 @@ import xarray as xr
 from ..errors import InputError
 
 # Booleans compared per numpy block in the pairwise (three or more objectives) path.
-_BLOCK_ELEMENTS = 1 << 23
+_BLOCK_ELEMENTS = 1 << 22
 
 
 def pareto(ds: xr.Dataset, minimize=(), maximize=(), over=None, by=None, where=None) -> xr.DataArray:
@@ -181,7 +181,7 @@ def _frontier_sorted(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     running = np.minimum.accumulate(rank + offset) - offset
     before = running[np.maximum(block_start - 1, 0)]
     before = np.where(new_group[block_start], n_ranks, before)  # the group's first block
-    on_sorted = (rank == rank[block_start]) & (before >= rank)
+    on_sorted = (rank == rank[block_start]) & (before > rank)
     on[g, p_idx[order]] = on_sorted
     return on
 
@@ -192,11 +192,14 @@ def _frontier_pairwise(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     n_groups, n_points, k = values.shape
     v = np.where(valid[..., None], values, np.nan)  # NaN compares False: never dominates
     dominated = np.zeros((n_groups, n_points), dtype=bool)
-    step = max(1, _BLOCK_ELEMENTS // max(1, n_groups * n_points * k))
+    step = max(1, _BLOCK_ELEMENTS // max(1, n_groups * n_points))
     for start in range(0, n_points, step):
-        cand = v[:, start:start + step, None, :]
-        other = v[:, None, :, :]
-        no_worse = (other <= cand).all(axis=-1)
-        better = (other < cand).any(axis=-1)
-        dominated[:, start:start + step] = (no_worse & better).any(axis=-1)
+        stop = min(start + step, n_points)
+        no_worse = np.ones((n_groups, stop - start, n_points), dtype=bool)
+        equal = np.ones_like(no_worse)
+        for j in range(k):  # one objective at a time: no (groups, block, points, k) array
+            cand, other = v[:, start:stop, None, j], v[:, None, :, j]
+            no_worse &= other <= cand
+            equal &= other == cand
+        dominated[:, start:stop] = (no_worse & ~equal).any(axis=-1)
     return valid & ~dominated

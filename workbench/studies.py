@@ -1,0 +1,183 @@
+"""Studies: `studies/<name>.yaml` names a parameterized notebook, its parameters and the
+smaller `smoke` overrides CI runs; `run_study` executes it with papermill into a
+temporary folder, renders the report, and moves the folder into `reports/<name>/` only
+when everything succeeded, so a failed run never replaces the last good report.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import __version__
+from .errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY_KEYS = ("name", "title", "notebook", "parameters", "smoke", "report")
+FORMATS = ("html", "pdf")
+
+
+class StudyError(RuntimeError):
+    """A study run failed; the message names the study, the cell and the error."""
+
+
+@dataclass
+class Study:
+    name: str
+    title: str
+    notebook: Path
+    parameters: dict = field(default_factory=dict)
+    smoke: dict = field(default_factory=dict)
+    formats: tuple = FORMATS
+
+
+def studies_dir(root: Path = ROOT) -> Path:
+    return root / "studies"
+
+
+def list_studies(root: Path = ROOT) -> list[str]:
+    return sorted(p.stem for p in studies_dir(root).glob("*.yaml"))
+
+
+def load_study(name: str, root: Path = ROOT) -> Study:
+    path = studies_dir(root) / f"{name}.yaml"
+    if not path.exists():
+        raise InputError(f"study={name!r} is not known; allowed: {', '.join(list_studies(root)) or 'none'}")
+    data = yaml.safe_load(path.read_text()) or {}
+    unknown = sorted(set(data) - set(STUDY_KEYS))
+    if unknown:
+        raise InputError(f"study {name!r}: key {unknown[0]!r} is not allowed; allowed: {', '.join(STUDY_KEYS)}")
+    if "notebook" not in data:
+        raise InputError(f"study {name!r}: notebook is missing; allowed: a path under notebooks/")
+    formats = tuple((data.get("report") or {}).get("formats", FORMATS))
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise InputError(f"study {name!r}: report format {bad[0]!r} is not allowed; allowed: {', '.join(FORMATS)}")
+    study = Study(name=data.get("name", name), title=data.get("title", name.replace("_", " ")),
+                  notebook=root / data["notebook"], parameters=data.get("parameters") or {},
+                  smoke=data.get("smoke") or {}, formats=formats)
+    validate_parameters(study, {**study.parameters, **study.smoke})
+    return study
+
+
+def notebook_parameters(notebook: Path) -> dict:
+    """The notebook's `parameters` cell: name -> {type, default, help} (papermill's parser)."""
+    import papermill
+    return papermill.inspect_notebook(str(notebook))
+
+
+_TYPES = {"int": int, "float": (int, float), "str": str, "bool": bool, "list": list, "dict": dict}
+
+
+def coerce(name: str, value, declared: str):
+    """A command-line string to the declared type (YAML syntax for lists and dicts)."""
+    if not isinstance(value, str) or declared == "str":
+        return value
+    parsed = yaml.safe_load(value)
+    if declared == "float" and isinstance(parsed, int):
+        parsed = float(parsed)
+    return parsed
+
+
+def validate_parameters(study: Study, params: dict) -> dict:
+    """Every parameter must exist in the notebook and have its declared type."""
+    declared = notebook_parameters(study.notebook)
+    out = {}
+    for name, value in params.items():
+        if name not in declared:
+            raise InputError(f"study {study.name!r}: parameter {name}={value!r} is not in the notebook; "
+                             f"allowed: {', '.join(sorted(declared))}")
+        kind = (declared[name].get("inferred_type_name") or "None").split("[")[0]
+        value = coerce(name, value, kind)
+        expected = _TYPES.get(kind)
+        if expected is not None and (not isinstance(value, expected) or (kind != "bool" and isinstance(value, bool))):
+            raise InputError(f"study {study.name!r}: parameter {name}={value!r} is not allowed; allowed: {kind}")
+        out[name] = value
+    return out
+
+
+def run_study(name: str, *, smoke: bool = False, overrides: dict | None = None, out_root: Path | None = None,
+              root: Path = ROOT) -> Path:
+    """Execute a study into `out_root/<name>/` (notebook, sweep.nc, run.json, html, pdf)."""
+    import papermill
+    from .report import export_html, export_pdf, write_index
+
+    study = load_study(name, root)
+    params = {**study.parameters, **(study.smoke if smoke else {})}
+    params = validate_parameters(study, {**params, **(overrides or {})})
+    out_root = Path(out_root or root / "reports")
+    out_root.mkdir(parents=True, exist_ok=True)
+    final = out_root / study.name
+    tmp = out_root / f".{study.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    declared = notebook_parameters(study.notebook)
+    if "output_dir" in declared:
+        params = {**params, "output_dir": str(tmp)}
+    timings = {}
+    executed = tmp / f"{study.name}.ipynb"
+    try:
+        t0 = time.perf_counter()
+        try:
+            papermill.execute_notebook(str(study.notebook), str(executed), parameters=params,
+                                       cwd=str(tmp), progress_bar=False, kernel_name="python3")
+        except papermill.PapermillExecutionError as e:
+            raise StudyError(f"study {study.name!r} failed in cell {e.cell_index} of the executed notebook "
+                             f"({_first_line(executed, e.cell_index)!r}): {e.ename}: {e.evalue}") from None
+        timings["execute_s"] = round(time.perf_counter() - t0, 2)
+        run = {"study": study.name, "title": study.title, "smoke": smoke,
+               "parameters": {k: v for k, v in params.items() if k != "output_dir"},
+               "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+               "versions": _versions(), "git_sha": _git_sha(root), "timings": timings}
+        t0 = time.perf_counter()
+        html = export_html(executed, tmp / f"{study.name}.html", run)
+        timings["html_s"] = round(time.perf_counter() - t0, 2)
+        if "pdf" in study.formats:
+            t0 = time.perf_counter()
+            pdf, message = export_pdf(html, tmp / f"{study.name}.pdf")
+            timings["pdf_s"] = round(time.perf_counter() - t0, 2)
+            if pdf is None:
+                run["pdf"] = message
+                print(f"workbench: {message}")
+        (tmp / "run.json").write_text(json.dumps(run, indent=2, default=str))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = out_root / f".{study.name}.old-{os.getpid()}"
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+    write_index(out_root)
+    return final
+
+
+def _first_line(notebook: Path, index: int) -> str:
+    """First code line of the cell that raised (the one with an error output)."""
+    import nbformat
+    try:
+        cells = nbformat.read(notebook, as_version=4).cells
+    except (OSError, ValueError):
+        return "?"
+    failed = [c for c in cells if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.outputs)]
+    source = failed[0].source if failed else (cells[index].source if index < len(cells) else "")
+    return next((line for line in source.splitlines() if line.strip() and not line.startswith("#")), "")[:80]
+
+
+def _versions() -> dict:
+    import numpy
+    import xarray
+    return {"workbench": __version__, "python": platform.python_version(), "numpy": numpy.__version__,
+            "xarray": xarray.__version__}
+
+
+def _git_sha(root: Path) -> str:
+    from .sweep import git_sha
+    return git_sha()
