@@ -47,6 +47,7 @@ def test_run_writes_every_output_and_a_failure_keeps_it(root):
     html = (out / "tiny.html").read_text()
     assert "Tiny study" in html and "n_points" in html  # the title block
     assert "ds.to_netcdf" not in html  # inputs hidden
+    assert "<img" in html and "<title>Tiny study</title>" in html  # the figure, the page title
     assert (root / "reports" / "index.html").exists()
     before = (out / "run.json").read_text()
     with pytest.raises(StudyError, match=r"cell 3 .*import os.*RuntimeError: asked to fail"):

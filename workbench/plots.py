@@ -253,19 +253,20 @@ def roofline(hardware, points=None, dtype: str = "bf16", ax=None) -> Figure:
         ax.plot([lo, ridge_a, hi], np.array([bw_a * lo, peak_a, peak_a]) / yscale, color=c, lw=1.2,
                 ls="--", label=f"{s.name} achievable", gid=f"achievable:{s.name}")
         ax.plot([ridge], [peak / yscale], marker="o", ms=4, color=c)
+    labels = []
     if pts is not None and len(pts):
         marks = sns.color_palette("dark", n_colors=len(pts))
         for (_, row), c in zip(pts.iterrows(), marks):
             x, y = float(row["intensity_flops_per_byte"]), float(row["flops_per_s"]) / yscale
             fits = bool(row.get("fits", True))
-            ax.scatter([x], [y], s=50, color=c if fits else "none", edgecolor=c if not fits else "black",
+            ax.scatter([x], [y], s=50, color=c if fits else "none", edgecolor="black" if fits else c,
                        lw=0.6 if fits else 1.5, zorder=3)
-            ax.annotate(str(row["label"]) + ("" if fits else " (does not fit)"), (x, y), xytext=(6, -3), textcoords="offset points",
-                        ha="left", va="top", fontsize=8, color=c)
+            labels.append((x, y, str(row["label"]) + ("" if fits else " (does not fit)"), c))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(top=max(s.peak(dtype) for s in specs) / yscale * 1.8)
+    _side_labels(ax, labels, fontsize=8)
     _log_ticks(ax, "x")
     _log_ticks(ax, "y")
     ax.set_xlabel("arithmetic intensity [FLOP/B]")
@@ -491,7 +492,7 @@ def heatmap(ds: xr.Dataset, var: str, x: str, y: str, ax=None, log: bool = False
         _log_ticks(cbar.ax, "y")
     ax.set_xlabel(_coord_label(ds, x))
     ax.set_ylabel(_coord_label(ds, y))
-    _title(ax, da.attrs.get("long_name", var) + (" (grey: does not fit)" if np.ma.is_masked(data) else ""),
+    _title(ax, _label(_words(da, var), unit) + ("; grey: does not fit" if np.ma.is_masked(data) else ""),
            context)
     return fig
 
@@ -545,27 +546,31 @@ def scaling_curve(ds: xr.Dataset, var: str, dim: str, hue: str | None = None, ex
     if tails:  # room on the right for the tail labels
         lo, hi = float(np.min(xs)), float(np.max(xs))
         ax.set_xlim(lo / (hi / lo) ** 0.05, hi * (hi / lo) ** 0.3)
-    _tail_labels(ax, tails)
+    _side_labels(ax, tails)
     ax.set_xticks(xs, [_tick(v) for v in xs])
     ax.xaxis.set_minor_locator(NullLocator())
     _log_ticks(ax, "y")
     ax.set_xlabel(_coord_label(ds, dim))
     ax.set_ylabel(_label(_words(da, var), unit))
-    _title(ax, f"{da.attrs.get('long_name', var)} vs {dim}", context)
+    _title(ax, f"{_label(_words(da, var), unit)} vs {dim}", context)
     if hue is not None:
         ax.legend(title=hue, fontsize=8, title_fontsize=8)
     return fig
 
 
-def _tail_labels(ax, tails, gap_pt: float = 11.0) -> None:
-    """Write each (x, y, text, colour) right of its point, pushed apart vertically so
-    that labels of lines ending close together do not overlap."""
-    fig = _root(ax)
-    px_per_pt = fig.dpi / 72.0
-    placed = []
-    for x, y, text, c in sorted(tails, key=lambda t: t[1]):
-        y_px = ax.transData.transform((x, y))[1]
-        want = max([y_px] + [q + gap_pt * px_per_pt for q in placed[-1:]])
-        placed.append(want)
-        ax.annotate(text, (x, y), xytext=(6, (want - y_px) / px_per_pt), textcoords="offset points",
-                    ha="left", va="center", fontsize=9, color=c)
+def _side_labels(ax, items, fontsize: float = 9, gap_pt: float = 11.0, near_pt: float = 120.0) -> None:
+    """Write each (x, y, text, colour) right of its point; a label whose point lies
+    within `near_pt` horizontally of an already placed one moves up until `gap_pt`
+    separates them. Call after the scales and limits are set."""
+    ax.get_xlim(), ax.get_ylim()  # settle autoscaling before reading the transform
+    pt = _root(ax).dpi / 72.0
+    placed: list[tuple[float, float]] = []
+    for x, y, text, c in sorted(items, key=lambda t: t[1]):
+        x_px, y_px = ax.transData.transform((x, y))
+        want = y_px
+        for px, py in placed:
+            if abs(px - x_px) < near_pt * pt and want < py + gap_pt * pt:
+                want = py + gap_pt * pt
+        placed.append((x_px, want))
+        ax.annotate(text, (x, y), xytext=(6, (want - y_px) / pt), textcoords="offset points",
+                    ha="left", va="center", fontsize=fontsize, color=c)

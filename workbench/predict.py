@@ -202,6 +202,8 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
                    "placement": as_axis("placement", placement)}
     ds = evaluate(fn, categorical=categorical, numeric=numeric,
                   attrs={"function": "predict.inference", "batching": "static"})
+    if not wafers:  # the wafer-only settings say nothing about a GPU-only result
+        ds = ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords and c not in ds.dims])
     return ds
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html as _html
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -51,6 +52,8 @@ def export_html(notebook: Path, out: Path, run: dict) -> Path:
     nb = nbformat.read(notebook, as_version=4)
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
+    body = re.sub(r"<title>.*?</title>", f"<title>{_html.escape(run.get('title', run['study']))}</title>", body,
+                  count=1, flags=re.S)
     body = body.replace("</head>", STYLE + "</head>", 1)
     marker = '<main>' if '<main>' in body else '<body'
     i = body.index(marker)
