@@ -147,7 +147,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     (weights resident, a region per layer) or "streaming" (whole wafer per layer, weights
     streamed from MemoryX; devices are replicas); tp and pp must be 1."""
     _check_hardware(hardware)
-    check_choice("model", [m for m in values_of(model) if not isinstance(m, dict)], list_models())
+    check_choice("model", [m for m in values_of(model) if isinstance(m, str)], list_models())
     _check_dtype("weights", weights)
     if activations is not None:
         _check_dtype("activations", activations)
@@ -188,7 +188,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
         numeric["devices"] = as_axis("devices", devices)
     if pe_grid is not None:
         numeric["pe_grid"] = as_axis("pe_grid", pe_grid)
-    model_axis = as_axis("model", model) if not isinstance(model, dict) else model
+    model_axis = as_axis("model", model) if isinstance(model, (list, tuple, str)) else model
 
     def fn(hardware, model, weights, activations, kv, mapping, placement, **sizes):
         hw, spec = load_hardware(hardware), load_model(model)

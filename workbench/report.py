@@ -50,6 +50,9 @@ def export_html(notebook: Path, out: Path, run: dict) -> Path:
     """HTML with inputs and prompts hidden, the title block first."""
     from nbconvert import HTMLExporter
     nb = nbformat.read(notebook, as_version=4)
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is not None and first.source.startswith("# "):  # the title block replaces the notebook's H1
+        first.source = first.source.split("\n", 1)[1] if "\n" in first.source else ""
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
     body = re.sub(r"<title>.*?</title>", f"<title>{_html.escape(run.get('title', run['study']))}</title>", body,
