@@ -11,7 +11,7 @@ install: $(BIN)/python
 	$(BIN)/pip install -q -e '.[notebooks,test]'
 
 main: install
-	$(BIN)/workbench demo
+	$(BIN)/workbench run --all
 
 test: install
 	$(BIN)/pytest

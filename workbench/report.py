@@ -57,6 +57,10 @@ def export_html(notebook: Path, out: Path, run: dict) -> Path:
     body, _ = exporter.from_notebook_node(nb)
     body = re.sub(r"<title>.*?</title>", f"<title>{_html.escape(run.get('title', run['study']))}</title>", body,
                   count=1, flags=re.S)
+    # Reports are read offline and archived: no scripts fetched from a CDN (require.js,
+    # MathJax); the figures and tables are static.
+    body = re.sub(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>', "", body)
+    body = re.sub(r'<link[^>]*href="https?://[^"]*"[^>]*>', "", body)
     body = body.replace("</head>", STYLE + "</head>", 1)
     marker = '<main>' if '<main>' in body else '<body'
     i = body.index(marker)

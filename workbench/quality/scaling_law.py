@@ -18,7 +18,11 @@ the paper's efficient frontier (eq. 4):
 
 which is where the first-order condition alpha·A/N**alpha = beta·B/D**beta holds on the
 budget line. With the rounded constants a = 0.452 (the paper's Table 2 reports 0.46 for
-Approach 3 from the unrounded fit; Approaches 1 and 2 give about 0.50).
+Approach 3 from the unrounded fit; Approaches 1 and 2 give about 0.50), and at Gopher's
+budget (5.76e23 FLOPs) the frontier lands at about 32B parameters and 3.0T tokens, below
+the ~40B the paper projects for Approach 3: the published constants are rounded, and
+Besiroglu et al. 2024 (arXiv 2404.10102) report that they do not reproduce the paper's
+own frontier exactly. Treat N_opt as good to tens of percent.
 
 Pure array functions: floats, ndarrays and DataArrays broadcast by dimension name.
 """
