@@ -17,36 +17,39 @@ UNIT_TO_SI = {
 }
 
 
-@lru_cache(maxsize=1)
-def reference() -> pd.DataFrame:
-    """All rows, indexed by id, with `value_si` where the unit is known."""
-    df = pd.read_csv(REFERENCE_CSV, dtype=str).set_index("id")
+WSE_CSV = Path(__file__).parent / "reference" / "wse_measurements.csv"
+
+
+@lru_cache(maxsize=None)
+def _load(path: Path) -> pd.DataFrame:
+    df = pd.read_csv(path, dtype=str).set_index("id")
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
-    df["value_si"] = df["value"] * df["unit"].map(UNIT_TO_SI)
+    if "unit" in df:
+        df["value_si"] = df["value"] * df["unit"].map(UNIT_TO_SI)
     return df
+
+
+def _row(path: Path, row_id: str) -> pd.Series:
+    df = _load(path)
+    if row_id not in df.index:
+        raise KeyError(f"measurement {row_id!r} is not in {path.name}")
+    return df.loc[row_id]
+
+
+def reference() -> pd.DataFrame:
+    """GPU and training rows (measurements.csv), indexed by id, `value_si` where the unit is known."""
+    return _load(REFERENCE_CSV)
 
 
 def row(row_id: str) -> pd.Series:
     """One measurement row; KeyError names the id."""
-    df = reference()
-    if row_id not in df.index:
-        raise KeyError(f"measurement {row_id!r} is not in {REFERENCE_CSV.name}")
-    return df.loc[row_id]
+    return _row(REFERENCE_CSV, row_id)
 
 
-WSE_CSV = Path(__file__).parent / "reference" / "wse_measurements.csv"
-
-
-@lru_cache(maxsize=1)
 def wse_reference() -> pd.DataFrame:
     """Published wafer-scale measurements (wse_measurements.csv), indexed by id."""
-    df = pd.read_csv(WSE_CSV, dtype=str).set_index("id")
-    df["value"] = pd.to_numeric(df["value"], errors="coerce")
-    return df
+    return _load(WSE_CSV)
 
 
 def wse_row(row_id: str) -> pd.Series:
-    df = wse_reference()
-    if row_id not in df.index:
-        raise KeyError(f"measurement {row_id!r} is not in {WSE_CSV.name}")
-    return df.loc[row_id]
+    return _row(WSE_CSV, row_id)
