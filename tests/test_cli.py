@@ -206,3 +206,18 @@ def test_sweep_command_rejects_unknown_keys(tmp_path, capsys):
     spec.write_text("function: inference\naxes: {batch: [1]}\nbogus: 1\n")
     assert main(["sweep", str(spec), "--out", str(tmp_path / "x.nc")]) == 2
     assert "bogus" in capsys.readouterr().err
+
+
+def test_predict_training_json_and_model_file(tmp_path, capsys):
+    assert main(["predict", "training", "--hardware", "h100_sxm", "--model", "llama_3_8b", "--devices", "8",
+                 "--seq-len", "4096", "--global-batch", "64", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("step_time_s", "tokens_per_s", "tokens_per_s_per_device", "model_flops_per_s_per_device", "mfu",
+                "hfu", "memory_per_device_bytes", "fits"):
+        assert key in out
+    spec = tmp_path / "m.yaml"
+    spec.write_text("name: tiny\nn_layers: 4\nd_model: 512\nn_heads: 8\nn_kv_heads: 8\nhead_dim: 64\n"
+                    "d_ff: 2048\nvocab_size: 32000\n")
+    assert main(["predict", "training", "--hardware", "cs3", "--model-file", str(spec), "--global-batch", "64",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["samples_per_s"] > 0

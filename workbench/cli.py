@@ -35,6 +35,15 @@ _ARGS = {
         "pe_grid": (int, "", "wafers: side of each layer's PE region (default: fastest that fits)"),
         "mapping": (str, "mesh", "wafers: mesh (WaferLLM) or gpu_style"),
         "placement": (str, "regions", "wafers: regions (weights resident) or streaming (MemoryX)")},
+    "training": {
+        "hardware": (str, None, "hardware spec name(s)"), "model": (str, None, "model spec name(s)"),
+        "devices": (int, "", "devices in all (GPUs) or CS systems"), "tp": (int, 1, "tensor parallel"),
+        "pp": (int, 1, "pipeline parallel"), "dp": (int, "", "data parallel (default: devices / tp·pp·cp)"),
+        "cp": (int, 1, "context parallel"), "ep": (int, 1, "expert parallel"),
+        "seq_len": (int, 2048, "tokens per sequence"), "global_batch": (int, 512, "sequences per step"),
+        "micro_batch": (int, 1, "sequences per micro-batch"), "precision": (str, "bf16", "bf16 or fp8"),
+        "zero": (int, 1, "ZeRO stage 0-3"), "recompute": (str, "none", "none, selective or full"),
+        "virtual_stages": (int, 1, "interleaved pipeline stages per device")},
     "gemm": {"hardware": (str, None, ""), "m": (int, None, ""), "n": (int, None, ""),
              "k": (int, None, ""), "dtype": (str, "bf16", ""),
              "pe_grid": (int, "", "wafers: side of the PE region"),
@@ -94,7 +103,7 @@ def _predict(kind: str, ns) -> int:
         if text in (None, ""):
             continue
         kwargs[arg] = _convert(arg, typ, str(text))
-    if kind == "inference" and ns.model_file:
+    if kind in ("inference", "training") and ns.model_file:
         import yaml
         from .specs._base import _Loader
         try:
@@ -194,10 +203,10 @@ def main(argv=None) -> int:
     for kind, args in _ARGS.items():
         sp = psub.add_parser(kind)
         for arg, (_, default, help_) in args.items():
-            required = default is None and not (kind == "inference" and arg == "model")
+            required = default is None and not (kind in ("inference", "training") and arg == "model")
             sp.add_argument(f"--{arg.replace('_', '-')}", dest=arg, required=required,
                             default=default, help=help_)
-        if kind == "inference":
+        if kind in ("inference", "training"):
             sp.add_argument("--model-file", dest="model_file", default="",
                             help="YAML file of model-spec fields (a model not in the catalog)")
         sp.add_argument("--json", action="store_true", help="print JSON")
@@ -219,7 +228,7 @@ def main(argv=None) -> int:
     ns = p.parse_args(argv)
     try:
         if ns.command == "predict":
-            if ns.kind == "inference" and not (ns.model or ns.model_file):
+            if ns.kind in ("inference", "training") and not (ns.model or ns.model_file):
                 raise InputError("model is required; allowed: a name from `workbench list models` or --model-file")
             return _predict(ns.kind, ns)
         if ns.command == "run":

@@ -256,3 +256,58 @@ def _wafer_point(hw, spec, weights, activations, kv, mapping, placement, *, tp, 
     r["activations"] = np.array("fp16", dtype=object)
     r["kv"] = np.array(kvd, dtype=object)
     return r
+
+
+def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, seq_len=2048, global_batch=512,
+             micro_batch=1, precision="bf16", zero=1, recompute="none", virtual_stages=1):
+    """One training step (workloads/training.py for GPUs, workloads/wafer_training.py for
+    CS systems with weight streaming). `global_batch` is in sequences; `devices` defaults
+    to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp)."""
+    from .workloads.training import PRECISIONS, RECOMPUTE, training as _training
+    from .workloads.wafer_training import wafer_training
+    from .workloads.wafer_inference import wafer_system
+    _check_hardware(hardware)
+    check_choice("model", [m for m in values_of(model) if isinstance(m, str)], list_models())
+    check_choice("precision", values_of(precision), PRECISIONS)
+    check_choice("recompute", values_of(recompute), RECOMPUTE)
+    check_choice("zero", values_of(zero), (0, 1, 2, 3))
+    for arg, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("seq_len", seq_len),
+                   ("global_batch", global_batch), ("micro_batch", micro_batch), ("virtual_stages", virtual_stages)):
+        check_positive(arg, v, integer=True)
+    for arg, v in (("devices", devices), ("dp", dp)):
+        if v is not None:
+            check_positive(arg, v, integer=True)
+    for name in values_of(model):
+        spec = load_model(name)
+        bad = [t for t in values_of(tp) if spec.n_heads % int(t)]
+        if bad:
+            raise InputError(f"tp={bad[0]} does not divide n_heads={spec.n_heads} of model {spec.name!r}")
+        if max(values_of(pp)) > spec.n_layers:
+            raise InputError(f"pp={max(values_of(pp))} exceeds n_layers={spec.n_layers} of model {spec.name!r}")
+    numeric = {k: as_axis(k, v) for k, v in dict(tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq_len, global_batch=global_batch,
+                                                 micro_batch=micro_batch, virtual_stages=virtual_stages).items()}
+    for k, v in (("devices", devices), ("dp", dp)):
+        if v is not None:
+            numeric[k] = as_axis(k, v)
+    model_axis = as_axis("model", model) if isinstance(model, (list, tuple, str)) else model
+
+    def fn(hardware, model, precision, zero, recompute, tp, pp, cp, ep, seq_len, global_batch, micro_batch,
+           virtual_stages, devices=None, dp=None):
+        hw, spec = load_hardware(hardware), load_model(model)
+        if is_wafer(hw):
+            system, wafer = wafer_system(hw)
+            return wafer_training(system=system, wafer=wafer, model=spec, devices=1.0 if devices is None else devices,
+                                  seq_len=seq_len, global_batch=global_batch, precision=precision, recompute=recompute)
+        group = tp * pp * cp
+        if dp is None:
+            dp = (group if devices is None else devices) / group
+        if np.any(dp != np.floor(dp)) or np.any(dp < 1):
+            raise InputError(f"devices={devices} is not a multiple of tp*pp*cp={group}; allowed: a multiple")
+        return _training(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, seq_len=seq_len,
+                         global_batch=global_batch, micro_batch=micro_batch, precision=precision, zero=int(zero),
+                         recompute=recompute, virtual_stages=virtual_stages)
+
+    categorical = {"hardware": as_axis("hardware", hardware), "model": model_axis,
+                   "precision": as_axis("precision", precision), "zero": as_axis("zero", zero),
+                   "recompute": as_axis("recompute", recompute)}
+    return evaluate(fn, categorical=categorical, numeric=numeric, attrs={"function": "predict.training"})

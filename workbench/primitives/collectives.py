@@ -118,3 +118,24 @@ register("all_to_all", Collective(
 register("send_recv", Collective(
     traffic=lambda s, p, inn: s * 1.0, steps=lambda p, inn: 1.0 + 0.0 * p,
     busbw_factor=lambda p: 1.0 + 0.0 * p, hierarchical=_hier_send_recv))
+
+
+def strided_collective(*, hw: HardwareSpec, op: str, size, group, stride) -> dict:
+    """`op` among `group` devices placed `stride` apart (a DP group across TP x PP ranks):
+    only domain/stride of them share a scale-up domain. All in one domain: NVLink; one per
+    domain: a flat ring over the NICs (rail-optimized, each GPU its own NIC); in between:
+    reduce-scatter inside the domain, the op across domains on 1/local of the data, then
+    all-gather (for all-reduce; gather-like ops move size/local per device across)."""
+    up, out = hw.link("scale_up"), hw.link("scale_out")
+    local = np.clip(np.floor(up.domain_size / np.maximum(stride, 1.0)), 1.0, np.maximum(group, 1.0))
+    across = np.maximum(group / local, 1.0)
+    inside = link_time(link=up, op=op, size=size, p=local)
+    flat_out = link_time(link=out, op=op, size=size, p=group)
+    if op == "all_reduce":
+        hier = (link_time(link=up, op="reduce_scatter", size=size, p=local)
+                + link_time(link=out, op="all_reduce", size=size / local, p=across)
+                + link_time(link=up, op="all_gather", size=size, p=local))
+    else:
+        hier = link_time(link=up, op=op, size=size / across, p=local) + link_time(link=out, op=op, size=size, p=across)
+    t = where(group <= 1, 0.0, where(local >= group, inside, where(local <= 1, flat_out, hier)))
+    return {"time_s": t}

@@ -70,18 +70,22 @@ def prefill_layer(w: WaferSpec, model: ModelSpec, *, P, batch, prompt, mapping="
     gemms = [mesh_gemm(w, m=M, k=D, n=(H + 2 * K) * h, **g), mesh_gemm(w, m=M, k=H * hv, n=D, **g),
              mesh_gemm(w, m=M, k=D, n=(model.mlp_matrices - 1) * F, **g), mesh_gemm(w, m=M, k=F, n=D, **g)]
     # Attention per sequence: scores [L, H·h] x [H·h, L], then [L, L] x [L, H·hv].
-    att = [mesh_gemm(w, m=prompt, k=H * h, n=prompt, **g), mesh_gemm(w, m=prompt, k=prompt, n=H * hv, **g)]
+    # Sequences are independent in attention: `batch` of them run side by side, each on a
+    # sub-grid of P/sqrt(batch) (the whole grid for one sequence, as WaferLLM measured).
+    Pa = np.maximum(np.floor(P / np.sqrt(batch)), 1.0)
+    ga = dict(P=Pa, mapping=mapping)
+    att = [mesh_gemm(w, m=prompt, k=H * h, n=prompt, **ga), mesh_gemm(w, m=prompt, k=prompt, n=H * hv, **ga)]
     rows = tiles(M, P)
     reductions = [line_allreduce(w, P=P, nbytes=rows * REDUCE_BYTES, mapping=mapping) for _ in range(2)]
     reductions += [line_allreduce(w, P=P, nbytes=batch * tiles(prompt, P) * REDUCE_BYTES, mapping=mapping)
                    for _ in range(2)]  # softmax max and sum per score row
     local = elementwise_cycles(w, n=rows * (6 * tiles(D, P) + 2 * tiles((H + K) * h, P) + 2 * tiles(F, P))
                                + batch * tiles(prompt, P) * tiles(prompt, P) * 3)
-    compute = _sum(gemms, "compute_cycles") + batch * _sum(att, "compute_cycles") + local
-    gemm_cycles = _sum(gemms, "cycles") + batch * _sum(att, "cycles")
+    compute = _sum(gemms, "compute_cycles") + _sum(att, "compute_cycles") + local
+    gemm_cycles = _sum(gemms, "cycles") + _sum(att, "cycles")
     comm = _sum(reductions, "cycles")
     return {"cycles": gemm_cycles + local + comm, "compute_cycles": compute,
-            "reduce_cycles": comm + (gemm_cycles - _sum(gemms, "compute_cycles") - batch * _sum(att, "compute_cycles")),
+            "reduce_cycles": comm + (gemm_cycles - _sum(gemms, "compute_cycles") - _sum(att, "compute_cycles")),
             "flops": _sum(gemms, "flops") + batch * _sum(att, "flops")}
 
 

@@ -1,0 +1,91 @@
+"""Training-step arithmetic: FLOPs against 6·N·tokens, ZeRO memory against closed forms,
+pipeline bubbles against (pp-1)/(m+pp-1) and its interleaved form, bounds."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench import predict
+from workbench.errors import InputError
+from workbench.specs import load_model
+
+
+def _train(**kw):
+    args = dict(hardware="h100_sxm", model="llama_3_8b", tp=1, pp=1, seq_len=4096, global_batch=64, micro_batch=1)
+    args.update(kw)
+    return predict.training(**args)
+
+
+def test_model_flops_are_6_n_tokens_plus_attention():
+    """PaLM Appendix B convention: 6·N·tokens + 12·L·H·h·S·tokens (no causal halving)."""
+    m = load_model("llama_3_8b")
+    ds = _train(dp=8)
+    tokens = 64 * 4096
+    expected = 6 * m.n_params_active * tokens + 12 * m.n_layers * m.n_heads * m.head_dim * 4096 * tokens
+    assert float(ds.model_flops) == pytest.approx(expected, rel=1e-12)
+    assert float(ds.model_flops_per_s_per_device) == pytest.approx(expected / float(ds.step_time_s) / 8)
+    assert float(ds.mfu) == pytest.approx(expected / float(ds.step_time_s) / 8 / 989.4e12)
+
+
+@pytest.mark.parametrize("zero,expected_bytes_per_param", [
+    # Rajbhandari et al. 2020 (ZeRO) Table 1 with K = 12 and Nd = 8: (2 + 2 + K) = 16,
+    # ZeRO-1: 2 + 2 + 12/8, ZeRO-2: 2 + (2 + 12)/8, ZeRO-3: (2 + 2 + 12)/8
+    (0, 16.0), (1, 2 + 2 + 12 / 8), (2, 2 + 14 / 8), (3, 16 / 8)])
+def test_zero_memory_closed_forms(zero, expected_bytes_per_param):
+    m = load_model("llama_3_8b")
+    ds = _train(dp=8, zero=zero)
+    assert float(ds.weights_optimizer_per_device_bytes) == pytest.approx(m.n_params * expected_bytes_per_param)
+
+
+@pytest.mark.parametrize("pp,n_micro,v", [(4, 8, 1), (8, 16, 1), (8, 16, 2), (4, 32, 4)])
+def test_pipeline_bubble_fraction(pp, n_micro, v):
+    """1F1B: (pp-1)/(m+pp-1); interleaved with v virtual stages: (pp-1)/(v·m+pp-1)
+    (Narayanan et al. SC21, section 2.2)."""
+    ds = _train(model="llama_3_70b", tp=8, pp=pp, dp=1, global_batch=n_micro, virtual_stages=v)
+    assert float(ds.bubble_fraction) == pytest.approx((pp - 1) / (v * n_micro + pp - 1), rel=1e-9)
+
+
+def test_recompute_and_zero3_costs_show_where_they_should():
+    none = _train(dp=8, recompute="none")
+    full = _train(dp=8, recompute="full")
+    assert float(full.recompute_s) == pytest.approx(float(full.forward_s))
+    assert float(full.step_time_s) > float(none.step_time_s)
+    assert float(full.activations_per_device_bytes) < float(none.activations_per_device_bytes)
+    assert float(full.hfu) > float(full.mfu) and float(none.hfu) == pytest.approx(float(none.mfu))
+
+
+def test_never_faster_than_peak_and_scaling_dp():
+    ds = _train(dp=[1, 8, 64, 512], global_batch=1024)
+    assert np.all(ds.mfu.values < 1.0)
+    # More DP replicas: more tokens/s in total, not more per device.
+    assert np.all(np.diff(ds.tokens_per_s.values) > 0)
+    assert np.all(np.diff(ds.tokens_per_s_per_device.values) <= 1e-9 * ds.tokens_per_s_per_device.values[1:])
+
+
+def test_dp_across_nodes_costs_more_than_inside_one():
+    """The DP group of TP=8 ranks spans nodes: its gradient all-reduce runs on the NICs."""
+    inside = _train(model="llama_3_70b", tp=1, pp=1, dp=8, global_batch=64, zero=1)
+    across = _train(model="llama_3_70b", tp=8, pp=1, dp=8, global_batch=64, zero=1)
+    per_byte_inside = float(inside.dp_comm_s) / (70.55e9 / 1)
+    per_byte_across = float(across.dp_comm_s) / (70.55e9 / 8)
+    assert per_byte_across > per_byte_inside
+
+
+def test_bad_input():
+    with pytest.raises(InputError, match="zero"):
+        _train(dp=8, zero=4)
+    with pytest.raises(InputError, match="recompute"):
+        _train(dp=8, recompute="some")
+    with pytest.raises(InputError, match="tp=3"):
+        _train(tp=3)
+    ds = _train(dp=8, global_batch=4)  # fewer sequences than dp x micro_batch
+    assert not bool(ds.fits) and "global_batch" in ds.reason.item()
+
+
+def test_model_dict_outside_the_catalog():
+    spec = dict(name="my_1b", n_layers=16, d_model=2048, n_heads=16, n_kv_heads=4, head_dim=128, d_ff=8192,
+                vocab_size=32000)
+    ds = _train(model=spec, dp=8)
+    assert bool(ds.fits) and float(ds.step_time_s) > 0
+    with pytest.raises(ValueError, match="bogus"):
+        _train(model=dict(spec, bogus=1), dp=8)

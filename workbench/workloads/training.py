@@ -1,0 +1,160 @@
+"""GPU training step: 3D/4D parallelism (TP, PP with 1F1B or interleaved schedules, DP with
+ZeRO 0-3, CP, EP), activation recomputation, mixed precision.
+
+Conventions (stated, and used by the tests):
+- model FLOPs per step = 6·N·tokens + 12·L·H·h·S·tokens (PaLM Appendix B / llm-foundry:
+  attention counted without causal halving); N = all parameters touched per token
+  (active parameters for MoE), embeddings included. mfu = model FLOPs / (step · peak).
+- hfu adds the recomputed forward work (full recompute: one more forward; selective: the
+  attention core), as Megatron-LM's reported TFLOP/s do.
+- memory per parameter (Rajbhandari et al. 2020, ZeRO, Table 1, K = 12): 2 (bf16 weights)
+  + 2 (bf16 gradients) + 12 (fp32 master, momentum, variance); ZeRO-1 shards the 12,
+  ZeRO-2 also the gradients, ZeRO-3 also the weights, over DP.
+- activations: the tensors each layer keeps for backward, from the model's widths
+  (Korthikanti et al. 2022 count 34·s·b·h for GPT; here summed per tensor), all divided by
+  TP (sequence parallelism) and CP; full recompute keeps only the layer input; the first
+  pipeline stage holds min(pp, micro-batches) micro-batches in flight.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives._array import choose
+from ..primitives.attention import attention_prefill
+from ..primitives.collectives import collective, strided_collective
+from ..primitives.gemm import elementwise
+from ..specs import HardwareSpec, ModelSpec
+from .inference import MEMORY_UTILIZATION
+from .layers import attention_math, layer_elementwise, layer_gemms, tp_allreduce
+
+RECOMPUTE = ("none", "selective", "full")
+PRECISIONS = ("bf16", "fp8")
+BYTES_PER_PARAM = {"weights": 2.0, "grads": 2.0, "optimizer": 12.0}  # ZeRO paper, K = 12
+ADAM_BYTES_PER_PARAM = 30.0  # read master, grad, m, v (16 B), write master, m, v, bf16 weight (14 B)
+BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is exposed
+GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
+ATTENTION_BACKWARD = 2.5  # FlashAttention-2 backward: five matmuls against the forward's two
+
+
+def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe) -> dict:
+    """One layer's forward on one device: T = micro_batch·S/cp tokens; ring attention keeps
+    the causal work balanced, S²/(2·cp) query-key pairs per sequence on each CP rank."""
+    a_bytes = 2.0
+    g = layer_gemms(hw, model, tokens=tokens, tp=tp, math=math, w_bytes=2.0, a_bytes=a_bytes, moe=moe)
+    q = seq / cp
+    att = attention_prefill(hw=hw, batch=tokens / q, seq_len=q, context=seq / 2.0 - q / 2.0,
+                            n_heads=model.n_heads / tp, head_dim=model.head_dim, v_head_dim=model.v_dim,
+                            n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
+                            dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=a_bytes)
+    e = layer_elementwise(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)
+    comm = tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes)["comm_s"]
+    return {"gemm_s": g["time_s"] + g["overhead_s"], "attention_s": att["time_s"] + att["overhead_s"],
+            "elementwise_s": e["time_s"] + e["overhead_s"], "tp_comm_s": comm,
+            "gemm_flops": g["flops"], "attention_flops": att["flops"]}
+
+
+def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str):
+    """Bytes a layer keeps per token for backward (bf16), divided over TP and CP."""
+    D, H, K, h = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim
+    F = model.d_ff_expert * (model.n_active_experts + model.n_shared_experts) if model.is_moe else model.d_ff
+    if recompute == "full":
+        return 2.0 * D / (tp * cp)
+    per_token = (2 * D  # norm input, attention input
+                 + (H + 2 * K) * h  # Q, K, V
+                 + H * model.v_dim + D  # attention output, residual
+                 + 2 * D  # norm, MLP input
+                 + model.mlp_matrices * F)  # gate/up outputs and the activation's output
+    return 2.0 * per_token / (tp * cp)
+
+
+def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
+             precision: str, zero: int, recompute: str, virtual_stages) -> dict:
+    S, mb = seq_len, micro_batch
+    n_micro = global_batch / (dp * mb)
+    devices = tp * pp * dp * cp
+    tokens_mb = mb * S / cp
+    math = precision
+    L = model.n_layers
+    kw = dict(tokens=tokens_mb, seq=S, tp=tp, cp=cp, math=math)
+    dense = layer_forward(hw, model, moe=False, **kw)
+    moe = layer_forward(hw, model, moe=True, **kw) if model.is_moe else dense
+
+    def per_stage(key):
+        return (model.n_dense_mlp_layers * dense[key] + model.n_moe_layers * moe[key]) / pp
+
+    f_gemm, f_att, f_elem, f_tp = (per_stage(k) for k in ("gemm_s", "attention_s", "elementwise_s", "tp_comm_s"))
+    # CP: each layer exchanges K and V around the ring (overlapped with attention in Megatron's
+    # ring attention; counted exposed only beyond the attention time).
+    kv_bytes = tokens_mb * 2 * model.n_kv_heads * model.head_dim / tp * 2.0
+    cp_comm = collective(hw=hw, op="all_gather", size=kv_bytes * cp, devices=cp * tp)["time_s"] * L / pp
+    cp_exposed = np.maximum(cp_comm - f_att, 0.0) * (cp > 1)
+    fwd = f_gemm + f_att + f_elem + f_tp + cp_exposed
+    bwd = GEMM_BACKWARD * f_gemm + ATTENTION_BACKWARD * f_att + 2.0 * f_elem + f_tp + cp_exposed
+    recomp = {"none": 0.0 * fwd, "selective": f_att, "full": fwd}[recompute]
+    # MoE expert parallelism: all-to-all dispatch and combine, forward and backward.
+    a2a = 0.0
+    if model.is_moe:
+        moved = tokens_mb * model.d_model * 2.0 * model.n_active_experts
+        a2a = 4.0 * collective(hw=hw, op="all_to_all", size=moved, devices=ep)["time_s"] * model.n_moe_layers / pp
+    p2p_bytes = tokens_mb * model.d_model * 2.0 / tp
+    p2p = 2.0 * strided_collective(hw=hw, op="send_recv", size=p2p_bytes, group=2.0, stride=tp * cp)["time_s"] \
+        * (pp > 1)
+    slot = fwd + bwd + recomp + a2a + p2p  # one micro-batch through one stage, forward and backward
+    bubble = (pp - 1.0) / virtual_stages * slot
+    pipeline = n_micro * slot + bubble
+
+    # Data parallel: gradients reduced (ZeRO >= 1: reduce-scatter + all-gather of weights;
+    # ZeRO-3 also gathers weights for forward and backward), overlapped with backward.
+    # Expert weights are split over EP ranks as well; everything else over TP x PP.
+    expert_params = model.n_moe_layers * model.n_experts * model.expert_params
+    params_dev = (model.n_params - expert_params) / (tp * pp) + expert_params / (tp * pp * ep)
+    grad_bytes = params_dev * BYTES_PER_PARAM["grads"]
+    stride = tp * pp * cp
+    if zero >= 3:
+        dp_traffic = 3.0 * strided_collective(hw=hw, op="all_gather", size=grad_bytes, group=dp, stride=stride)["time_s"]
+    else:
+        dp_traffic = strided_collective(hw=hw, op="all_reduce", size=grad_bytes, group=dp, stride=stride)["time_s"]
+    n_buckets = np.maximum(params_dev / BUCKET_PARAMS, 1.0)
+    window = bwd + (fwd if zero >= 3 else 0.0)
+    dp_exposed = np.maximum(dp_traffic - window, dp_traffic / n_buckets)
+    opt_params = params_dev / np.where(zero >= 1, dp, 1.0)
+    optimizer = elementwise(hw=hw, nbytes=opt_params * ADAM_BYTES_PER_PARAM)["time_s"]
+    step = pipeline + dp_exposed + optimizer
+
+    tokens = global_batch * S
+    n_active = model.n_params_active
+    attn_flops = 12.0 * L * model.n_heads * model.head_dim * S * tokens
+    model_flops = 6.0 * n_active * tokens + attn_flops
+    recompute_flops = {"none": 0.0, "selective": attn_flops / 3.0, "full": model_flops / 3.0}[recompute]
+    peak = hw.peak(math)
+
+    # Memory per device.
+    shard = {"weights": np.where(zero >= 3, dp, 1.0), "grads": np.where(zero >= 2, dp, 1.0),
+             "optimizer": np.where(zero >= 1, dp, 1.0)}
+    state = sum(params_dev * BYTES_PER_PARAM[k] / shard[k] for k in BYTES_PER_PARAM)
+    # Megatron-LM: the first stage holds pp micro-batches (1F1B); interleaving adds (pp-1)/(pp·v).
+    in_flight = np.minimum(pp, n_micro) * np.where(virtual_stages > 1, 1.0 + (pp - 1.0) / (pp * virtual_stages), 1.0)
+    act = activation_bytes_per_token_layer(model, tp=tp, cp=cp, recompute=recompute) * mb * S * (L / pp) * in_flight
+    logits = mb * S / cp * model.vocab_size / tp * 4.0
+    used = state + act + logits
+    capacity = hw.hbm.capacity_bytes * MEMORY_UTILIZATION
+    supported = np.isfinite(peak)
+    fits = (used <= capacity) & supported & (n_micro >= 1)
+    reason = choose([(np.broadcast_to(~supported, np.shape(used)), f"no {math} math units on {hw.name}"),
+                     (n_micro < 1, "global_batch < dp x micro_batch"),
+                     (used > capacity, "weights + optimizer + activations exceed memory")], "")
+    return {
+        "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
+        "samples_per_s": global_batch / step,
+        "model_flops_per_s_per_device": model_flops / step / devices,
+        "mfu": model_flops / step / devices / peak, "hfu": (model_flops + recompute_flops) / step / devices / peak,
+        "memory_per_device_bytes": used, "memory_capacity_bytes": capacity,
+        "weights_optimizer_per_device_bytes": state, "activations_per_device_bytes": act + logits,
+        "fits": fits, "reason": reason,
+        "forward_s": n_micro * fwd, "backward_s": n_micro * bwd, "recompute_s": n_micro * recomp,
+        "pipeline_bubble_s": bubble, "bubble_fraction": bubble / pipeline,
+        "tp_comm_s": n_micro * 2.0 * f_tp, "cp_comm_s": n_micro * 2.0 * cp_exposed, "ep_comm_s": n_micro * a2a,
+        "pp_comm_s": (n_micro + pp - 1.0) / virtual_stages * p2p, "dp_comm_s": dp_traffic,
+        "dp_comm_exposed_s": dp_exposed, "optimizer_s": optimizer,
+        "n_micro_batches": n_micro, "devices": devices, "model_flops": model_flops,
+    }

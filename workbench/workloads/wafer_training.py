@@ -1,0 +1,70 @@
+"""Training on Cerebras systems with weight streaming: activations stay on the wafer,
+each layer's weights stream in from MemoryX for the forward and again for the backward,
+gradients stream out to MemoryX (reduced across systems by SwarmX), where the optimizer
+runs. `devices` systems split the global batch (data parallel).
+
+Per layer, compute runs on the whole wafer (MeshGEMM shapes from wafer_layers, forward;
+backward counted as twice the forward, as for the GEMMs); it overlaps the streaming, so a
+layer takes max(compute, I/O) (weight_streaming.streamed_layer). The optimizer step in
+MemoryX overlaps the next step and is not counted.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives._array import choose
+from ..primitives.mesh import mesh_gemv
+from ..primitives.weight_streaming import streamed_layer
+from ..specs import ModelSpec
+from ..specs.wafer import SystemSpec, WaferSpec
+from .training import activation_bytes_per_token_layer
+from .wafer_inference import grid_candidates
+from .wafer_layers import prefill_layer
+
+BACKWARD_FACTOR = 2.0  # backward GEMMs: dgrad + wgrad
+
+
+def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, devices, seq_len, global_batch,
+                   precision: str = "bf16", recompute: str = "none", **_) -> dict:
+    w = wafer
+    per_system = global_batch / devices
+    # The layer runs on the square grid that makes it fastest (small widths waste most of a
+    # large grid's tiles); candidates along a trailing axis, one vectorized call.
+    cand = grid_candidates(w)
+    ex = lambda a: np.expand_dims(np.asarray(a, dtype=float), -1)  # noqa: E731
+    cycles = prefill_layer(w, model, P=cand, batch=ex(per_system), prompt=ex(seq_len))["cycles"]
+    P = np.take(cand, np.argmin(cycles, axis=-1))
+    fwd_cycles = np.min(cycles, axis=-1)
+    head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=per_system * seq_len)
+    layer_params = (model.n_params - model.embedding_params) / model.n_layers
+    passes = 1.0 + BACKWARD_FACTOR + (1.0 if recompute == "full" else 0.0)  # forward, backward, recompute
+    layer = streamed_layer(compute_s=passes * fwd_cycles / w.clock_hz,
+                           weight_bytes=2 * 2.0 * layer_params, gradient_bytes=2.0 * layer_params,
+                           io_bytes_per_s=system.io_bytes_per_s)
+    head_params = model.vocab_size * model.d_model
+    head_t = streamed_layer(compute_s=(1.0 + BACKWARD_FACTOR) * head["cycles"] / w.clock_hz,
+                            weight_bytes=2 * 2.0 * head_params, gradient_bytes=2.0 * head_params,
+                            io_bytes_per_s=system.io_bytes_per_s)
+    step = model.n_layers * layer["time_s"] + head_t["time_s"]
+    tokens = global_batch * seq_len
+    attn_flops = 12.0 * model.n_layers * model.n_heads * model.head_dim * seq_len * tokens
+    model_flops = 6.0 * model.n_params_active * tokens + attn_flops
+    peak = w.peak("fp16")
+    act = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) \
+        * per_system * seq_len * model.n_layers
+    capacity = (w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes) * w.program_pes
+    fits = act <= capacity
+    io_s = model.n_layers * layer["io_s"] + head_t["io_s"]
+    compute_s = model.n_layers * layer["compute_s"] + head_t["compute_s"]
+    return {
+        "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
+        "samples_per_s": global_batch / step,
+        "model_flops_per_s_per_device": model_flops / step / devices,
+        "mfu": model_flops / step / devices / peak, "hfu": model_flops / step / devices / peak,
+        "memory_per_device_bytes": act, "memory_capacity_bytes": capacity,
+        "activations_per_device_bytes": act, "fits": fits,
+        "reason": choose([(~fits, "activations of the per-system batch exceed the wafer's SRAM")], ""),
+        "bound": choose([(io_s > compute_s, "weight_streaming_io")], "compute"),
+        "forward_s": compute_s / passes, "backward_s": compute_s * BACKWARD_FACTOR / passes, "pe_grid": P,
+        "weight_streaming_io_s": io_s, "devices": devices, "model_flops": model_flops,
+    }
