@@ -36,6 +36,7 @@ import pandas as pd
 import seaborn as sns
 import xarray as xr
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 from . import plots, predict
 from .analysis import pareto
@@ -71,7 +72,8 @@ COLUMNS = (("ttft_s", "TTFT", 1e-3, "ms"), ("tpot_s", "TPOT", 1e-3, "ms"),
 # Decode step parts stacked in the breakdown: GPU kernels, wafer terms, shared comm.
 GPU_PARTS = ("decode_matmul_s", "decode_attention_s", "decode_elementwise_s")
 WAFER_PARTS = ("decode_compute_s", "decode_io_s")
-DPI = 80
+PART_COLORS = dict(zip(GPU_PARTS + ("decode_comm_s",) + WAFER_PARTS, sns.color_palette("deep", 6)))
+DPI = 90
 
 
 # --------------------------------------------------------------------------- state
@@ -265,7 +267,7 @@ def breakdown_figure(ds: xr.Dataset) -> Figure:
     bars do not fit."""
     gpus, wafers = _kinds(list(ds.hardware.values))
     parts = {}
-    for name in GPU_PARTS[:1] + GPU_PARTS[1:] + ("decode_comm_s",) + WAFER_PARTS:
+    for name in PART_COLORS:
         if name not in ds:
             continue
         own = wafers if name in WAFER_PARTS else gpus if name in GPU_PARTS else gpus + wafers
@@ -275,6 +277,10 @@ def breakdown_figure(ds: xr.Dataset) -> Figure:
     sub = xr.Dataset(dict(parts, tpot_s=ds.tpot_s, fits=ds.fits))
     fig = _fixed(plots.breakdown(sub, parts=list(parts), by="hardware", total="tpot_s"), left=0.6, top=0.5)
     ax = fig.axes[0]
+    for bars, name in zip(ax.containers, parts):  # the same colour for a part whatever is selected
+        for bar in bars:
+            bar.set_facecolor(PART_COLORS[name])
+    ax.legend(fontsize=8, loc="upper left", ncols=min(len(parts) + 1, 5))
     ax.set_ylim(0, ax.get_ylim()[1] * 1.3)  # room for the legend above the bars
     return fig
 
@@ -286,7 +292,7 @@ def memory_figure(ds: xr.Dataset) -> Figure:
     cap = np.atleast_1d(ds.memory_capacity_bytes.values) / 1e9
     total = np.atleast_1d(ds.memory_per_device_bytes.values) / 1e9
     fits = np.atleast_1d(ds.fits.values)
-    fig = _fixed(Figure(), size=(6.0, 1.45 + 0.5 * len(names)), left=0.95, right=0.1, bottom=0.9, top=0.3)
+    fig = _fixed(Figure(), size=(6.0, 1.45 + 0.5 * len(names)), left=0.95, right=0.1, bottom=0.8, top=0.3)
     ax = fig.add_subplot()
     y = np.arange(len(names))
     split = [("weights_per_device_bytes", "weights", "#4c72b0"), ("kv_cache_per_device_bytes", "KV cache", "#dd8452"),
@@ -294,10 +300,11 @@ def memory_figure(ds: xr.Dataset) -> Figure:
     left = np.zeros(len(names))
     for var, text, color in split:
         part = np.atleast_1d(ds[var].values) / 1e9 if var in ds else np.full(len(names), np.nan)
-        ax.barh(y, np.nan_to_num(part), left=left, height=0.55, color=color, label=text)
+        shown = np.isfinite(part).any()
+        ax.barh(y, np.nan_to_num(part), left=left, height=0.55, color=color, label=text if shown else None)
         left += np.nan_to_num(part)
     rest = np.where(left > 0, 0.0, total)
-    ax.barh(y, rest, height=0.55, color="#8c8c8c", label="on-wafer SRAM")
+    ax.barh(y, rest, height=0.55, color="#8c8c8c", label="on-wafer SRAM" if rest.any() else None)
     hi = float(np.nanmax(np.concatenate([cap, total]))) * 1.45
     for i in range(len(names)):
         ax.plot([cap[i]] * 2, [i - 0.38, i + 0.38], color="black", lw=2.5)
@@ -366,8 +373,9 @@ def sweep_view(state: dict, control: str, metric_x: str, metric_y: str) -> dict[
 
 
 def _sweep_figure(ds, s, control, metrics) -> Figure:
-    fig = _fixed(Figure(), size=(6.0, 4.6), left=0.7, bottom=0.55, top=0.3)
+    fig = _fixed(Figure(), size=(6.0, 4.6), left=0.6, bottom=0.5, top=0.45)
     axes = fig.subplots(len(metrics), 1, sharex=True)
+    fig.subplots_adjust(hspace=0.3)
     xs = ds[control].values
     colors = sns.color_palette("deep", n_colors=ds.sizes["hardware"])
     for ax, metric in zip(axes, metrics):
@@ -382,13 +390,17 @@ def _sweep_figure(ds, s, control, metrics) -> Figure:
                 ax.scatter([xs[i]], [ys[i]], marker="*", s=160, color=c, edgecolor="black", lw=0.6, zorder=4)
         ax.axvline(s[control], color="#555555", ls="--", lw=1)
         ax.set_yscale("log")
-        ax.set_ylabel(plots.label(da, da.where(ds.fits)), fontsize=8)
-    if control in POWERS:
+        plots._log_ticks(ax, "y")
+        ax.tick_params(labelsize=7, which="both")
+        ax.set_title(plots.label(da, da.where(ds.fits)), fontsize=8, loc="left")
+    if control != "systems":
         axes[-1].set_xscale("log", base=2)
-    axes[-1].set_xticks(xs, [str(int(x)) for x in xs], fontsize=7)
-    axes[-1].set_xlabel(f"{control} (dashed: current {s[control]}; hollow: does not fit)")
-    axes[0].legend(fontsize=7, ncols=min(4, ds.sizes["hardware"]))
-    axes[0].set_title(f"Sweep of {control}, {s['model']}", fontsize=10)
+        axes[-1].xaxis.set_minor_locator(NullLocator())
+    axes[-1].set_xticks(xs, [str(int(x)) for x in xs])
+    axes[-1].set_xlabel(f"{control} (dashed: current {s[control]}; star: current point; hollow: does not fit)",
+                        fontsize=8)
+    axes[0].legend(fontsize=7, ncols=min(4, ds.sizes["hardware"]), loc="best")
+    fig.suptitle(f"Sweep of {control}: {s['model']}, weights {s['weights']}", fontsize=10)
     return fig
 
 
@@ -431,13 +443,13 @@ class Explorer:
         import ipywidgets as w
 
         s = normalize_state(state)
-        wide, narrow = w.Layout(width="330px"), {"description_width": "90px"}
+        wide, narrow = w.Layout(width="340px"), {"description_width": "105px"}
         c = {"hardware": w.SelectMultiple(options=HARDWARE, value=s["hardware"], rows=len(HARDWARE),
                                           description="hardware", layout=w.Layout(width="210px"), style=narrow),
              "model": w.Dropdown(options=list_models(), value=s["model"], description="model", layout=wide,
                                  style=narrow)}
         for key, opts in (("weights", WEIGHTS), ("activations", ACTIVATIONS), ("kv", KV)):
-            c[key] = w.Dropdown(options=opts, value=s[key], description=f"{key} dtype" if key != "kv" else "KV dtype",
+            c[key] = w.Dropdown(options=opts, value=s[key], description={"kv": "KV cache"}.get(key, key),
                                 layout=wide, style=narrow)
         for key, opts in POWERS.items():
             options = sorted(set(opts) | {s[key]})
@@ -461,7 +473,7 @@ class Explorer:
             widget.add_class(f"wb-out-{name}")
         o = self.outputs
         point = w.VBox([w.HBox([o["roofline"], o["breakdown"]], layout=w.Layout(flex_flow="row wrap")),
-                        w.HBox([o["table"]]), o["memory"]])
+                        w.HBox([o["table"]]), w.HBox([o["memory"]])])
         sweep_box = w.VBox([w.HBox([c["sweep"], c["metric_x"], c["metric_y"]], layout=w.Layout(flex_flow="row wrap")),
                             w.HBox([o["sweep"], o["pareto"]], layout=w.Layout(flex_flow="row wrap"))])
         self.tabs = w.Tab(children=[point, sweep_box], titles=("Operating point", "Sweep and Pareto"))

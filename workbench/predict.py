@@ -311,3 +311,142 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
                    "precision": as_axis("precision", precision), "zero": as_axis("zero", zero),
                    "recompute": as_axis("recompute", recompute)}
     return evaluate(fn, categorical=categorical, numeric=numeric, attrs={"function": "predict.training"})
+
+
+BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step time is tabulated at
+
+
+def _step_table(hardware, model, layout, prompt, generate, weights, kv):
+    """Decode step time against batch (tabulated, then interpolated), prefill time of one
+    prompt and the largest batch that fits, from the static-batch model."""
+    common = dict(hardware=hardware, model=model, prompt=prompt, generate=generate, weights=weights, kv=kv, **layout)
+    grid = inference(batch=BATCH_GRID.tolist(), **common)
+    steps = grid.tpot_s.values
+    first = inference(batch=1, **dict(common, generate=1))
+    most = inference(batch="max", **common)
+    max_batch = float(most.batch) if bool(most.fits) else 0.0
+    return grid, steps, float(first.ttft_s), max_batch
+
+
+def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
+            ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
+            draft_model=None):
+    """Continuous batching under Poisson arrivals (workloads/serving.py). `arrival_rate` in
+    requests/s per instance (a list sweeps it; default: a grid up to saturation). With
+    draft_len > 0, speculative decoding by `draft_model` (or one extra target layer per
+    drafted token, as MTP heads, when None) at per-token `acceptance`. Scalar categorical
+    arguments only (sweep hardware or models by calling once per value)."""
+    import xarray as xr
+
+    from .workloads.serving import latencies
+    from .workloads.speculative import expected_tokens_per_step
+    for arg, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo), ("prompt", prompt), ("generate", generate)):
+        check_positive(arg, v)
+    if not 0 < quantile < 1:
+        raise InputError(f"quantile={quantile} is not allowed; allowed: a number in (0, 1)")
+    if not 0 <= acceptance <= 1:
+        raise InputError(f"acceptance={acceptance} is not allowed; allowed: a probability in [0, 1]")
+    if int(draft_len) != draft_len or draft_len < 0:
+        raise InputError(f"draft_len={draft_len} is not allowed; allowed: an integer >= 0")
+    spec = load_model(model)
+    wafer = is_wafer(load_hardware(hardware))
+    layout = dict(devices=devices or 1) if wafer else dict(tp=tp, pp=pp)
+    grid, steps, prefill_s, max_batch = _step_table(hardware, model, layout, prompt, generate, weights, kv)
+    per_device = (devices or 1) if wafer else tp * pp
+
+    if draft_len > 0:
+        k = float(draft_len)
+        if draft_model is None:  # MTP: one more target layer per drafted token
+            draft_steps = steps / spec.n_layers
+        else:
+            d = inference(hardware=hardware, model=draft_model, batch=BATCH_GRID.tolist(), prompt=prompt,
+                          generate=generate, weights=weights, kv=kv, **layout)
+            draft_steps = d.tpot_s.values
+        row = grid.tpot_s.values - grid.get("decode_attention_s", 0.0 * grid.tpot_s).values
+        rows_k = np.interp(BATCH_GRID * (k + 1), BATCH_GRID, row)
+        verify = rows_k + (steps - row)
+        e = float(expected_tokens_per_step(acceptance=acceptance, draft_len=k))
+        steps = (k * draft_steps + verify) / e  # time per emitted token
+
+    def decode_step_s(B):
+        return np.interp(B, BATCH_GRID, steps)
+
+    if arrival_rate is None:
+        saturation = max_batch / (generate * decode_step_s(max(max_batch, 1.0))) if max_batch else 1.0 / prefill_s
+        arrival_rate = np.linspace(0.02, 1.0, 50) * min(saturation, 1.0 / prefill_s)
+    lam = np.atleast_1d(np.asarray(arrival_rate, dtype=float))
+    r = latencies(arrival_rate=lam, output_len=float(generate), prefill_s=prefill_s, decode_step_s=decode_step_s,
+                  quantile=quantile)
+    fits = r["batch"] <= max_batch
+    meets = fits & (r["ttft_quantile_s"] <= ttft_slo) & (r["tpot_s"] <= tpot_slo)
+    out_rate = lam * generate
+    ds = xr.Dataset({
+        "batch": ("arrival_rate", r["batch"]), "tpot_s": ("arrival_rate", r["tpot_s"]),
+        "ttft_mean_s": ("arrival_rate", r["ttft_mean_s"]), "ttft_quantile_s": ("arrival_rate", r["ttft_quantile_s"]),
+        "e2e_mean_s": ("arrival_rate", r["e2e_mean_s"]), "prefill_utilization": ("arrival_rate", r["prefill_utilization"]),
+        "output_tokens_per_s": ("arrival_rate", out_rate),
+        "output_tokens_per_s_per_device": ("arrival_rate", out_rate / per_device),
+        "output_tokens_per_s_per_user": ("arrival_rate", 1.0 / r["tpot_s"]),
+        "fits": ("arrival_rate", fits), "meets_slo": ("arrival_rate", meets),
+    }, coords={"arrival_rate": lam})
+    best = np.where(meets, out_rate / per_device, 0.0)
+    ds["goodput_tokens_per_s_per_device"] = best.max()
+    ds["max_batch"] = max_batch
+    for name in ds.data_vars:
+        ds[name].attrs.update(__import__("workbench.units", fromlist=["unit_attrs"]).unit_attrs(name))
+    ds["arrival_rate"].attrs.update({"units": "1/s", "long_name": "request arrival rate"})
+    ds.attrs.update({"function": "predict.serving", "hardware": hardware, "model": spec.name,
+                     "queueing_model": "Poisson arrivals; iterations decode the batch and prefill the new prompts (chunked)",
+                     "ttft_slo_s": ttft_slo, "tpot_slo_s": tpot_slo, "quantile": quantile,
+                     "speculative": f"draft_len={draft_len}, acceptance={acceptance}, draft={draft_model or 'MTP'}"})
+    return ds
+
+
+def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, decode_tp=1, prefill_devices=None,
+                  decode_devices=None, prompt=2048, generate=256, ttft_slo=2.0, tpot_slo=0.05, quantile=0.9,
+                  weights="bf16", kv=None, total_devices=64):
+    """Prefill and decode in separate pools (workloads/disaggregated.py): capacities, the
+    balancing ratio, goodput per device, the best integer split of `total_devices`, and the
+    colocated baseline on the decode hardware."""
+    import xarray as xr
+
+    from .workloads.disaggregated import balance, best_split, decode_capacity, prefill_capacity
+    spec = load_model(model)
+    pre_hw, dec_hw = load_hardware(prefill_hardware), load_hardware(decode_hardware)
+    pre_layout = dict(devices=prefill_devices or 1) if is_wafer(pre_hw) else dict(tp=prefill_tp)
+    dec_layout = dict(devices=decode_devices or 1) if is_wafer(dec_hw) else dict(tp=decode_tp)
+    first = inference(hardware=prefill_hardware, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
+                      kv=kv, **pre_layout)
+    grid, steps, _, max_batch = _step_table(decode_hardware, model, dec_layout, prompt, generate, weights, kv)
+    kv_bytes = spec.kv_cache_bytes(context=prompt, dtype=kv or "bf16")
+    # KV leaves over the prefill instance's NICs (every GPU its own) or the CS system I/O.
+    if is_wafer(pre_hw):
+        from .workloads.wafer_inference import wafer_system
+        link_bw = wafer_system(pre_hw)[0].io_bytes_per_s
+    else:
+        link_bw = pre_hw.link("scale_out").unidir_bytes_per_s * prefill_tp
+    kv_s = kv_bytes / link_bw
+    lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)
+    lam_d, b_d = decode_capacity(batches=BATCH_GRID, step_s=steps, max_batch=max_batch, tpot_slo_s=tpot_slo,
+                                 output_len=generate)
+    dev_p = prefill_devices or 1 if is_wafer(pre_hw) else prefill_tp
+    dev_d = decode_devices or 1 if is_wafer(dec_hw) else decode_tp
+    ratio, good = balance(prefill_rate=lam_p, decode_rate=lam_d, prefill_devices=dev_p, decode_devices=dev_d,
+                          output_len=generate)
+    n_p, n_d, good_int = best_split(total_devices=total_devices, prefill_rate=float(lam_p), decode_rate=float(lam_d),
+                                    prefill_devices=dev_p, decode_devices=dev_d, output_len=generate)
+    colocated = serving(hardware=decode_hardware, model=model, tp=decode_tp, devices=decode_devices, prompt=prompt,
+                        generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights,
+                        kv=kv)
+    ds = xr.Dataset({
+        "prefill_s": float(first.ttft_s), "kv_transfer_s": kv_s, "kv_transfer_bytes": kv_bytes,
+        "prefill_requests_per_s": float(lam_p), "decode_requests_per_s": float(lam_d), "decode_batch": float(b_d),
+        "prefill_per_decode_instances": float(ratio), "goodput_tokens_per_s_per_device": float(good),
+        "n_prefill_instances": n_p, "n_decode_instances": n_d, "split_goodput_tokens_per_s_per_device": good_int,
+        "colocated_goodput_tokens_per_s_per_device": float(colocated.goodput_tokens_per_s_per_device),
+    })
+    for name in ds.data_vars:
+        ds[name].attrs.update(__import__("workbench.units", fromlist=["unit_attrs"]).unit_attrs(name))
+    ds.attrs.update({"function": "predict.disaggregated", "prefill_hardware": prefill_hardware,
+                     "decode_hardware": decode_hardware, "model": spec.name})
+    return ds

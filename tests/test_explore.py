@@ -1,0 +1,322 @@
+"""The explorer's pure callbacks and its real ipywidgets, driven without a browser: every
+number shown must be the one predict.inference (plus costs.add_costs) gives for the
+controls' values, and invalid settings must become messages, not exceptions."""
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import xarray as xr
+from matplotlib.figure import Figure
+
+from workbench import explore, predict
+from workbench.costs import add_costs
+from workbench.errors import InputError
+
+pytest.importorskip("ipywidgets")
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU_VARS = ("ttft_s", "tpot_s", "output_tokens_per_s_per_user", "output_tokens_per_s_per_device",
+            "memory_per_device_bytes", "fits")
+
+
+def _api(hw, **controls):
+    """What the page must show for chip `hw`: predict.inference with the controls' values
+    (GPUs: tp, pp; wafers: devices = systems), plus costs."""
+    s = explore.normalize_state({k: v for k, v in controls.items() if k != "hardware"})
+    common = dict(model=s["model"], batch=s["batch"], prompt=s["prompt"], generate=s["generate"],
+                  weights=s["weights"], activations=None if s["activations"] == "auto" else s["activations"],
+                  kv=None if s["kv"] == "auto" else s["kv"])
+    if hw in explore.WAFERS:
+        return add_costs(predict.inference(hardware=hw, devices=s["systems"], **common))
+    return add_costs(predict.inference(hardware=hw, tp=s["tp"], pp=s["pp"], **common))
+
+
+def _shown(table_html: str) -> dict:
+    """hardware -> {variable: SI value} from the table's data attributes, and the text."""
+    rows = {}
+    for hw, body in re.findall(r'<tr data-hardware="([^"]+)"[^>]*>(.*?)</tr>', table_html):
+        rows[hw] = {v: float(x) for v, x in re.findall(r'data-var="([^"]+)" data-value="([^"]+)"', body)}
+        rows[hw]["_text"] = body
+    return rows
+
+
+# --------------------------------------------------------------------------- state
+
+
+def test_normalize_state_fills_defaults_and_checks():
+    s = explore.normalize_state({"hardware": "cs2", "batch": 4.0})
+    assert s["hardware"] == ("cs2",) and s["batch"] == 4 and s["model"] == explore.DEFAULTS["model"]
+    assert set(s) == set(explore.CONTROLS)
+    with pytest.raises(InputError, match="control 'bogus' is not known"):
+        explore.normalize_state(bogus=1)
+    with pytest.raises(InputError, match="hardware='tpu' is not known"):
+        explore.normalize_state(hardware=["h100_sxm", "tpu"])
+    with pytest.raises(InputError, match="hardware=\\(\\) is not allowed"):
+        explore.normalize_state(hardware=())
+    with pytest.raises(InputError, match="batch=0 is not allowed"):
+        explore.normalize_state(batch=0)
+    with pytest.raises(InputError, match="weights='fp9' is not known"):
+        explore.normalize_state(weights="fp9")
+
+
+def test_controls_offer_every_gpu_and_both_wafer_systems():
+    from workbench.specs import list_gpus, list_models
+    assert set(explore.HARDWARE) == set(list_gpus()) | {"cs3", "cs2"}
+    ex = explore.Explorer()
+    assert set(ex.controls["hardware"].options) == set(explore.HARDWARE)
+    assert list(ex.controls["model"].options) == list_models()
+
+
+# --------------------------------------------------------------------------- compute
+
+
+def test_compute_equals_predict_for_gpus_and_wafers_side_by_side():
+    state = dict(hardware=["cs3", "h100_sxm", "h200_sxm"], model="llama_3_1_70b", weights="fp8", batch=16,
+                 prompt=1024, generate=128, tp=4, pp=2, systems=4)
+    ds = explore.compute(state)
+    assert list(ds.hardware.values) == ["cs3", "h100_sxm", "h200_sxm"]  # the order chosen
+    assert set(ds.dims) == {"hardware"} and ds.attrs["problems"] == []
+    for hw in state["hardware"]:
+        ref = _api(hw, **state)
+        for var in GPU_VARS + ("cost_per_million_tokens_usd",):
+            np.testing.assert_allclose(ds[var].sel(hardware=hw).values, ref[var].values.ravel()[0], rtol=1e-12,
+                                       err_msg=f"{hw} {var}")
+    assert float(ds.devices.sel(hardware="h100_sxm")) == 8 and float(ds.devices.sel(hardware="cs3")) == 4
+    assert ds.tpot_s.attrs["units"] == "s" and ds.decode_io_s.attrs["units"] == "s"
+
+
+def test_invalid_group_is_a_problem_and_the_other_group_still_shows():
+    ds = explore.compute(dict(hardware=["h100_sxm", "cs3"], tp=3))
+    assert list(ds.hardware.values) == ["cs3"]
+    assert len(ds.attrs["problems"]) == 1 and "tp=3 does not divide n_heads=64" in ds.attrs["problems"][0]
+    assert ds.attrs["problems"][0].startswith("h100_sxm:")
+    ds = explore.compute(dict(hardware=["h100_sxm", "cs3"], activations="fp8"))
+    assert list(ds.hardware.values) == ["h100_sxm"]
+    assert "activations='fp8' is not allowed on 'cs3'" in ds.attrs["problems"][0]
+    with pytest.raises(InputError, match="tp=3 does not divide"):
+        explore.compute(dict(hardware=["h100_sxm", "b200"], tp=3))
+
+
+def test_infeasible_points_stay_flagged_with_their_reason():
+    ds = explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], weights="fp8", tp=8))
+    assert not bool(ds.fits.sel(hardware="a100_sxm")) and bool(ds.fits.sel(hardware="h100_sxm"))
+    assert explore.infeasible(ds) == ["a100_sxm: does not fit (no fp8 math units on a100_sxm)"]
+    big = explore.compute(dict(hardware=["h100_sxm"], model="llama_3_1_405b", weights="bf16", tp=1))
+    assert not bool(big.fits) and float(big.memory_per_device_bytes) > float(big.memory_capacity_bytes)
+    assert "exceed memory" in explore.infeasible(big)[0]
+
+
+# --------------------------------------------------------------------------- table
+
+
+def test_summary_table_and_its_html_show_the_dataset():
+    ds = explore.compute(dict(hardware=["h100_sxm", "a100_sxm", "cs3"], weights="fp8"))
+    df = explore.summary_table(ds)
+    assert list(df.index) == ["h100_sxm", "a100_sxm", "cs3"]
+    for col in ("ttft_s", "tpot_s", "output_tokens_per_s_per_user", "output_tokens_per_s_per_device",
+                "cost_per_million_tokens_usd", "memory_per_device_bytes", "memory_capacity_bytes"):
+        np.testing.assert_array_equal(df[col].to_numpy(), ds[col].values)
+    assert df.loc["a100_sxm", "fits"] == False and df.loc["a100_sxm", "reason"]  # noqa: E712
+    html = explore.table_html(df)
+    rows = _shown(html)
+    assert rows["h100_sxm"]["tpot_s"] == float(ds.tpot_s.sel(hardware="h100_sxm"))
+    tpot_ms = float(ds.tpot_s.sel(hardware="h100_sxm")) * 1e3
+    assert f">{tpot_ms:.4g}</td>" in rows["h100_sxm"]["_text"]  # shown in the header's ms
+    assert "does not fit: no fp8 math units" in rows["a100_sxm"]["_text"]
+    assert 'class="wb-row-nofit"' in html and ">n/a<" in rows["a100_sxm"]["_text"]
+    with pytest.raises(InputError, match="more than one value"):
+        explore.summary_table(explore.sweep(dict(hardware=["h100_sxm"]), "batch"))
+
+
+def test_messages_html_escapes_and_is_empty_without_messages():
+    assert explore.messages_html() == ""
+    out = explore.messages_html(["tp=3 <bad>"], ["cs3: does not fit"])
+    assert "wb-error" in out and "wb-warn" in out and "&lt;bad&gt;" in out
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _texts(fig: Figure) -> str:
+    """Every text in a figure: titles, annotations, legend labels."""
+    out = [t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        out += [ax.get_title()] + [t.get_text() for t in ax.texts] + ax.get_legend_handles_labels()[1]
+    return " | ".join(out)
+
+
+def test_figures_for_gpus_and_wafers():
+    state = dict(hardware=["h100_sxm", "h200_sxm", "cs3"])
+    ds = explore.compute(state)
+    figs = explore.figures(ds, state)
+    assert set(figs) == {"roofline", "breakdown", "memory"}
+    assert all(isinstance(f, Figure) for f in figs.values())
+    gids = {line.get_gid() for line in figs["roofline"].axes[0].lines}
+    assert {"roof:h100_sxm", "roof:h200_sxm"} <= gids and not any("cs3" in str(g) for g in gids)
+    roof_text = _texts(figs["roofline"])
+    assert "h100_sxm decode" in roof_text and "h200_sxm prefill" in roof_text and "cs3 (wafer" in roof_text
+    legend = figs["breakdown"].axes[0].get_legend_handles_labels()[1]
+    assert {"matmul", "attention", "elementwise", "comm", "compute"} <= set(legend)
+    # each bar stacks to the sum of its parts: GPU kernels on GPUs, wafer terms on wafers
+    ax = figs["breakdown"].axes[0]
+    tops = np.zeros(3)
+    for bars in ax.containers:
+        tops += np.nan_to_num([b.get_height() for b in bars])
+    want = [float(ds.decode_matmul_s[0] + ds.decode_attention_s[0] + ds.decode_elementwise_s[0] + ds.decode_comm_s[0]),
+            float(ds.decode_matmul_s[1] + ds.decode_attention_s[1] + ds.decode_elementwise_s[1] + ds.decode_comm_s[1]),
+            float(ds.decode_compute_s[2] + ds.decode_comm_s[2] + ds.decode_io_s[2])]
+    np.testing.assert_allclose(tops / 1e3, want, rtol=1e-9)  # drawn in ms
+    assert "does not fit" not in _texts(figs["memory"])
+    for f in figs.values():
+        assert explore.png(f)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_memory_figure_marks_what_does_not_fit_and_roofline_names_missing_units():
+    ds = explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], model="llama_3_1_405b", weights="fp8", tp=1))
+    figs = explore.figures(ds)
+    mem = _texts(figs["memory"])
+    assert mem.count("does not fit") == 2
+    assert "a100_sxm (fp8: no such math units)" in _texts(figs["roofline"])
+    only_wafers = explore.figures(explore.compute(dict(hardware=["cs2"], model="llama_3_1_8b", systems=1)))
+    assert "no GPU selected" in " ".join(t.get_text() for t in only_wafers["roofline"].texts)
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def test_sweep_equals_predict_over_the_range():
+    state = dict(hardware=["h100_sxm", "cs3"], batch=8, tp=8, systems=4)
+    ds = explore.sweep(state, "batch")
+    assert list(ds.batch.values) == list(explore.POWERS["batch"])
+    ref = add_costs(predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8,
+                                      batch=list(explore.POWERS["batch"]), prompt=2048, generate=256,
+                                      weights="fp8"))
+    np.testing.assert_allclose(ds.tpot_s.sel(hardware="h100_sxm").values, ref.tpot_s.values, rtol=1e-12)
+    wafer = predict.inference(hardware="cs3", model="llama_3_1_70b", devices=4, batch=list(explore.POWERS["batch"]),
+                              prompt=2048, generate=256, weights="fp8")
+    np.testing.assert_array_equal(ds.fits.sel(hardware="cs3").values, wafer.fits.values)
+
+
+def test_sweep_ranges_follow_the_control():
+    tp = explore.sweep(dict(hardware=["h100_sxm", "cs3"], model="llama_2_13b"), "tp")
+    assert list(tp.hardware.values) == ["h100_sxm"]  # tp is a GPU control
+    assert list(tp.tp.values) == [1, 2, 4, 5, 8, 10]  # divisors of 40 heads up to 16
+    sysw = explore.sweep(dict(hardware=["h100_sxm", "cs3"]), "systems")
+    assert list(sysw.hardware.values) == ["cs3"] and list(sysw.systems.values) == list(range(1, 17))
+    with pytest.raises(InputError, match="sweeping systems needs a wafer"):
+        explore.sweep(dict(hardware=["h100_sxm"]), "systems")
+    with pytest.raises(InputError, match="control='bogus' is not known"):
+        explore.sweep(dict(hardware=["h100_sxm"]), "bogus")
+
+
+def test_sweep_view_marks_the_current_value_and_the_pareto_front():
+    state = dict(hardware=["h100_sxm", "cs3"], batch=32)
+    figs = explore.sweep_view(state, "batch", "output_tokens_per_s_per_user", "output_tokens_per_s_per_device")
+    assert set(figs) == {"sweep", "pareto"}
+    top = figs["sweep"].axes[0]
+    assert any(np.allclose(line.get_xdata(), [32, 32]) for line in top.lines)  # the current value
+    assert "current batch=32" in figs["pareto"].axes[0].get_legend_handles_labels()[1]
+    ds = explore.sweep(state, "batch")
+    front = explore.pareto(ds, maximize=["output_tokens_per_s_per_user", "output_tokens_per_s_per_device"],
+                           over=["batch"], by=["hardware"], where="fits")
+    assert bool(front.sel(hardware="h100_sxm", batch=1)) and front.any()
+    with pytest.raises(InputError, match="metric_x='fits' is not known"):
+        explore.sweep_view(state, "batch", "fits", "tpot_s")
+
+
+# --------------------------------------------------------------------------- widgets
+
+
+def test_explorer_widgets_update_the_outputs_to_the_api_values():
+    ex = explore.Explorer(hardware=["h100_sxm", "cs3"], batch=8)
+    c, o = ex.controls, ex.outputs
+    first = _shown(o["table"].value)
+    assert set(first) == {"h100_sxm", "cs3"} and o["messages"].value == ""
+    images = {k: o[k].value for k in ("roofline", "breakdown", "memory")}
+    c["batch"].value = 64
+    shown = _shown(o["table"].value)
+    for hw in ("h100_sxm", "cs3"):
+        ref = _api(hw, batch=64)
+        for var in ("ttft_s", "tpot_s", "output_tokens_per_s_per_user", "output_tokens_per_s_per_device",
+                    "cost_per_million_tokens_usd"):
+            assert shown[hw][var] == pytest.approx(float(ref[var]), rel=1e-12), (hw, var)
+    assert shown["h100_sxm"]["tpot_s"] != first["h100_sxm"]["tpot_s"]
+    assert all(o[k].value != v for k, v in images.items())  # every figure redrawn
+    c["hardware"].value = ("h200_sxm", "mi300x", "cs2")
+    c["tp"].value, c["pp"].value, c["systems"].value = 4, 2, 8
+    c["weights"].value, c["kv"].value = "bf16", "fp8"
+    shown = _shown(o["table"].value)
+    assert list(shown) == ["h200_sxm", "mi300x", "cs2"]
+    for hw in shown:
+        ref = _api(hw, batch=64, tp=4, pp=2, systems=8, weights="bf16", kv="fp8")
+        assert shown[hw]["tpot_s"] == pytest.approx(float(ref.tpot_s), rel=1e-12)
+    assert ex.state["tp"] == 4 and ex.ds is not None
+
+
+def test_explorer_shows_invalid_settings_as_messages():
+    ex = explore.Explorer(hardware=["h100_sxm", "cs3"])
+    c, o = ex.controls, ex.outputs
+    c["tp"].value = 3  # does not divide the 64 heads: GPUs gone, the wafer stays
+    assert "tp=3 does not divide n_heads=64" in o["messages"].value and "wb-error" in o["messages"].value
+    assert list(_shown(o["table"].value)) == ["cs3"]
+    c["hardware"].value = ("h100_sxm",)  # nothing left to compute
+    assert "no result" in o["table"].value and "does not divide" in o["messages"].value
+    assert ex.ds is None
+    c["tp"].value = 8
+    c["hardware"].value = ("a100_sxm", "h100_sxm")
+    c["weights"].value = "fp8"  # no fp8 units on A100: a flagged row, not an error
+    assert "a100_sxm: does not fit (no fp8 math units on a100_sxm)" in o["messages"].value
+    assert "does not fit: no fp8 math units" in _shown(o["table"].value)["a100_sxm"]["_text"]
+    c["model"].value = "llama_3_1_405b"
+    c["weights"].value = "bf16"
+    c["tp"].value = 1
+    assert o["messages"].value.count("exceed memory") == 2
+    c["hardware"].value = ("cs3",)
+    c["activations"].value = "fp8"
+    assert "activations=&#x27;fp8&#x27; is not allowed on &#x27;cs3&#x27;" in o["messages"].value
+
+
+def test_explorer_sweep_tab_follows_its_controls():
+    ex = explore.Explorer(hardware=["h100_sxm", "cs3"])
+    c, o = ex.controls, ex.outputs
+    assert o["sweep"].value == b""  # drawn only when its tab is shown
+    ex.tabs.selected_index = 1
+    first = o["sweep"].value
+    assert first[:4] == b"\x89PNG" and o["pareto"].value[:4] == b"\x89PNG"
+    c["sweep"].value = "prompt"
+    assert o["sweep"].value != first
+    after_prompt = o["pareto"].value
+    c["metric_y"].value = "cost_per_million_tokens_usd"
+    assert o["pareto"].value != after_prompt
+    c["batch"].value = 16  # a control change redraws the visible sweep too
+    assert "sweep view" in o["timing"].value
+    c["hardware"].value = ("h100_sxm",)
+    c["sweep"].value = "systems"  # no wafer selected: a message drawn in place, no exception
+    assert o["sweep"].value[:4] == b"\x89PNG"
+
+
+def test_update_is_fast_enough_to_follow_a_slider():
+    ex = explore.Explorer(hardware=["h100_sxm", "h200_sxm", "cs3"])
+    times = []
+    for b in (16, 32, 64, 128):
+        t = time.perf_counter()
+        ex.controls["batch"].value = b
+        times.append(time.perf_counter() - t)
+    assert ex.timings["update_s"] <= max(times) + 1e-3
+    assert min(times) < 3.0, times  # typically 0.2-0.4 s; generous for loaded CI machines
+
+
+def test_notebook_parameters_match_the_explorer():
+    nb = nbformat.read(ROOT / "notebooks" / "explorer.ipynb", as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    names = re.findall(r"^([a-z_]+):", params.source, flags=re.M)
+    assert set(names) <= set(explore.CONTROLS)
+    ns: dict = {}
+    exec(params.source, ns)  # noqa: S102 - the committed parameters cell
+    state = explore.normalize_state({k: ns[k] for k in names})
+    assert isinstance(explore.compute(state), xr.Dataset)

@@ -1,0 +1,49 @@
+"""Continuous batching under load: the batch a scheduler runs, the latencies it delivers and
+the throughput it can sustain within latency targets.
+
+The model (stated; checked against a discrete-event simulation in tests/workloads/test_serving.py):
+- Requests arrive as a Poisson stream of rate lam with mean prompt P and output G tokens.
+- Every iteration decodes one token for each running request (batch B) and, chunked into
+  the same iteration, prefills the prompts that arrived meanwhile: T = d(B) + lam·T·c,
+  where d(B) is the decode step at batch B and c = prefill time of one prompt, so
+  T = d(B) / (1 - rho) with rho = lam·c (stable while rho < 1).
+- Little's law: B = lam·G·T(B), solved by fixed-point iteration (vectorized); where the
+  iteration does not converge the load is beyond saturation and the point is unstable.
+- TTFT: a prompt waits out the iteration in flight (uniform residual on [0, T]), then rides
+  the next one, which carries its own prefill c besides the usual load: mean 1.5·T + c,
+  p-quantile (1 + p)·T + c.
+- TPOT = T(B). The sustainable rate is the largest lam whose p-quantile TTFT and TPOT meet
+  the targets and whose batch fits in memory (searched over a grid of rates).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+FIXED_POINT_ITERATIONS = 60
+
+
+def steady_state(*, arrival_rate, output_len, prefill_s, decode_step_s):
+    """Batch B, iteration time T and prefill utilization rho at arrival rate lam.
+    `decode_step_s(B)` is a vectorized function of the batch."""
+    lam = np.asarray(arrival_rate, dtype=float)
+    rho = lam * prefill_s
+    stable = rho < 1.0
+    B = np.maximum(lam * output_len * decode_step_s(np.ones_like(lam)), 1e-9)
+    for _ in range(FIXED_POINT_ITERATIONS):
+        T = decode_step_s(np.maximum(B, 1.0)) / np.maximum(1.0 - rho, 1e-9)
+        B = lam * output_len * T
+    T = decode_step_s(np.maximum(B, 1.0)) / np.maximum(1.0 - rho, 1e-9)
+    # No fixed point (the batch keeps growing): the load exceeds what decoding can retire.
+    converged = np.abs(lam * output_len * T - B) <= 1e-6 * B + 1e-9
+    return {"batch": B, "iteration_s": T, "prefill_utilization": rho, "stable": stable & converged}
+
+
+def latencies(*, arrival_rate, output_len, prefill_s, decode_step_s, quantile=0.9) -> dict:
+    s = steady_state(arrival_rate=arrival_rate, output_len=output_len, prefill_s=prefill_s,
+                     decode_step_s=decode_step_s)
+    T = s["iteration_s"]
+    ttft_mean = 1.5 * T + prefill_s
+    ttft_q = (1.0 + quantile) * T + prefill_s
+    inf = np.where(s["stable"], 1.0, np.inf)
+    return {**s, "ttft_mean_s": ttft_mean * inf, "ttft_quantile_s": ttft_q * inf, "tpot_s": T * inf,
+            "e2e_mean_s": (ttft_mean + (output_len - 1.0) * T) * inf}
