@@ -221,3 +221,14 @@ def test_predict_training_json_and_model_file(tmp_path, capsys):
     assert main(["predict", "training", "--hardware", "cs3", "--model-file", str(spec), "--global-batch", "64",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["samples_per_s"] > 0
+
+
+def test_predict_serving_and_disaggregated_json(capsys):
+    assert main(["predict", "serving", "--hardware", "h100_sxm", "--model", "llama_3_1_8b", "--weights", "fp8",
+                 "--arrival-rate", "1,5", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["arrival_rate"] for r in rows] == [1.0, 5.0] and all("tpot_s" in r for r in rows)
+    assert main(["predict", "disaggregated", "--prefill-hardware", "h100_sxm", "--decode-hardware", "h200_sxm",
+                 "--model", "llama_3_1_8b", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["goodput_tokens_per_s_per_device"] > 0 and out["n_prefill_instances"] >= 1

@@ -44,6 +44,22 @@ _ARGS = {
         "micro_batch": (int, 1, "sequences per micro-batch"), "precision": (str, "bf16", "bf16 or fp8"),
         "zero": (int, 1, "ZeRO stage 0-3"), "recompute": (str, "none", "none, selective or full"),
         "virtual_stages": (int, 1, "interleaved pipeline stages per device")},
+    "serving": {
+        "hardware": (str, None, "one hardware name"), "model": (str, None, "one model name"),
+        "devices": (int, "", "CS systems (wafers)"), "tp": (int, 1, "tensor parallel"), "pp": (int, 1, ""),
+        "prompt": (int, 2048, "mean prompt tokens"), "generate": (int, 256, "mean generated tokens"),
+        "arrival_rate": (float, "", "requests/s (comma list; default: a grid to saturation)"),
+        "ttft_slo": (float, 2.0, "TTFT target [s]"), "tpot_slo": (float, 0.05, "TPOT target [s]"),
+        "quantile": (float, 0.9, "TTFT quantile the target applies to"), "weights": (str, "bf16", ""),
+        "kv": (str, "", ""), "acceptance": (float, 0.0, "speculative: per-token acceptance"),
+        "draft_len": (int, 0, "speculative: drafted tokens per step (0: off)"),
+        "draft_model": (str, "", "speculative: draft model (default: MTP heads)")},
+    "disaggregated": {
+        "prefill_hardware": (str, None, ""), "decode_hardware": (str, None, ""), "model": (str, None, ""),
+        "prefill_tp": (int, 1, ""), "decode_tp": (int, 1, ""), "prefill_devices": (int, "", "CS systems"),
+        "decode_devices": (int, "", "CS systems"), "prompt": (int, 2048, ""), "generate": (int, 256, ""),
+        "ttft_slo": (float, 2.0, ""), "tpot_slo": (float, 0.05, ""), "weights": (str, "bf16", ""),
+        "kv": (str, "", ""), "total_devices": (int, 64, "device budget for the integer split")},
     "gemm": {"hardware": (str, None, ""), "m": (int, None, ""), "n": (int, None, ""),
              "k": (int, None, ""), "dtype": (str, "bf16", ""),
              "pe_grid": (int, "", "wafers: side of the PE region"),
@@ -225,12 +241,19 @@ def main(argv=None) -> int:
     ls = sub.add_parser("list", help="list the catalog")
     ls.add_argument("what", choices=["hardware", "models"])
     sub.add_parser("demo", help="print the demo prediction table")
+    mb = sub.add_parser("microbench", help="run kernel microbenchmarks (needs PyTorch) into a netCDF file")
+    mb.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    mb.add_argument("--quick", action="store_true", help="small sizes")
+    mb.add_argument("--out", required=True)
     ns = p.parse_args(argv)
     try:
         if ns.command == "predict":
             if ns.kind in ("inference", "training") and not (ns.model or ns.model_file):
                 raise InputError("model is required; allowed: a name from `workbench list models` or --model-file")
             return _predict(ns.kind, ns)
+        if ns.command == "microbench":
+            from .microbench.__main__ import main as microbench_main
+            return microbench_main(["--device", ns.device, "--out", ns.out] + (["--quick"] if ns.quick else []))
         if ns.command == "run":
             return _run(ns)
         if ns.command == "sweep":
