@@ -68,7 +68,8 @@ def test_controls_offer_every_gpu_and_both_wafer_systems():
     from workbench.specs import list_gpus, list_models
     assert set(explore.HARDWARE) == set(list_gpus()) | {"cs3", "cs2"}
     ex = explore.Explorer()
-    assert set(ex.controls["hardware"].options) == set(explore.HARDWARE)
+    assert [value for _, value in ex.controls["hardware"].options] == list(explore.HARDWARE)
+    assert ("cs3 (wafer)", "cs3") in ex.controls["hardware"].options
     assert list(ex.controls["model"].options) == list_models()
 
 
@@ -183,7 +184,9 @@ def test_memory_figure_marks_what_does_not_fit_and_roofline_names_missing_units(
     assert mem.count("does not fit") == 2
     assert "a100_sxm (fp8: no such math units)" in _texts(figs["roofline"])
     only_wafers = explore.figures(explore.compute(dict(hardware=["cs2"], model="llama_3_1_8b", systems=1)))
-    assert "no GPU selected" in " ".join(t.get_text() for t in only_wafers["roofline"].texts)
+    assert "no GPU selected" in _texts(only_wafers["roofline"])
+    state = dict(hardware=["h100_sxm", "cs3"], tp=3)  # the GPUs were asked for but failed
+    assert "no GPU result" in _texts(explore.figures(explore.compute(state), state)["roofline"])
 
 
 # --------------------------------------------------------------------------- sweep

@@ -26,8 +26,10 @@ holds the last measurement and the page shows it under the outputs.
 """
 from __future__ import annotations
 
+import functools
 import html
 import io
+import logging
 import time
 from collections import Counter
 
@@ -58,16 +60,19 @@ DEFAULTS = {"hardware": ("h100_sxm", "h200_sxm", "cs3"), "model": "llama_3_1_70b
             "tp": 8, "pp": 1, "systems": 4}
 CONTROLS = tuple(DEFAULTS)
 SWEEPABLE = ("batch", "prompt", "generate", "tp", "pp", "systems")
-# Metrics offered for the sweep and Pareto views, with the direction that is better.
-METRICS = {"ttft_s": "min", "tpot_s": "min", "e2e_s": "min", "output_tokens_per_s_per_user": "max",
-           "output_tokens_per_s_per_device": "max", "output_tokens_per_s": "max",
-           "cost_per_million_tokens_usd": "min", "tokens_per_j": "max", "memory_per_device_bytes": "min"}
+# Metrics offered for the sweep and Pareto views: (the better direction, label).
+METRICS = {"ttft_s": ("min", "TTFT"), "tpot_s": ("min", "TPOT"), "e2e_s": ("min", "end-to-end latency"),
+           "output_tokens_per_s_per_user": ("max", "tokens/s per user"),
+           "output_tokens_per_s_per_device": ("max", "tokens/s per device"),
+           "output_tokens_per_s": ("max", "tokens/s (all devices)"),
+           "cost_per_million_tokens_usd": ("min", "cost per M tokens"), "tokens_per_j": ("max", "tokens per joule"),
+           "memory_per_device_bytes": ("min", "memory per device")}
 # Summary table: variable, header, scale shown, unit shown.
 COLUMNS = (("ttft_s", "TTFT", 1e-3, "ms"), ("tpot_s", "TPOT", 1e-3, "ms"),
-           ("output_tokens_per_s_per_user", "tokens/s per user", 1.0, ""),
-           ("output_tokens_per_s_per_device", "tokens/s per device", 1.0, ""),
-           ("cost_per_million_tokens_usd", "cost per M tokens", 1.0, "USD"),
-           ("memory_per_device_bytes", "memory per device", 1e9, "GB"),
+           ("output_tokens_per_s_per_user", "tokens/s<br>per user", 1.0, ""),
+           ("output_tokens_per_s_per_device", "tokens/s<br>per device", 1.0, ""),
+           ("cost_per_million_tokens_usd", "cost per<br>M tokens", 1.0, "USD"),
+           ("memory_per_device_bytes", "memory<br>per device", 1e9, "GB"),
            ("memory_capacity_bytes", "capacity", 1e9, "GB"))
 # Decode step parts stacked in the breakdown: GPU kernels, wafer terms, shared comm.
 GPU_PARTS = ("decode_matmul_s", "decode_attention_s", "decode_elementwise_s")
@@ -146,9 +151,7 @@ def compute(state: dict) -> xr.Dataset:
     `hardware` with costs (costs.add_costs). ds.attrs["problems"] lists the groups that
     could not be computed and why; InputError when none could."""
     s = normalize_state(state)
-    ds = _run(s, s["hardware"])
-    ds.attrs["state"] = repr(s)
-    return ds
+    return _run(s, s["hardware"]).assign_attrs(state=repr(s))
 
 
 def infeasible(ds: xr.Dataset) -> list[str]:
@@ -188,7 +191,7 @@ def _cell(v: float) -> str:
 def table_html(df: pd.DataFrame) -> str:
     """The summary table as HTML: numbers in the header's unit (4 significant digits),
     rows that do not fit marked; each cell carries data-var and its SI data-value."""
-    head = "".join(f"<th>{t}" + (f" [{u}]" if u else "") + "</th>" for _, t, _, u in COLUMNS)
+    head = "".join(f"<th>{t}" + (f"<br>[{u}]" if u else "") + "</th>" for _, t, _, u in COLUMNS)
     rows = []
     for hw, r in df.iterrows():
         cells = "".join(f'<td data-var="{c}" data-value="{float(r[c])!r}">{_cell(float(r[c]) / s)}</td>'
@@ -203,7 +206,8 @@ def table_html(df: pd.DataFrame) -> str:
 
 _STYLE = """<style>
 .wb-summary {border-collapse: collapse; font-size: 13px; margin: 4px 0;}
-.wb-summary th, .wb-summary td {padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right;}
+.wb-summary th, .wb-summary td {padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right;
+  white-space: nowrap; line-height: 1.3;} .wb-summary thead th {vertical-align: bottom;}
 .wb-summary tbody th {text-align: left;} .wb-summary td:last-child {text-align: left;}
 .wb-row-nofit td, .wb-row-nofit th {background: #fdecea;} .wb-nofit {color: #b71c1c; font-weight: 600;}
 .wb-msg {padding: 4px 10px; margin: 2px 0; border-radius: 3px; font-size: 13px;}
@@ -237,7 +241,7 @@ def _empty(text: str, size=(6.0, 3.9)) -> Figure:
     return fig
 
 
-def roofline_figure(ds: xr.Dataset) -> Figure:
+def roofline_figure(ds: xr.Dataset, state: dict | None = None) -> Figure:
     """Roofline of the selected GPUs at the activations' math dtype with each GPU's
     prefill and decode operating points; chips not on that roof (wafers, other math
     dtype, no such units) are listed in the corner with their bound."""
@@ -249,7 +253,9 @@ def roofline_figure(ds: xr.Dataset) -> Figure:
     left += [f"{h} ({acts[h]}: no such math units)" if acts[h] == dtype else f"{h} ({acts[h]} math)"
              for h in gpus if h not in on]
     if not on:
-        return _empty("Roofline: no GPU selected\n" + "\n".join(left))
+        asked = _kinds(state["hardware"])[0] if state else gpus
+        head = "Roofline: no GPU result (see the message above)" if asked else "Roofline: no GPU selected"
+        return _empty(head + "\n" + "\n".join(left))
     sub = ds.sel(hardware=on)
     pts = plots.roofline_points(sub)
     pts = pts[np.isfinite(pts.intensity_flops_per_byte) & np.isfinite(pts.flops_per_s)]
@@ -323,7 +329,7 @@ def memory_figure(ds: xr.Dataset) -> Figure:
 
 def figures(ds: xr.Dataset, state: dict | None = None) -> dict[str, Figure]:
     """The operating-point figures of a `compute` result: roofline, breakdown, memory."""
-    return {"roofline": roofline_figure(ds), "breakdown": breakdown_figure(ds), "memory": memory_figure(ds)}
+    return {"roofline": roofline_figure(ds, state), "breakdown": breakdown_figure(ds), "memory": memory_figure(ds)}
 
 
 # --------------------------------------------------------------------------- sweep
@@ -355,8 +361,7 @@ def sweep(state: dict, control: str) -> xr.Dataset:
     if not hw:
         kind = "a GPU" if control in ("tp", "pp") else "a wafer (cs3, cs2)"
         raise InputError(f"sweeping {control} needs {kind} among the selected hardware")
-    ds = _run(s, hw, **{control: values})
-    return ds
+    return _run(s, hw, **{control: values})
 
 
 def sweep_view(state: dict, control: str, metric_x: str, metric_y: str) -> dict[str, Figure]:
@@ -407,7 +412,7 @@ def _sweep_figure(ds, s, control, metrics) -> Figure:
 def _pareto_figure(ds, s, control, metric_x, metric_y) -> Figure:
     goals = {"minimize": [], "maximize": []}
     for m in dict.fromkeys((metric_x, metric_y)):
-        goals["minimize" if METRICS[m] == "min" else "maximize"].append(m)
+        goals["minimize" if METRICS[m][0] == "min" else "maximize"].append(m)
     front = pareto(ds, **goals, over=[control], by=["hardware"], where="fits")
     fig = _fixed(plots.pareto_front(ds, metric_x, metric_y, hue="hardware", mask=front, log=True),
                  size=(6.0, 4.6), left=0.7, bottom=0.55, top=0.5)
@@ -443,26 +448,25 @@ class Explorer:
         import ipywidgets as w
 
         s = normalize_state(state)
-        wide, narrow = w.Layout(width="340px"), {"description_width": "105px"}
-        c = {"hardware": w.SelectMultiple(options=HARDWARE, value=s["hardware"], rows=len(HARDWARE),
-                                          description="hardware", layout=w.Layout(width="210px"), style=narrow),
-             "model": w.Dropdown(options=list_models(), value=s["model"], description="model", layout=wide,
-                                 style=narrow)}
-        for key, opts in (("weights", WEIGHTS), ("activations", ACTIVATIONS), ("kv", KV)):
-            c[key] = w.Dropdown(options=opts, value=s[key], description={"kv": "KV cache"}.get(key, key),
-                                layout=wide, style=narrow)
+        look = dict(layout=w.Layout(width="340px"), style={"description_width": "105px"})
+        labels = [(f"{h} (wafer)" if h in WAFERS else h, h) for h in HARDWARE]
+        c = {"hardware": w.SelectMultiple(options=labels, value=s["hardware"], rows=len(HARDWARE),
+                                          description="hardware", **dict(look, layout=w.Layout(width="210px")))}
+        metric = [(label, m) for m, (_, label) in METRICS.items()]
+        for key, opts, value, text in (("model", list_models(), s["model"], "model"),
+                                       ("weights", WEIGHTS, s["weights"], "weights"),
+                                       ("activations", ACTIVATIONS, s["activations"], "activations"),
+                                       ("kv", KV, s["kv"], "KV cache"), ("sweep", SWEEPABLE, sweep_control, "sweep"),
+                                       ("metric_x", metric, metric_x, "metric x"),
+                                       ("metric_y", metric, metric_y, "metric y")):
+            c[key] = w.Dropdown(options=opts, value=value, description=text, **look)
         for key, opts in POWERS.items():
-            options = sorted(set(opts) | {s[key]})
-            c[key] = w.SelectionSlider(options=options, value=s[key], description=key, continuous_update=False,
-                                       layout=wide, style=narrow)
+            c[key] = w.SelectionSlider(options=sorted(set(opts) | {s[key]}), value=s[key], description=key,
+                                       continuous_update=False, **look)
         for key, (lo, hi) in RANGES.items():
             text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "systems (WSE)"}[key]
             c[key] = w.IntSlider(min=lo, max=max(hi, s[key]), value=s[key], description=text,
-                                 continuous_update=False, layout=wide, style=narrow)
-        metric = list(METRICS)
-        c["sweep"] = w.Dropdown(options=SWEEPABLE, value=sweep_control, description="sweep", layout=wide, style=narrow)
-        c["metric_x"] = w.Dropdown(options=metric, value=metric_x, description="metric x", layout=wide, style=narrow)
-        c["metric_y"] = w.Dropdown(options=metric, value=metric_y, description="metric y", layout=wide, style=narrow)
+                                 continuous_update=False, **look)
         for name, widget in c.items():
             widget.add_class(f"wb-{name}")
         self.controls = c
@@ -529,7 +533,7 @@ class Explorer:
         except Exception as err:  # noqa: BLE001 - a message in the page, never a traceback
             t1 = time.perf_counter()
             self.ds = None
-            errors.append(str(err) if isinstance(err, InputError) else f"unexpected error: {type(err).__name__}: {err}")
+            errors.append(_message(err))
             images = {k: _placeholder() for k in ("roofline", "breakdown", "memory")}
             self.outputs["table"].value = "<i>no result for this setting (see the message above)</i>"
         for k, v in images.items():
@@ -549,8 +553,7 @@ class Explorer:
             figs = sweep_view(self.state, c["sweep"].value, c["metric_x"].value, c["metric_y"].value)
             self.outputs["sweep"].value, self.outputs["pareto"].value = png(figs["sweep"]), png(figs["pareto"])
         except Exception as err:  # noqa: BLE001
-            text = str(err) if isinstance(err, InputError) else f"unexpected error: {type(err).__name__}: {err}"
-            self.outputs["sweep"].value = png(_empty("Sweep: " + text))
+            self.outputs["sweep"].value = png(_empty("Sweep: " + _message(err)))
             self.outputs["pareto"].value = _placeholder()
         self._sweep_stale = False
         self.timings["sweep_s"] = time.perf_counter() - t0
@@ -565,10 +568,14 @@ class Explorer:
         self.outputs["timing"].value = f'<span style="color:#777;font-size:11px">{text}</span>'
 
 
-_PLACEHOLDER: list[bytes] = []
+def _message(err: Exception) -> str:
+    """An InputError's own words; anything else is logged (kernel log) and named."""
+    if isinstance(err, InputError):
+        return str(err)
+    logging.getLogger(__name__).exception("explorer update failed")
+    return f"unexpected error: {type(err).__name__}: {err}"
 
 
+@functools.lru_cache(maxsize=1)
 def _placeholder() -> bytes:
-    if not _PLACEHOLDER:
-        _PLACEHOLDER.append(png(_empty("no result for this setting", size=(4.0, 1.0))))
-    return _PLACEHOLDER[0]
+    return png(_empty("no result for this setting", size=(4.0, 1.0)))

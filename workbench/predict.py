@@ -135,7 +135,7 @@ def default_activations(weights: str, hw) -> str:
 
 def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048, generate=256,
               weights="bf16", activations=None, kv=None, pe_grid=None, mapping="mesh",
-              placement="regions"):
+              placement="regions", ep=1, imbalance=1.0):
     """Static-batch inference: prefill of `prompt` tokens then `generate` output tokens per
     sequence. `batch="max"` uses the largest batch that fits in memory.
 
@@ -145,7 +145,10 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     pipelined across, `pe_grid` the side of each layer's PE region (default: the fastest
     that fits), `mapping` "mesh" (WaferLLM) or "gpu_style", and `placement` "regions"
     (weights resident, a region per layer) or "streaming" (whole wafer per layer, weights
-    streamed from MemoryX; devices are replicas); tp and pp must be 1."""
+    streamed from MemoryX; devices are replicas); tp and pp must be 1. MoE models: `ep`
+    (dividing tp) spreads the experts over that many of the TP devices, with all-to-all
+    dispatch and combine; `imbalance` >= 1 is the busiest rank's share of routed tokens
+    over the mean."""
     _check_hardware(hardware)
     check_choice("model", [m for m in values_of(model) if isinstance(m, str)], list_models())
     _check_dtype("weights", weights)
@@ -165,6 +168,14 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
         check_positive("devices", devices, integer=True)
     if pe_grid is not None:
         check_positive("pe_grid", pe_grid, integer=True)
+    check_positive("ep", ep, integer=True)
+    if min(values_of(imbalance)) < 1:
+        raise InputError(f"imbalance={min(values_of(imbalance))} is not allowed; allowed: a number >= 1 "
+                         "(busiest rank's routed tokens over the mean)")
+    bad_ep = [(e, t) for e in values_of(ep) for t in values_of(tp) if int(t) % int(e)]
+    if bad_ep:
+        raise InputError(f"ep={bad_ep[0][0]} does not divide tp={bad_ep[0][1]}; allowed: a divisor of tp "
+                         "(experts are spread over the TP devices)")
     wafers = [h for h in values_of(hardware) if is_wafer(load_hardware(h))]
     if wafers and (max(values_of(tp)) > 1 or max(values_of(pp)) > 1):
         raise InputError(f"tp={max(values_of(tp))}, pp={max(values_of(pp))} is not allowed on {wafers[0]!r}; "
@@ -181,7 +192,8 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
                              f"{spec.name!r}; allowed: 1..{spec.n_layers}")
 
     numeric = {"tp": as_axis("tp", tp), "pp": as_axis("pp", pp), "prompt": as_axis("prompt", prompt),
-               "generate": as_axis("generate", generate)}
+               "generate": as_axis("generate", generate), "ep": as_axis("ep", ep),
+               "imbalance": as_axis("imbalance", imbalance)}
     if not batch_max:
         numeric["batch"] = as_axis("batch", batch)
     if devices is not None:
@@ -208,7 +220,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
 
 
 def _gpu_point(hw, spec, weights, activations, kv, *, tp, pp, prompt, generate, batch=None, devices=None,
-               pe_grid=None):
+               pe_grid=None, ep=1.0, imbalance=1.0):
     act = activations or default_activations(weights, hw)
     kvd = kv or ("fp16" if act == "fp16" else "bf16")
     devices = tp * pp if devices is None else devices
@@ -217,7 +229,7 @@ def _gpu_point(hw, spec, weights, activations, kv, *, tp, pp, prompt, generate, 
         raise InputError(f"devices={devices} is not a multiple of tp*pp={tp * pp}; allowed: "
                          "a multiple of tp*pp (the extra devices are data-parallel replicas)")
     common = dict(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, prompt=prompt, generate=generate,
-                  weights=weights, activations=act, kv=kvd)
+                  weights=weights, activations=act, kv=kvd, ep=ep, imbalance=imbalance)
     if batch is None:
         batch = _inf.max_batch(hw, spec, prompt=prompt, generate=generate, tp=tp, pp=pp,
                                w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kvd],
@@ -233,7 +245,7 @@ def _gpu_point(hw, spec, weights, activations, kv, *, tp, pp, prompt, generate, 
 
 
 def _wafer_point(hw, spec, weights, activations, kv, mapping, placement, *, tp, pp, prompt, generate,
-                 batch=None, devices=None, pe_grid=None):
+                 batch=None, devices=None, pe_grid=None, ep=1.0, imbalance=1.0):
     system, wafer = wafer_system(hw)
     if activations not in (None, "fp16", "bf16"):
         raise InputError(f"activations={activations!r} is not allowed on {hw.name!r}; allowed: fp16, bf16 "

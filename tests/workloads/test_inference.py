@@ -146,3 +146,15 @@ def test_operation_classes_add_up_to_the_step(model):
     pre = r["prefill_matmul_s"] + r["prefill_attention_s"] + r["prefill_elementwise_s"] + r["prefill_comm_s"]
     assert np.allclose(dec, r["tpot_s"], rtol=1e-12)
     assert np.allclose(pre, r["ttft_s"], rtol=1e-12)
+
+
+def test_expert_parallelism_and_imbalance():
+    """EP replaces the TP all-reduce-only picture of the experts with all-to-all dispatch and
+    combine; a busier rank (imbalance > 1) only ever slows the step; dense models ignore both."""
+    from workbench import predict
+    ds = predict.inference(hardware="h200_sxm", model="mixtral_8x7b", tp=8, ep=[1, 8], imbalance=[1.0, 2.0],
+                           batch=64, weights="fp8")
+    assert float(ds.decode_comm_s.sel(ep=8, imbalance=1.0)) > float(ds.decode_comm_s.sel(ep=1, imbalance=1.0))
+    assert float(ds.tpot_s.sel(ep=8, imbalance=2.0)) > float(ds.tpot_s.sel(ep=8, imbalance=1.0))
+    dense = predict.inference(hardware="h200_sxm", model="llama_3_1_70b", tp=8, ep=[1, 8], batch=64, weights="fp8")
+    assert float(dense.tpot_s.sel(ep=1)) == float(dense.tpot_s.sel(ep=8))

@@ -87,12 +87,12 @@ def max_batch(hw: HardwareSpec, model: ModelSpec, **kw):
 
 
 def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, generate,
-              weights: str, activations: str, kv: str) -> dict:
+              weights: str, activations: str, kv: str, ep=1.0, imbalance=1.0) -> dict:
     """Prefill + static-batch decode. Returns the public outputs and their named parts."""
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, 2.0)  # residual stream, norms and all-reduces stay 16-bit
     math = activations
-    common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes)
+    common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, ep=ep, imbalance=imbalance)
 
     pre = _model_pass(layer_prefill, hw, model, batch=batch, prompt=prompt, **common)
     pre = add(pre, _lm_head(hw, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),

@@ -50,7 +50,7 @@ def expected_experts_touched(*, n_experts, top_k, tokens):
 
 
 def layer_gemms(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, math: str, w_bytes, a_bytes,
-                moe: bool) -> dict:
+                moe: bool, ep=1.0, imbalance=1.0) -> dict:
     """Matmuls of one layer (attention projections and the MLP or MoE) on one TP rank."""
     D, H, K, h, hv = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim, model.v_dim
     T = tokens
@@ -69,11 +69,14 @@ def layer_gemms(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, math: str, w_
     if moe:
         E, k_act = model.n_experts, model.n_active_experts
         touched = expected_experts_touched(n_experts=E, top_k=k_act, tokens=T)
-        m_exp = T * k_act / touched  # tokens per touched expert, balanced routing
+        # Expert parallelism: the tp devices hold E/ep experts each, every expert split over
+        # tp/ep of them; the busiest rank sees `imbalance` x the mean routed load.
+        m_exp = T * k_act / touched * imbalance  # tokens per touched expert on the busiest rank
         F = model.d_ff_expert
+        split = tp / ep
         parts += [_gemm(m=T, n=E, k=D, **g),  # router
-                  _gemm(m=m_exp, n=(mats - 1) * F / tp, k=D, count=touched, grouped=True, **g),
-                  _gemm(m=m_exp, n=D, k=F / tp, count=touched, grouped=True, **g)]
+                  _gemm(m=m_exp, n=(mats - 1) * F / split, k=D, count=touched / ep, grouped=True, **g),
+                  _gemm(m=m_exp, n=D, k=F / split, count=touched / ep, grouped=True, **g)]
         if model.n_shared_experts:
             Fs = F * model.n_shared_experts
             parts += [_gemm(m=T, n=(mats - 1) * Fs / tp, k=D, **g), _gemm(m=T, n=D, k=Fs / tp, **g)]
@@ -100,21 +103,33 @@ def tp_allreduce(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, a_bytes) -> 
     return {"comm_s": 2.0 * c["time_s"], "time_s": 2.0 * c["time_s"]}
 
 
-def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_bytes, moe) -> dict:
+def expert_all_to_all(hw: HardwareSpec, model: ModelSpec, *, tokens, ep, a_bytes) -> dict:
+    """Dispatch and combine of an MoE layer across `ep` ranks: each token's hidden state
+    goes to its k experts and comes back (two all-to-alls of T·k·D values)."""
+    size = tokens * model.n_active_experts * model.d_model * max(a_bytes, 2.0)
+    t = 2.0 * collective(hw=hw, op="all_to_all", size=size, devices=ep)["time_s"]
+    return {"comm_s": t, "time_s": t}
+
+
+def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
+                  imbalance=1.0) -> dict:
     T = batch * prompt
     att = attention_prefill(hw=hw, batch=batch, seq_len=prompt, n_heads=model.n_heads / tp,
                             head_dim=model.head_dim, v_head_dim=model.v_dim,
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
                             dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
-                                  moe=moe), "matmul"),
+                                  moe=moe, ep=ep, imbalance=imbalance), "matmul"),
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes)]
+    if moe:
+        parts.append(expert_all_to_all(hw, model, tokens=T, ep=ep, a_bytes=a_bytes))
     return add(*parts)
 
 
-def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe) -> dict:
+def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
+                 imbalance=1.0) -> dict:
     """One decode step of one layer: `batch` new tokens, each attending to `context`."""
     if model.is_mla:  # one latent shared by all heads, not split by TP: every rank reads it
         kv_heads = 1.0 + 0.0 * tp
@@ -128,8 +143,10 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
                            v_head_dim=model.v_dim, kv_elements_per_token=kv_el, dtype=attention_math(math),
                            kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
-                                  moe=moe), "matmul"),
+                                  moe=moe, ep=ep, imbalance=imbalance), "matmul"),
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes)]
+    if moe:
+        parts.append(expert_all_to_all(hw, model, tokens=batch, ep=ep, a_bytes=a_bytes))
     return add(*parts)

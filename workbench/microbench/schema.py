@@ -1,0 +1,125 @@
+"""The measurement schema that microbenchmarks write and calibration reads (no torch).
+
+One measurement per entry of the `measurement` dimension. Size parameters that do not
+apply to a kind are NaN (numbers) or "" (strings), so GEMMs, attention, memory streams,
+launch latency and collectives share one flat table that converts to a DataFrame row for
+row (`to_frame`) and back (`to_dataset`).
+
+    kind         gemm | attention | memory | launch | all_reduce | all_gather
+    op           memory: copy | triad; collectives: the op; others ""
+    hardware     spec name when the device is known (h100_sxm), else the device name
+    dtype        math dtype (workbench.units.DTYPES), "" where not applicable
+    m n k        GEMM C[m,n] = A[m,k] @ B[k,n]
+    batch seq_len n_heads head_dim causal   attention (causal: 1.0 / 0.0)
+    size_bytes   memory: bytes moved (read + write); collectives: the per-device buffer
+    devices      collectives: ranks; others 1
+    time_s       median over repetitions; time_p25_s, time_p75_s, time_min_s the spread
+    n_reps       repetitions behind the statistics
+    metric       what value_si is: flops_per_s, bytes_per_s, bus_bandwidth_bytes_per_s, time_s
+    value_si     the measured quantity in SI units (FLOP/s, bytes/s, s)
+    source       who measured it, where and when
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..units import unit_attrs
+
+DIM = "measurement"
+KINDS = ("gemm", "attention", "memory", "launch", "all_reduce", "all_gather")
+METRICS = ("flops_per_s", "bytes_per_s", "bus_bandwidth_bytes_per_s", "time_s")
+STRINGS = ("kind", "op", "hardware", "dtype", "metric", "source")
+NUMBERS = ("m", "n", "k", "batch", "seq_len", "n_heads", "head_dim", "causal", "size_bytes", "devices",
+           "time_s", "time_p25_s", "time_p75_s", "time_min_s", "n_reps", "value_si")
+COLUMNS = STRINGS + NUMBERS
+REQUIRED = ("kind", "hardware", "metric", "value_si")
+
+
+class SchemaError(ValueError):
+    """A measurement dataset does not follow the schema; the message names the field."""
+
+
+def record(**fields) -> dict:
+    """One measurement with every column present (NaN / "" for what does not apply)."""
+    unknown = sorted(set(fields) - set(COLUMNS))
+    if unknown:
+        raise SchemaError(f"measurement field {unknown[0]!r} is not allowed; allowed: {', '.join(COLUMNS)}")
+    out = {c: "" for c in STRINGS}
+    out.update({c: np.nan for c in NUMBERS})
+    out.update(fields)
+    return out
+
+
+def to_dataset(records, attrs: dict | None = None) -> xr.Dataset:
+    """Measurements (dicts or a DataFrame) -> Dataset along `measurement`, units from names."""
+    df = records if isinstance(records, pd.DataFrame) else pd.DataFrame([record(**r) for r in records])
+    df = df.reindex(columns=COLUMNS)
+    data = {}
+    for c in STRINGS:
+        data[c] = (DIM, df[c].fillna("").astype(str).to_numpy(dtype=object))
+    for c in NUMBERS:
+        data[c] = (DIM, pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float))
+    ds = xr.Dataset(data, coords={DIM: np.arange(len(df))})
+    for name in ds.data_vars:
+        ds[name].attrs.update(unit_attrs(name))
+    ds["value_si"].attrs.update({"long_name": "measured value (SI units; see metric)"})
+    ds.attrs.update({k: _attr(v) for k, v in (attrs or {}).items()})
+    validate(ds)
+    return ds
+
+
+def _attr(value):
+    """netCDF attributes are strings or numbers; anything else is written as its text."""
+    if isinstance(value, (str, int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return value
+    return str(value)
+
+
+def validate(ds: xr.Dataset) -> xr.Dataset:
+    """Every column present along `measurement`, known kinds and metrics, finite positive values."""
+    missing = [c for c in COLUMNS if c not in ds.data_vars]
+    if missing:
+        raise SchemaError(f"measurement dataset: variable {missing[0]!r} is missing; required: {', '.join(COLUMNS)}")
+    if DIM not in ds.dims:
+        raise SchemaError(f"measurement dataset: dimension {DIM!r} is missing")
+    kinds = set(np.asarray(ds["kind"].values, dtype=str))
+    bad = sorted(kinds - set(KINDS))
+    if bad:
+        raise SchemaError(f"measurement dataset: kind={bad[0]!r} is not allowed; allowed: {', '.join(KINDS)}")
+    metrics = set(np.asarray(ds["metric"].values, dtype=str))
+    bad = sorted(metrics - set(METRICS))
+    if bad:
+        raise SchemaError(f"measurement dataset: metric={bad[0]!r} is not allowed; allowed: {', '.join(METRICS)}")
+    v = np.asarray(ds["value_si"].values, dtype=float)
+    if v.size and not np.all(np.isfinite(v) & (v > 0)):
+        raise SchemaError("measurement dataset: value_si must be finite and positive for every measurement")
+    return ds
+
+
+def to_frame(ds: xr.Dataset) -> pd.DataFrame:
+    """The measurements as a DataFrame, one row each, with the dataset's attrs in `.attrs`."""
+    validate(ds)
+    df = pd.DataFrame({c: np.asarray(ds[c].values) for c in COLUMNS})
+    for c in STRINGS:
+        df[c] = df[c].astype(str)
+    df.attrs.update(ds.attrs)
+    return df
+
+
+def save(ds: xr.Dataset, path) -> None:
+    """Write a measurement dataset as netCDF (strings as variable-length text)."""
+    validate(ds)
+    encoding = {c: {"dtype": str} for c in STRINGS}
+    ds.to_netcdf(path, encoding=encoding)
+
+
+def load(path) -> xr.Dataset:
+    """Read a measurement dataset written by `save` (or by `python -m workbench.microbench`)."""
+    with xr.open_dataset(path) as ds:
+        ds = ds.load()
+    for c in STRINGS:
+        if c in ds:
+            ds[c] = ds[c].astype(object).fillna("").astype(str).astype(object)
+    return validate(ds)
