@@ -172,16 +172,18 @@ def test_figures_for_gpus_and_wafers():
             float(ds.decode_matmul_s[1] + ds.decode_attention_s[1] + ds.decode_elementwise_s[1] + ds.decode_comm_s[1]),
             float(ds.decode_compute_s[2] + ds.decode_comm_s[2] + ds.decode_io_s[2])]
     np.testing.assert_allclose(tops / 1e3, want, rtol=1e-9)  # drawn in ms
-    assert "does not fit" not in _texts(figs["memory"])
+    assert [t.get_text() for t in figs["memory"].axes[0].get_yticklabels()] == ["h100_sxm", "h200_sxm", "cs3"]
     for f in figs.values():
-        assert explore.png(f)[:8] == b"\x89PNG\r\n\x1a\n"
+        assert explore.png(f)[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in explore.svg(f)[:1000]
 
 
 def test_memory_figure_marks_what_does_not_fit_and_roofline_names_missing_units():
     ds = explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], model="llama_3_1_405b", weights="fp8", tp=1))
     figs = explore.figures(ds)
-    mem = _texts(figs["memory"])
-    assert mem.count("does not fit") == 2
+    ticks = [t.get_text() for t in figs["memory"].axes[0].get_yticklabels()]
+    assert ticks == ["a100_sxm\ndoes not fit", "h100_sxm\ndoes not fit"]
+    fp8 = explore.figures(explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], weights="fp8")))["memory"]
+    assert [t.get_text() for t in fp8.axes[0].get_yticklabels()] == ["a100_sxm\ninfeasible", "h100_sxm"]
     assert "a100_sxm (fp8: no such math units)" in _texts(figs["roofline"])
     only_wafers = explore.figures(explore.compute(dict(hardware=["cs2"], model="llama_3_1_8b", systems=1)))
     assert "no GPU selected" in _texts(only_wafers["roofline"])
@@ -270,6 +272,8 @@ def test_explorer_shows_invalid_settings_as_messages():
     c["hardware"].value = ("h100_sxm",)  # nothing left to compute
     assert "no result" in o["table"].value and "does not divide" in o["messages"].value
     assert ex.ds is None
+    c["hardware"].value = ()  # nothing selected
+    assert "hardware=() is not allowed" in o["messages"].value and ex.ds is None
     c["tp"].value = 8
     c["hardware"].value = ("a100_sxm", "h100_sxm")
     c["weights"].value = "fp8"  # no fp8 units on A100: a flagged row, not an error
@@ -290,7 +294,7 @@ def test_explorer_sweep_tab_follows_its_controls():
     assert o["sweep"].value == b""  # drawn only when its tab is shown
     ex.tabs.selected_index = 1
     first = o["sweep"].value
-    assert first[:4] == b"\x89PNG" and o["pareto"].value[:4] == b"\x89PNG"
+    assert b"<svg" in bytes(first)[:1000] and b"<svg" in bytes(o["pareto"].value)[:1000]
     c["sweep"].value = "prompt"
     assert o["sweep"].value != first
     after_prompt = o["pareto"].value
@@ -300,7 +304,7 @@ def test_explorer_sweep_tab_follows_its_controls():
     assert "sweep view" in o["timing"].value
     c["hardware"].value = ("h100_sxm",)
     c["sweep"].value = "systems"  # no wafer selected: a message drawn in place, no exception
-    assert o["sweep"].value[:4] == b"\x89PNG"
+    assert b"sweeping systems needs a wafer" in bytes(o["sweep"].value)
 
 
 def test_update_is_fast_enough_to_follow_a_slider():
@@ -311,7 +315,7 @@ def test_update_is_fast_enough_to_follow_a_slider():
         ex.controls["batch"].value = b
         times.append(time.perf_counter() - t)
     assert ex.timings["update_s"] <= max(times) + 1e-3
-    assert min(times) < 3.0, times  # typically 0.2-0.4 s; generous for loaded CI machines
+    assert min(times) < 3.0, times  # typically 0.25-0.3 s; generous for loaded CI machines
 
 
 def test_notebook_parameters_match_the_explorer():

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from workbench import explore, predict
@@ -88,8 +89,17 @@ def _table(page) -> dict:
     return rows
 
 
+def _notebook_state(**overrides) -> dict:
+    """The controls' values the notebook starts with (its parameters cell)."""
+    cell = next(c for c in nbformat.read(NOTEBOOK, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+    ns: dict = {}
+    exec(cell.source, ns)  # noqa: S102 - the committed parameters cell
+    return explore.normalize_state({k: v for k, v in ns.items() if k in explore.CONTROLS}, **overrides)
+
+
 def _expected(batch: int) -> dict:
-    s = explore.normalize_state()  # the notebook's parameters are the defaults
+    """What the table must show for `batch`: predict.inference per chip, plus costs."""
+    s = _notebook_state()
     common = dict(model=s["model"], batch=batch, prompt=s["prompt"], generate=s["generate"], weights=s["weights"])
     out = {}
     for hw in s["hardware"]:
@@ -119,19 +129,22 @@ def test_batch_slider_in_voila_updates_the_numbers(playwright_and_voila, tmp_pat
             # the kernel has run the notebook and the widgets are rendered
             page.wait_for_selector("table.wb-summary tbody tr", timeout=45_000)
             page.wait_for_selector(".wb-batch .noUi-handle", timeout=15_000)
-            assert page.locator(".wb-batch .widget-readout").inner_text().strip() == "8"
-            _close(_table(page), _expected(8))
+            state = _notebook_state()
+            start = state["batch"]
+            after = explore.POWERS["batch"][explore.POWERS["batch"].index(start) + 1]  # the slider's next stop
+            assert page.locator(".wb-batch .widget-readout").inner_text().strip() == str(start)
+            _close(_table(page), _expected(start))
             assert page.locator(".wb-out-messages").inner_text().strip() == ""
             assert "Traceback" not in page.content()
 
-            cell = 'tr[data-hardware="h100_sxm"] td[data-var="tpot_s"]'
+            cell = f'tr[data-hardware="{state["hardware"][0]}"] td[data-var="tpot_s"]'
             before = page.locator(cell).inner_text()
             page.locator(".wb-batch .noUi-handle").focus()
-            page.keyboard.press("ArrowRight")  # next batch: 8 -> 16
+            page.keyboard.press("ArrowRight")  # the batch slider one stop right (8 -> 16)
             page.wait_for_function("([sel, old]) => document.querySelector(sel).innerText !== old",
                                    arg=[cell, before], timeout=30_000)
-            assert page.locator(".wb-batch .widget-readout").inner_text().strip() == "16"
-            _close(_table(page), _expected(16))
+            assert page.locator(".wb-batch .widget-readout").inner_text().strip() == str(after)
+            _close(_table(page), _expected(after))
             assert re.search(r"updated in \d+\.\d+ s", page.locator(".wb-out-timing").inner_text())
             page.screenshot(path=str(tmp_path / "explorer.png"), full_page=True)
             assert not errors, errors

@@ -20,9 +20,10 @@ fp8 activations on a wafer) becomes a message in ds.attrs["problems"] while the 
 group is still shown; a point that does not fit stays in the result with fits=False and
 its reason. Only when nothing can be computed does `compute` raise InputError.
 
-Time per update (3 chips, all three figures rendered to PNG): about 0.3 s, most of it
-matplotlib; predict.inference itself takes about 15-25 ms per call. Explorer.timings
-holds the last measurement and the page shows it under the outputs.
+Time per update, measured on a busy 2-core machine (3 chips: h100_sxm, h200_sxm, cs3):
+median 0.27 s, of which the model (two predict.inference calls, costs) is 45 ms and
+drawing the three figures as SVG 0.22 s; the sweep tab 0.4 s; all 7 chips 0.35-0.55 s.
+Explorer.timings holds the last measurement and the page shows it under the outputs.
 """
 from __future__ import annotations
 
@@ -30,14 +31,17 @@ import functools
 import html
 import io
 import logging
+import re
 import time
 from collections import Counter
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import seaborn as sns
 import xarray as xr
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from . import plots, predict
@@ -117,9 +121,9 @@ def _run(state: dict, hardware, **sizes) -> xr.Dataset:
     """predict.inference for `hardware` (GPUs in one call, wafers in another), joined on
     `hardware` in the order given, with costs. `sizes` override the state's (lists sweep)."""
     sz = {k: sizes.get(k, state[k]) for k in SWEEPABLE}
+    auto = {k: None if state[k] == "auto" else state[k] for k in ("activations", "kv")}
     common = dict(model=state["model"], batch=sz["batch"], prompt=sz["prompt"], generate=sz["generate"],
-                  weights=state["weights"], activations=None if state["activations"] == "auto" else state["activations"],
-                  kv=None if state["kv"] == "auto" else state["kv"])
+                  weights=state["weights"], **auto)
     gpus, wafers = _kinds(hardware)
     parts, problems = [], []
     for group, kwargs in ((gpus, dict(tp=sz["tp"], pp=sz["pp"])), (wafers, dict(devices=sz["systems"]))):
@@ -205,10 +209,10 @@ def table_html(df: pd.DataFrame) -> str:
 
 
 _STYLE = """<style>
-.wb-summary {border-collapse: collapse; font-size: 13px; margin: 4px 0;}
-.wb-summary th, .wb-summary td {padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right;
+.wb-summary {border-collapse: collapse; font-size: 12px; margin: 4px 0;}
+.wb-summary th, .wb-summary td {padding: 3px 6px; border-bottom: 1px solid #ddd; text-align: right;
   white-space: nowrap; line-height: 1.3;} .wb-summary thead th {vertical-align: bottom;}
-.wb-summary tbody th {text-align: left;} .wb-summary td:last-child {text-align: left;}
+.wb-summary tbody th {text-align: left;} .wb-summary td:last-child, .wb-summary th:last-child {text-align: left;}
 .wb-row-nofit td, .wb-row-nofit th {background: #fdecea;} .wb-nofit {color: #b71c1c; font-weight: 600;}
 .wb-msg {padding: 4px 10px; margin: 2px 0; border-radius: 3px; font-size: 13px;}
 .wb-error {background: #fdecea; color: #b71c1c;} .wb-warn {background: #fff4e5; color: #8a4b00;}
@@ -293,37 +297,43 @@ def breakdown_figure(ds: xr.Dataset) -> Figure:
 
 def memory_figure(ds: xr.Dataset) -> Figure:
     """Memory per device (weights, KV cache, activations where the model splits it)
-    against the device's capacity (black bar end); "does not fit" in red."""
+    against the device's capacity (black bar); "does not fit" in red where it exceeds
+    it, "infeasible" where the point fails for another reason (the table says which);
+    bars of such points hatched."""
     names = [str(h) for h in np.atleast_1d(ds.hardware.values)]
     cap = np.atleast_1d(ds.memory_capacity_bytes.values) / 1e9
     total = np.atleast_1d(ds.memory_per_device_bytes.values) / 1e9
     fits = np.atleast_1d(ds.fits.values)
-    fig = _fixed(Figure(), size=(6.0, 1.45 + 0.5 * len(names)), left=0.95, right=0.1, bottom=0.8, top=0.3)
+    fig = _fixed(Figure(), size=(5.2, 1.45 + 0.5 * len(names)), left=1.05, right=0.1, bottom=0.8, top=0.3)
     ax = fig.add_subplot()
     y = np.arange(len(names))
     split = [("weights_per_device_bytes", "weights", "#4c72b0"), ("kv_cache_per_device_bytes", "KV cache", "#dd8452"),
              ("activations_per_device_bytes", "activations", "#55a868")]
-    left = np.zeros(len(names))
+    left, legend = np.zeros(len(names)), []
     for var, text, color in split:
-        part = np.atleast_1d(ds[var].values) / 1e9 if var in ds else np.full(len(names), np.nan)
-        shown = np.isfinite(part).any()
-        ax.barh(y, np.nan_to_num(part), left=left, height=0.55, color=color, label=text if shown else None)
-        left += np.nan_to_num(part)
+        part = np.nan_to_num(np.atleast_1d(ds[var].values) / 1e9 if var in ds else np.zeros(len(names)))
+        ax.barh(y, part, left=left, height=0.55, color=color, hatch=[None if ok else "//" for ok in fits])
+        legend += [Patch(color=color, label=text)] if part.any() else []
+        left += part
     rest = np.where(left > 0, 0.0, total)
-    ax.barh(y, rest, height=0.55, color="#8c8c8c", label="on-wafer SRAM" if rest.any() else None)
-    hi = float(np.nanmax(np.concatenate([cap, total]))) * 1.45
+    ax.barh(y, rest, height=0.55, color="#8c8c8c", hatch=[None if ok else "//" for ok in fits])
+    legend += [Patch(color="#8c8c8c", label="on-wafer SRAM")] if rest.any() else []
+    hi = float(np.nanmax(np.concatenate([cap, total]))) / 0.75  # room for the numbers
     for i in range(len(names)):
         ax.plot([cap[i]] * 2, [i - 0.38, i + 0.38], color="black", lw=2.5)
-        ok = bool(fits[i])
-        ax.text(max(total[i], cap[i]) + hi * 0.01, i, f"{total[i]:,.1f} / {cap[i]:,.1f} GB" +
-                ("" if ok else "  does not fit"), va="center", fontsize=8,
-                color="black" if ok else "#b71c1c", fontweight="normal" if ok else "bold")
-    ax.set_yticks(y, names)
+        ax.text(max(total[i], cap[i]) + hi * 0.01, i, f"{total[i]:,.1f} / {cap[i]:,.1f} GB", va="center",
+                fontsize=8, color="black" if fits[i] else "#b71c1c")
+    marks = ["" if ok else "does not fit" if t > c else "infeasible" for ok, t, c in zip(fits, total, cap)]
+    ax.set_yticks(y, [f"{n}\n{m}" if m else n for n, m in zip(names, marks)], fontsize=9)
+    for tick, ok in zip(ax.get_yticklabels(), fits):
+        if not ok:
+            tick.set_color("#b71c1c")
+            tick.set_fontweight("bold")
     ax.invert_yaxis()
     ax.set_xlim(0, hi)
     ax.set_xlabel("memory per device [GB] (black bar: capacity)")
     ax.set_title("Memory per device against capacity", fontsize=10)
-    fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="lower center", ncols=4, frameon=False)
+    fig.legend(handles=legend, fontsize=7, loc="lower center", ncols=4, frameon=False)
     return fig
 
 
@@ -428,10 +438,22 @@ def _pareto_figure(ds, s, control, metric_x, metric_y) -> Figure:
 
 
 def png(fig: Figure, dpi: int = DPI) -> bytes:
-    """The figure as PNG bytes (what the Image widgets show)."""
+    """The figure as PNG bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
+
+
+def svg(fig: Figure, dpi: int = DPI) -> bytes:
+    """The figure as SVG bytes with text kept as text (what the Image widgets show):
+    about a third faster than PNG, since no glyph is rasterized, and sharp at any zoom.
+    Shown at `dpi` pixels per inch, the size png() would have."""
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "workbench"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    size = re.compile(rb'(width|height)="([0-9.]+)pt"')
+    px = lambda m: b'%s="%.1fpx"' % (m.group(1), float(m.group(2)) * dpi / 72)  # noqa: E731
+    return re.sub(rb"<svg [^>]*>", lambda tag: size.sub(px, tag.group(0)), buf.getvalue(), count=1)
 
 
 # --------------------------------------------------------------------------- widgets
@@ -448,10 +470,10 @@ class Explorer:
         import ipywidgets as w
 
         s = normalize_state(state)
-        look = dict(layout=w.Layout(width="340px"), style={"description_width": "105px"})
+        look = dict(layout=w.Layout(width="300px"), style={"description_width": "95px"})
         labels = [(f"{h} (wafer)" if h in WAFERS else h, h) for h in HARDWARE]
         c = {"hardware": w.SelectMultiple(options=labels, value=s["hardware"], rows=len(HARDWARE),
-                                          description="hardware", **dict(look, layout=w.Layout(width="210px")))}
+                                          description="hardware", **dict(look, layout=w.Layout(width="200px")))}
         metric = [(label, m) for m, (_, label) in METRICS.items()]
         for key, opts, value, text in (("model", list_models(), s["model"], "model"),
                                        ("weights", WEIGHTS, s["weights"], "weights"),
@@ -464,22 +486,22 @@ class Explorer:
             c[key] = w.SelectionSlider(options=sorted(set(opts) | {s[key]}), value=s[key], description=key,
                                        continuous_update=False, **look)
         for key, (lo, hi) in RANGES.items():
-            text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "systems (WSE)"}[key]
+            text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "CS systems"}[key]
             c[key] = w.IntSlider(min=lo, max=max(hi, s[key]), value=s[key], description=text,
                                  continuous_update=False, **look)
         for name, widget in c.items():
             widget.add_class(f"wb-{name}")
         self.controls = c
-        img = dict(format="png", layout=w.Layout(max_width="100%", height="auto"))
+        img = dict(format="svg+xml", layout=w.Layout(max_width="100%", height="auto"))
         self.outputs = {"messages": w.HTML(), "table": w.HTML(), "timing": w.HTML(),
                         **{k: w.Image(**img) for k in ("roofline", "breakdown", "memory", "sweep", "pareto")}}
         for name, widget in self.outputs.items():
             widget.add_class(f"wb-out-{name}")
         o = self.outputs
-        point = w.VBox([w.HBox([o["roofline"], o["breakdown"]], layout=w.Layout(flex_flow="row wrap")),
-                        w.HBox([o["table"]]), w.HBox([o["memory"]])])
-        sweep_box = w.VBox([w.HBox([c["sweep"], c["metric_x"], c["metric_y"]], layout=w.Layout(flex_flow="row wrap")),
-                            w.HBox([o["sweep"], o["pareto"]], layout=w.Layout(flex_flow="row wrap"))])
+        row = dict(layout=w.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"))
+        point = w.VBox([w.HBox([o["roofline"], o["breakdown"]], **row), w.HBox([o["table"], o["memory"]], **row)])
+        sweep_box = w.VBox([w.HBox([c["sweep"], c["metric_x"], c["metric_y"]], **row),
+                            w.HBox([o["sweep"], o["pareto"]], **row)])
         self.tabs = w.Tab(children=[point, sweep_box], titles=("Operating point", "Sweep and Pareto"))
         controls = w.HBox([c["hardware"],
                            w.VBox([c[k] for k in ("model", "weights", "activations", "kv")]),
@@ -527,7 +549,7 @@ class Explorer:
             ds = compute(self.state)
             t1 = time.perf_counter()
             errors, warnings = list(ds.attrs["problems"]), infeasible(ds)
-            images = {k: png(f) for k, f in figures(ds, self.state).items()}
+            images = {k: svg(f) for k, f in figures(ds, self.state).items()}
             self.ds = ds
             self.outputs["table"].value = table_html(summary_table(ds))
         except Exception as err:  # noqa: BLE001 - a message in the page, never a traceback
@@ -551,9 +573,9 @@ class Explorer:
         c = self.controls
         try:
             figs = sweep_view(self.state, c["sweep"].value, c["metric_x"].value, c["metric_y"].value)
-            self.outputs["sweep"].value, self.outputs["pareto"].value = png(figs["sweep"]), png(figs["pareto"])
+            self.outputs["sweep"].value, self.outputs["pareto"].value = svg(figs["sweep"]), svg(figs["pareto"])
         except Exception as err:  # noqa: BLE001
-            self.outputs["sweep"].value = png(_empty("Sweep: " + _message(err)))
+            self.outputs["sweep"].value = svg(_empty("Sweep: " + _message(err)))
             self.outputs["pareto"].value = _placeholder()
         self._sweep_stale = False
         self.timings["sweep_s"] = time.perf_counter() - t0
@@ -578,4 +600,4 @@ def _message(err: Exception) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _placeholder() -> bytes:
-    return png(_empty("no result for this setting", size=(4.0, 1.0)))
+    return svg(_empty("no result for this setting", size=(4.0, 1.0)))
