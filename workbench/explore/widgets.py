@@ -1,0 +1,159 @@
+"""Explorer widget wiring (ipywidgets 8): thin, every callback goes through state and figures."""
+from __future__ import annotations
+
+import functools
+import logging
+import time
+
+import xarray as xr
+
+from ..errors import InputError
+from ..specs import list_models
+
+from .state import *  # noqa: F401,F403
+from .figures import *  # noqa: F401,F403
+from .figures import _empty  # noqa: F401
+
+class Explorer:
+    """Widget wiring: `.controls` (name -> widget; the state's controls plus "sweep",
+    "metric_x", "metric_y"), `.outputs` (name -> HTML or Image widget), `.widget` (the
+    page). Every change of a control recomputes through the pure callbacks; the sweep
+    tab is recomputed when it is shown. Errors become messages, never tracebacks."""
+
+    def __init__(self, sweep_control: str = "batch", metric_x: str = "output_tokens_per_s_per_user",
+                 metric_y: str = "output_tokens_per_s_per_device", **state):
+        import ipywidgets as w
+
+        s = normalize_state(state)
+        look = dict(layout=w.Layout(width="300px"), style={"description_width": "95px"})
+        labels = [(f"{h} (wafer)" if h in WAFERS else h, h) for h in HARDWARE]
+        c = {"hardware": w.SelectMultiple(options=labels, value=s["hardware"], rows=len(HARDWARE),
+                                          description="hardware", **dict(look, layout=w.Layout(width="200px")))}
+        metric = [(label, m) for m, (_, label) in METRICS.items()]
+        for key, opts, value, text in (("model", list_models(), s["model"], "model"),
+                                       ("weights", WEIGHTS, s["weights"], "weights"),
+                                       ("activations", ACTIVATIONS, s["activations"], "activations"),
+                                       ("kv", KV, s["kv"], "KV cache"), ("sweep", SWEEPABLE, sweep_control, "sweep"),
+                                       ("metric_x", metric, metric_x, "metric x"),
+                                       ("metric_y", metric, metric_y, "metric y")):
+            c[key] = w.Dropdown(options=opts, value=value, description=text, **look)
+        for key, opts in POWERS.items():
+            c[key] = w.SelectionSlider(options=sorted(set(opts) | {s[key]}), value=s[key], description=key,
+                                       continuous_update=False, **look)
+        for key, (lo, hi) in RANGES.items():
+            text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "CS systems"}[key]
+            c[key] = w.IntSlider(min=lo, max=max(hi, s[key]), value=s[key], description=text,
+                                 continuous_update=False, **look)
+        for name, widget in c.items():
+            widget.add_class(f"wb-{name}")
+        self.controls = c
+        img = dict(format="svg+xml", layout=w.Layout(max_width="100%", height="auto"))
+        self.outputs = {"messages": w.HTML(), "table": w.HTML(), "timing": w.HTML(),
+                        **{k: w.Image(**img) for k in ("roofline", "breakdown", "memory", "sweep", "pareto")}}
+        for name, widget in self.outputs.items():
+            widget.add_class(f"wb-out-{name}")
+        o = self.outputs
+        row = dict(layout=w.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"))
+        point = w.VBox([w.HBox([o["roofline"], o["breakdown"]], **row), w.HBox([o["table"], o["memory"]], **row)])
+        sweep_box = w.VBox([w.HBox([c["sweep"], c["metric_x"], c["metric_y"]], **row),
+                            w.HBox([o["sweep"], o["pareto"]], **row)])
+        self.tabs = w.Tab(children=[point, sweep_box], titles=("Operating point", "Sweep and Pareto"))
+        controls = w.HBox([c["hardware"],
+                           w.VBox([c[k] for k in ("model", "weights", "activations", "kv")]),
+                           w.VBox([c[k] for k in ("batch", "prompt", "generate")]),
+                           w.VBox([c[k] for k in ("tp", "pp", "systems")])],
+                          layout=w.Layout(flex_flow="row wrap", grid_gap="8px"))
+        self.widget = w.VBox([controls, o["messages"], self.tabs, o["timing"]])
+        self.widget.add_class("wb-explorer")
+        self.ds: xr.Dataset | None = None
+        self.timings: dict[str, float] = {}
+        self._sweep_stale = True
+        for name in CONTROLS:
+            c[name].observe(self._on_change, names="value")
+        for name in ("sweep", "metric_x", "metric_y"):
+            c[name].observe(self._on_sweep_change, names="value")
+        self.tabs.observe(self._on_tab, names="selected_index")
+        self.update()
+
+    @property
+    def state(self) -> dict:
+        return {k: self.controls[k].value for k in CONTROLS}
+
+    def _ipython_display_(self):  # `explorer` as a cell's last value shows the page
+        from IPython.display import display
+        display(self.widget)
+
+    def _on_change(self, _change=None) -> None:
+        self._sweep_stale = True
+        self.update()
+
+    def _on_sweep_change(self, _change=None) -> None:
+        self._sweep_stale = True
+        if self.tabs.selected_index == 1:
+            self.update_sweep()
+
+    def _on_tab(self, change) -> None:
+        if change["new"] == 1 and self._sweep_stale:
+            self.update_sweep()
+
+    def update(self) -> None:
+        """Recompute the operating point and redraw the table, figures and messages."""
+        t0 = time.perf_counter()
+        errors, warnings = [], []
+        try:
+            ds = compute(self.state)
+            t1 = time.perf_counter()
+            errors, warnings = list(ds.attrs["problems"]), infeasible(ds)
+            images = {k: svg(f) for k, f in figures(ds, self.state).items()}
+            self.ds = ds
+            self.outputs["table"].value = table_html(summary_table(ds))
+        except Exception as err:  # noqa: BLE001 - a message in the page, never a traceback
+            t1 = time.perf_counter()
+            self.ds = None
+            errors.append(_message(err))
+            images = {k: _placeholder() for k in ("roofline", "breakdown", "memory")}
+            self.outputs["table"].value = "<i>no result for this setting (see the message above)</i>"
+        for k, v in images.items():
+            self.outputs[k].value = v
+        self.outputs["messages"].value = messages_html(errors, warnings)
+        t2 = time.perf_counter()
+        self.timings = {"compute_s": t1 - t0, "figures_s": t2 - t1, "update_s": t2 - t0}
+        self._show_timing()
+        if self.tabs.selected_index == 1:
+            self.update_sweep()
+
+    def update_sweep(self) -> None:
+        """Recompute the sweep view for the current controls."""
+        t0 = time.perf_counter()
+        c = self.controls
+        try:
+            figs = sweep_view(self.state, c["sweep"].value, c["metric_x"].value, c["metric_y"].value)
+            self.outputs["sweep"].value, self.outputs["pareto"].value = svg(figs["sweep"]), svg(figs["pareto"])
+        except Exception as err:  # noqa: BLE001
+            self.outputs["sweep"].value = svg(_empty("Sweep: " + _message(err)))
+            self.outputs["pareto"].value = _placeholder()
+        self._sweep_stale = False
+        self.timings["sweep_s"] = time.perf_counter() - t0
+        self._show_timing()
+
+    def _show_timing(self) -> None:
+        t = self.timings
+        text = (f"updated in {t.get('update_s', 0):.2f} s (model {t.get('compute_s', 0) * 1e3:.0f} ms, "
+                f"figures {t.get('figures_s', 0):.2f} s)")
+        if "sweep_s" in t:
+            text += f"; sweep view {t['sweep_s']:.2f} s"
+        self.outputs["timing"].value = f'<span style="color:#777;font-size:11px">{text}</span>'
+
+
+def _message(err: Exception) -> str:
+    """An InputError's own words; anything else is logged (kernel log) and named."""
+    if isinstance(err, InputError):
+        return str(err)
+    logging.getLogger(__name__).exception("explorer update failed")
+    return f"unexpected error: {type(err).__name__}: {err}"
+
+
+@functools.lru_cache(maxsize=1)
+def _placeholder() -> bytes:
+    return svg(_empty("no result for this setting", size=(4.0, 1.0)))
+
