@@ -5,7 +5,6 @@ import re
 import textwrap
 
 import numpy as np
-import pandas as pd
 import seaborn as sns
 import xarray as xr
 from matplotlib.figure import Figure

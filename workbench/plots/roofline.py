@@ -14,8 +14,7 @@ from ..specs import HardwareSpec, load_hardware
 
 from .labels import *  # noqa: F401,F403
 from .labels import _side_labels  # noqa: F401
-from .labels import (_axes, _context, _dim, _feasible, _log_ticks, _num, _only, _root, _tick, _title,  # noqa: F401
-                     _var, _words)
+from .labels import _axes, _log_ticks, _tick, _var  # noqa: F401
 
 def _gpu(hardware) -> HardwareSpec:
     spec = load_hardware(hardware)
