@@ -97,8 +97,8 @@ def run(device: str = "cpu", quick: bool = True, *, hardware: str | None = None,
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError(f"device={device!r} is not available: torch {torch.__version__} sees no CUDA device; "
                            "allowed here: cpu")
-    if device.startswith("cuda"):
-        torch.cuda.set_device(device)
+    if device.startswith("cuda") and torch.device(device).index is not None:
+        torch.cuda.set_device(torch.device(device).index)  # "cuda" alone: the current device
     p = {**plan(device, quick), **(overrides or {})}
     env = environment(torch, device)
     hw = hardware or (spec_name(env["device_name"]) if device.startswith("cuda") else "cpu")
@@ -118,7 +118,9 @@ def run(device: str = "cpu", quick: bool = True, *, hardware: str | None = None,
     if "launch" in suites:
         rows += kernels.launch(torch, **common)
     if "collectives" in suites:
-        ranks = world_size if world_size is not None else (torch.cuda.device_count() if device.startswith("cuda") else 1)
+        ranks = world_size
+        if ranks is None:
+            ranks = torch.cuda.device_count() if device.startswith("cuda") else 1
         if ranks < 2:
             skipped.append(f"collectives: {ranks} device(s), at least 2 needed")
         else:
@@ -135,7 +137,8 @@ def environment(torch, device: str) -> dict:
     env = {"workbench_version": __version__, "python": platform.python_version(), "numpy": numpy.__version__,
            "torch": torch.__version__, "device": device, "torch_threads": torch.get_num_threads()}
     if device.startswith("cuda"):
-        idx = torch.device(device).index or 0
+        idx = torch.device(device).index
+        idx = torch.cuda.current_device() if idx is None else idx
         prop = torch.cuda.get_device_properties(idx)
         env.update({"device_name": prop.name, "cuda": str(torch.version.cuda or torch.version.hip),
                     "cudnn": str(torch.backends.cudnn.version()), "compute_capability": f"{prop.major}.{prop.minor}",

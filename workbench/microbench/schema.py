@@ -84,11 +84,11 @@ def validate(ds: xr.Dataset) -> xr.Dataset:
         raise SchemaError(f"measurement dataset: variable {missing[0]!r} is missing; required: {', '.join(COLUMNS)}")
     if DIM not in ds.dims:
         raise SchemaError(f"measurement dataset: dimension {DIM!r} is missing")
-    kinds = set(np.asarray(ds["kind"].values, dtype=str))
+    kinds = {str(k) for k in ds["kind"].values}
     bad = sorted(kinds - set(KINDS))
     if bad:
         raise SchemaError(f"measurement dataset: kind={bad[0]!r} is not allowed; allowed: {', '.join(KINDS)}")
-    metrics = set(np.asarray(ds["metric"].values, dtype=str))
+    metrics = {str(m) for m in ds["metric"].values}
     bad = sorted(metrics - set(METRICS))
     if bad:
         raise SchemaError(f"measurement dataset: metric={bad[0]!r} is not allowed; allowed: {', '.join(METRICS)}")
