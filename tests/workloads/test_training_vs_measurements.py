@@ -1,9 +1,9 @@
 """The training model against public training rows (measurements.csv E04-E13, and the CS-2
 rows of wse_measurements.csv). Tolerance: 25% for GPU clusters; a factor of 2.5 for CS-2
 weight streaming (its compute efficiency comes from WaferLLM's inference kernels).
-Rows outside are xfail(strict) with the error stated; the model over-predicts GPU training
-by 20-50%: kernel-level GEMM efficiency (MAMF, B01-B07) is not reached end to end, and the
-attention kernels (FlashAttention-2 on H100) are modelled at GEMM efficiency."""
+Rows outside are xfail(strict) with the error stated: the MosaicML H100 runs (E06, E07) stay
+30-44% optimistic; kernel-level GEMM efficiency (MAMF, B01-B07) is not reached end to end
+there (backward GEMMs, sustained clocks and non-GEMM kernels are not modelled)."""
 from __future__ import annotations
 
 import pytest
@@ -26,17 +26,15 @@ LLAMA3_FP8 = dict(hardware="h100_sxm", model="llama_3_8b", dp=8, seq_len=8192, g
 CASES = [
     ("E04c", dict(hardware="a100_sxm", model=GPT_1T, tp=8, pp=64, dp=6, seq_len=2048, global_batch=3072,
                   micro_batch=1, recompute="full", zero=0), "hfu", 0.01, None),
-    pytest.param("E06a", MPT70, "mfu", 0.01, None, marks=pytest.mark.xfail(strict=True, reason="+33%")),
-    pytest.param("E06b", MPT70, "hfu", 0.01, None, marks=pytest.mark.xfail(strict=True, reason="+33%")),
-    pytest.param("E06c", MPT70, "tokens_per_s_per_device", 1.0, None, marks=pytest.mark.xfail(strict=True, reason="+33%")),
-    pytest.param("E07a", MPT7_H100, "mfu", 0.01, None, marks=pytest.mark.xfail(strict=True, reason="+52%")),
+    pytest.param("E06a", MPT70, "mfu", 0.01, None, marks=pytest.mark.xfail(strict=True, reason="+30%")),
+    pytest.param("E06b", MPT70, "hfu", 0.01, None, marks=pytest.mark.xfail(strict=True, reason="+30%")),
+    pytest.param("E06c", MPT70, "tokens_per_s_per_device", 1.0, None, marks=pytest.mark.xfail(strict=True, reason="+30%")),
+    pytest.param("E07a", MPT7_H100, "mfu", 0.01, None, marks=pytest.mark.xfail(strict=True, reason="+44%")),
     pytest.param("E07b", MPT7_H100, "tokens_per_s_per_device", 1.0, None,
-                 marks=pytest.mark.xfail(strict=True, reason="+52%")),
-    pytest.param("E10a", MPT7_A100, "mfu", 0.01, None, marks=pytest.mark.xfail(strict=True, reason="+25.1%")),
-    pytest.param("E10b", MPT7_A100, "tokens_per_s_per_device", 1.0, None,
-                 marks=pytest.mark.xfail(strict=True, reason="+25.3%")),
-    pytest.param("E13a", LLAMA3_FP8, "tokens_per_s_per_device", 1.0, None,
-                 marks=pytest.mark.xfail(strict=True, reason="+41%")),
+                 marks=pytest.mark.xfail(strict=True, reason="+44%")),
+    ("E10a", MPT7_A100, "mfu", 0.01, None),
+    ("E10b", MPT7_A100, "tokens_per_s_per_device", 1.0, None),
+    ("E13a", LLAMA3_FP8, "tokens_per_s_per_device", 1.0, None),
 ]
 
 

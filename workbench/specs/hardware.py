@@ -83,6 +83,7 @@ class HardwareSpec:
     gemm_tile_n: int  # output tile (columns)
     gemm_peak_eff: dict  # dtype -> best achievable fraction of peak for large GEMMs (MAMF)
     gemm_eff: EfficiencyTable  # GEMM FLOPs -> fraction of that best, after wave quantization
+    attention_peak_eff: dict  # dtype -> flash-attention kernel's best fraction of peak (long sequences)
     memory_eff: EfficiencyTable  # bytes moved -> fraction of peak memory bandwidth
     memory_latency_s: float  # loaded DRAM latency a memory stream pays before it flows
     kernel_launch_s: float  # fixed cost per kernel (launch + tail), CUDA-graph replay
@@ -98,6 +99,9 @@ class HardwareSpec:
         for name in ("l2_bytes", "kernel_launch_s", "memory_latency_s", "tdp_w"):
             if not getattr(self, name) > 0:
                 raise SpecError(self.name, name, getattr(self, name), "a positive number")
+        if "bf16" not in self.attention_peak_eff or not all(0 < v <= 1 for v in self.attention_peak_eff.values()):
+            raise SpecError(self.name, "attention_peak_eff", self.attention_peak_eff,
+                            "a bf16 entry and values in (0, 1]")
         if "bf16" not in self.gemm_peak_eff:
             raise SpecError(self.name, "gemm_peak_eff.bf16", None, "a bf16 entry (the fallback)")
         for dt, v in self.gemm_peak_eff.items():
@@ -115,6 +119,10 @@ class HardwareSpec:
             if ln.scope == scope:
                 return ln
         raise SpecError(self.name, "links", scope, f"a link with scope {scope!r}")
+
+    def attention_peak_eff_for(self, dtype: str) -> float:
+        """Flash-attention efficiency for `dtype`; dtypes without a figure use bf16's."""
+        return float(self.attention_peak_eff.get(dtype, self.attention_peak_eff["bf16"]))
 
     def gemm_peak_eff_for(self, dtype: str) -> float:
         """Large-GEMM efficiency for `dtype`; dtypes without a measurement use bf16's."""
