@@ -21,7 +21,7 @@ import numpy as np
 
 from . import predict
 from .errors import InputError
-from .specs import list_hardware, list_models, load_model
+from .specs import list_hardware, list_models
 
 # argument -> (type, default or None for required, help)
 _ARGS = {

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 
 import numpy as np
-import pandas as pd
 import seaborn as sns
 import xarray as xr
 from matplotlib.colors import LogNorm
@@ -16,7 +15,7 @@ from ..errors import InputError
 from .labels import *  # noqa: F401,F403
 from .labels import _side_labels  # noqa: F401
 from .labels import (_axes, _context, _coord_label, _dim, _feasible, _label, _log_ticks, _num, _only,  # noqa: F401
-                     _root, _tick, _title, _var, _words)
+                     _tick, _title, _var, _words)
 
 def pareto_front(ds: xr.Dataset, x: str, y: str, hue: str | None = None, mask=None, ax=None, *,
                  where: str = "auto", log: bool = False, only_fits: bool = True) -> Figure:

@@ -104,7 +104,7 @@ def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, 
     dec = add(dec, _lm_head(hw, model, rows=micro, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
               _pp_transfer(hw, model, tokens=micro, tp=tp, pp=pp, stream_bytes=stream_bytes))
 
-    ttft = (pre["time_s"] + pre["overhead_s"]) / 1.0
+    ttft = pre["time_s"] + pre["overhead_s"]
     tpot = dec["time_s"] + dec["overhead_s"]
     e2e = ttft + (generate - 1.0) * tpot
     devices = tp * pp * dp
