@@ -54,3 +54,13 @@ def test_run_writes_every_output_and_a_failure_keeps_it(root):
         run_study("tiny", overrides={"fail": "true"}, root=root, out_root=root / "reports")
     assert (out / "run.json").read_text() == before
     assert sorted(p.name for p in (root / "reports").iterdir()) == ["index.html", "tiny"]
+
+
+def test_rerender_uses_the_executed_notebook(root):
+    from workbench.studies import rerender
+    out = run_study("tiny", smoke=True, root=root, out_root=root / "reports")
+    (out / "tiny.html").unlink()
+    rerender("tiny", out_root=root / "reports", root=root)
+    assert (out / "tiny.html").exists() and "Tiny study" in (out / "tiny.html").read_text()
+    with pytest.raises(InputError, match="nope"):
+        rerender("nope", out_root=root / "reports", root=root)

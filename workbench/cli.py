@@ -4,6 +4,7 @@
         --tp 8 --batch 64 --prompt 2048 --generate 256 --weights fp8 --json
     workbench list hardware|models
     workbench sweep SPEC.yaml --out FILE.nc
+    workbench run STUDY [--smoke] [-p name=value] | --all;  workbench report STUDY
     workbench demo
 
 A comma-separated value (--batch 1,8,64) is a sweep dimension, as a list is in Python.
@@ -233,6 +234,9 @@ def main(argv=None) -> int:
     rn.add_argument("-p", dest="params", action="append", default=[], metavar="NAME=VALUE",
                     help="override a notebook parameter (YAML syntax for lists)")
     rn.add_argument("--out", default=None, help="reports folder (default: reports/)")
+    rp = sub.add_parser("report", help="render a study's HTML and PDF again from its executed notebook")
+    rp.add_argument("study")
+    rp.add_argument("--out", default=None, help="reports folder (default: reports/)")
     sw = sub.add_parser("sweep", help="evaluate a sweep described by a YAML file into a netCDF file")
     sw.add_argument("spec", help="YAML: function, axes, fixed, variables, memory_budget_bytes")
     sw.add_argument("--out", required=True, help="output .nc (or .zarr) path")
@@ -256,6 +260,10 @@ def main(argv=None) -> int:
             return microbench_main(["--device", ns.device, "--out", ns.out] + (["--quick"] if ns.quick else []))
         if ns.command == "run":
             return _run(ns)
+        if ns.command == "report":
+            from .studies import rerender
+            print(rerender(ns.study, out_root=ns.out))
+            return 0
         if ns.command == "sweep":
             return _sweep(ns)
         if ns.command == "list":

@@ -181,3 +181,22 @@ def _versions() -> dict:
 def _git_sha(root: Path) -> str:
     from .sweep import git_sha
     return git_sha()
+
+
+def rerender(name: str, *, out_root: Path | None = None, root: Path = ROOT) -> Path:
+    """Render a study's report again (HTML, PDF, index) from its executed notebook and
+    run.json, without executing anything: after a template or style change."""
+    from .report import export_html, export_pdf, write_index
+    out_root = Path(out_root or root / "reports")
+    folder = out_root / name
+    executed, run_json = folder / f"{name}.ipynb", folder / "run.json"
+    if not (executed.exists() and run_json.exists()):
+        raise InputError(f"study={name!r} has no report in {out_root} to render; allowed: "
+                         f"{', '.join(sorted(p.name for p in out_root.glob('*/run.json'))) or 'run it first'}")
+    run = json.loads(run_json.read_text())
+    html = export_html(executed, folder / f"{name}.html", run)
+    pdf, message = export_pdf(html, folder / f"{name}.pdf")
+    if pdf is None:
+        print(f"workbench: {message}")
+    write_index(out_root)
+    return folder
