@@ -19,7 +19,7 @@ from .primitives.collectives import COLLECTIVES, collective as _collective
 from .primitives.gemm import gemm as _gemm
 from .primitives.mesh import MAPPINGS, mesh_gemm, mesh_gemv
 from .specs import is_wafer, list_hardware, list_models, load_hardware, load_model
-from .units import DTYPE_BYTES, DTYPES
+from .units import DTYPE_BYTES, DTYPES, unit_attrs
 from .workloads import inference as _inf
 from .workloads.wafer_inference import wafer_inference, wafer_max_batch, wafer_system
 from .workloads.wafer_streaming import streaming_inference
@@ -405,7 +405,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     ds["goodput_tokens_per_s_per_device"] = best.max()
     ds["max_batch"] = max_batch
     for name in ds.data_vars:
-        ds[name].attrs.update(__import__("workbench.units", fromlist=["unit_attrs"]).unit_attrs(name))
+        ds[name].attrs.update(unit_attrs(name))
     ds["arrival_rate"].attrs.update({"units": "1/s", "long_name": "request arrival rate"})
     ds.attrs.update({"function": "predict.serving", "hardware": hardware, "model": spec.name,
                      "queueing_model": "Poisson arrivals; iterations decode the batch and prefill the new prompts (chunked)",
@@ -441,8 +441,8 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)
     lam_d, b_d = decode_capacity(batches=BATCH_GRID, step_s=steps, max_batch=max_batch, tpot_slo_s=tpot_slo,
                                  output_len=generate)
-    dev_p = prefill_devices or 1 if is_wafer(pre_hw) else prefill_tp
-    dev_d = decode_devices or 1 if is_wafer(dec_hw) else decode_tp
+    dev_p = (prefill_devices or 1) if is_wafer(pre_hw) else prefill_tp  # devices per instance
+    dev_d = (decode_devices or 1) if is_wafer(dec_hw) else decode_tp
     ratio, good = balance(prefill_rate=lam_p, decode_rate=lam_d, prefill_devices=dev_p, decode_devices=dev_d,
                           output_len=generate)
     n_p, n_d, good_int = best_split(total_devices=total_devices, prefill_rate=float(lam_p), decode_rate=float(lam_d),
@@ -458,7 +458,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
         "colocated_goodput_tokens_per_s_per_device": float(colocated.goodput_tokens_per_s_per_device),
     })
     for name in ds.data_vars:
-        ds[name].attrs.update(__import__("workbench.units", fromlist=["unit_attrs"]).unit_attrs(name))
+        ds[name].attrs.update(unit_attrs(name))
     ds.attrs.update({"function": "predict.disaggregated", "prefill_hardware": prefill_hardware,
                      "decode_hardware": decode_hardware, "model": spec.name})
     return ds

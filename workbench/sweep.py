@@ -87,7 +87,6 @@ def _finish(ds: xr.Dataset, variables, attrs: dict, order=()) -> xr.Dataset:
 def _blocks(sizes: dict, bytes_per_point: float, block_budget: float) -> tuple[list, dict]:
     """Split the largest axes until a block's output fits the block budget. Returns the
     split dims in order and, per split dim, the list of index slices."""
-    total = float(np.prod(list(sizes.values()))) * bytes_per_point
     splits: dict = {}
     block = dict(sizes)
     for dim in sorted(sizes, key=lambda d: -sizes[d]):
@@ -97,7 +96,6 @@ def _blocks(sizes: dict, bytes_per_point: float, block_budget: float) -> tuple[l
         step = max(1, int(block_budget / (current / block[dim])))
         splits[dim] = [slice(i, min(i + step, sizes[dim])) for i in range(0, sizes[dim], step)]
         block[dim] = step
-    del total
     return list(splits), splits
 
 

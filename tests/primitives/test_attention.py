@@ -119,38 +119,27 @@ def test_long_prefill_is_compute_bound_and_decode_memory_bound():
 
 
 # ---- monotonicity ---------------------------------------------------------------------------
-def _prefill_violations():
+def _violations(label, timer):
+    """Every (hardware, dtype, shape) whose time falls where its swept size grows."""
     bad = []
     for hardware, dtype in CASES:
         hw = load_hardware(hardware)
         for batch, heads, kv_heads, hd in SHAPES:
-            t = attention_prefill(hw=hw, batch=batch, seq_len=SEQ, n_heads=heads, head_dim=hd,
-                                  n_kv_heads=kv_heads, dtype=dtype)["time_s"]
+            t = timer(hw=hw, batch=batch, n_heads=heads, head_dim=hd, n_kv_heads=kv_heads, dtype=dtype)["time_s"]
             if np.any(t[1:] < t[:-1] * (1 - 1e-12)):
-                bad.append(f"{hardware} {dtype} b={batch} H={heads}")
+                bad.append(f"{hardware} {dtype} {label}, b={batch} H={heads}")
     return bad
 
 
 def test_prefill_time_monotone_in_seq_len():
-    bad = _prefill_violations()
+    bad = _violations("seq_len", lambda **kw: attention_prefill(seq_len=SEQ, **kw))
     assert not bad, bad
 
 
 def _decode_violations():
-    bad = []
-    for hardware, dtype in CASES:
-        hw = load_hardware(hardware)
-        for batch, heads, kv_heads, hd in SHAPES:
-            t = attention_decode(hw=hw, batch=batch, context=CONTEXT, n_heads=heads, head_dim=hd,
-                                 n_kv_heads=kv_heads, dtype=dtype)["time_s"]
-            if np.any(t[1:] < t[:-1] * (1 - 1e-12)):
-                bad.append(f"{hardware} {dtype} context, b={batch} H={heads}")
-            bs = np.arange(1.0, 1025.0)
-            t = attention_decode(hw=hw, batch=bs, context=4096.0, n_heads=heads, head_dim=hd,
-                                 n_kv_heads=kv_heads, dtype=dtype)["time_s"]
-            if np.any(t[1:] < t[:-1] * (1 - 1e-12)):
-                bad.append(f"{hardware} {dtype} batch, H={heads}")
-    return bad
+    bad = _violations("context", lambda **kw: attention_decode(context=CONTEXT, **kw))
+    batches = np.arange(1.0, 1025.0)
+    return bad + _violations("batch", lambda batch, **kw: attention_decode(batch=batches, context=4096.0, **kw))
 
 
 def test_decode_time_monotone_in_context_and_batch():

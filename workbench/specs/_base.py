@@ -48,3 +48,25 @@ def build(cls, data: dict, *, origin: str):
     if missing:
         raise SpecError(origin, missing[0], None, "a value (required field is missing)")
     return cls(**data)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# rule -> (test, what is allowed), for the field checks every spec's __post_init__ makes
+RULES = {
+    "positive_int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"),
+    "nonnegative_int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0"),
+    "positive": (lambda v: _is_number(v) and v > 0, "a positive number"),
+    "nonnegative": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+}
+
+
+def require(spec, names, rule: str) -> None:
+    """Raise SpecError for the first field in `names` that breaks `rule`."""
+    test, allowed = RULES[rule]
+    for name in names:
+        value = getattr(spec, name)
+        if not test(value):
+            raise SpecError(spec.name, name, value, allowed)

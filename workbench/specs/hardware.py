@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..units import DTYPES
-from ._base import SpecError
+from ._base import SpecError, require
 
 LINK_SCOPES = ("scale_up", "scale_out")
 
@@ -96,9 +96,7 @@ class HardwareSpec:
                 raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, f"a dtype in {DTYPES}")
             if not (isinstance(v, (int, float)) and v > 0):
                 raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, "a positive FLOP/s")
-        for name in ("l2_bytes", "kernel_launch_s", "memory_latency_s", "tdp_w"):
-            if not getattr(self, name) > 0:
-                raise SpecError(self.name, name, getattr(self, name), "a positive number")
+        require(self, ("l2_bytes", "kernel_launch_s", "memory_latency_s", "tdp_w"), "positive")
         if "bf16" not in self.attention_peak_eff or not all(0 < v <= 1 for v in self.attention_peak_eff.values()):
             raise SpecError(self.name, "attention_peak_eff", self.attention_peak_eff,
                             "a bf16 entry and values in (0, 1]")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..units import dtype_bytes
-from ._base import SpecError
+from ._base import SpecError, require
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,20 +48,12 @@ class ModelSpec:
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff",
-                     "vocab_size", "max_seq_len"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise SpecError(self.name, name, v, "a positive integer")
-        for name in ("n_experts", "n_active_experts", "n_shared_experts", "d_ff_expert",
-                     "n_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
-                     "v_head_dim", "sliding_window", "n_sliding_layers"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise SpecError(self.name, name, v, "an integer >= 0")
-        if isinstance(self.published_params, bool) or not isinstance(self.published_params, (int, float)) \
-                or self.published_params < 0:
-            raise SpecError(self.name, "published_params", self.published_params, "a number >= 0")
+        require(self, ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size",
+                       "max_seq_len"), "positive_int")
+        require(self, ("n_experts", "n_active_experts", "n_shared_experts", "d_ff_expert", "n_dense_layers",
+                       "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "sliding_window",
+                       "n_sliding_layers"), "nonnegative_int")
+        require(self, ("published_params",), "nonnegative")
         if self.n_heads % self.n_kv_heads:
             raise SpecError(self.name, "n_kv_heads", self.n_kv_heads,
                             f"a divisor of n_heads={self.n_heads}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..units import DTYPES
-from ._base import SpecError, build
+from ._base import SpecError, build, require
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,18 +44,11 @@ class WaferSpec:
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("n_pes", "fabric_cols", "fabric_rows", "program_cols", "program_rows",
-                     "sram_banks", "routing_colors"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v <= 0:
-                raise SpecError(self.name, name, v, "a positive integer")
-        for name in ("sram_per_pe_bytes", "mem_read_bytes_per_cycle", "mem_write_bytes_per_cycle",
-                     "link_bytes_per_cycle", "hop_cycles", "clock_hz", "pe_power_w"):
-            if not getattr(self, name) > 0:
-                raise SpecError(self.name, name, getattr(self, name), "a positive number")
-        for name in ("stage_cycles", "map_call_cycles", "sram_reserved_per_pe_bytes"):
-            if not getattr(self, name) >= 0:
-                raise SpecError(self.name, name, getattr(self, name), "a number >= 0")
+        require(self, ("n_pes", "fabric_cols", "fabric_rows", "program_cols", "program_rows", "sram_banks",
+                       "routing_colors"), "positive_int")
+        require(self, ("sram_per_pe_bytes", "mem_read_bytes_per_cycle", "mem_write_bytes_per_cycle",
+                       "link_bytes_per_cycle", "hop_cycles", "clock_hz", "pe_power_w"), "positive")
+        require(self, ("stage_cycles", "map_call_cycles", "sram_reserved_per_pe_bytes"), "nonnegative")
         if not self.clock_min_hz <= self.clock_hz <= self.clock_max_hz:
             raise SpecError(self.name, "clock_hz", self.clock_hz,
                             f"within [clock_min_hz, clock_max_hz] = [{self.clock_min_hz}, {self.clock_max_hz}]")
@@ -100,9 +93,7 @@ class SystemSpec:
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("io_bytes_per_s", "io_latency_s", "power_w"):
-            if not getattr(self, name) > 0:
-                raise SpecError(self.name, name, getattr(self, name), "a positive number")
+        require(self, ("io_bytes_per_s", "io_latency_s", "power_w"), "positive")
 
 
 def wafer_from_dict(data: dict, origin: str):

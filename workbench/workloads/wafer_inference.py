@@ -90,13 +90,9 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
     kw = dict(devices=devices, batch=batch, tokens=prompt + generate, generated=generate,
               w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
 
-    def decode_cycles(P):
-        layer = decode_layer(w, model, P=P, batch=batch, context=context, mapping=mapping)
-        head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=batch, mapping=mapping)
-        return layer, head
-
-    def prefill_cycles(P):
-        return prefill_layer(w, model, P=P, batch=batch, prompt=prompt, mapping=mapping)
+    def decode_parts(P, b, c):  # one layer's decode step and the lm_head GEMV
+        return (decode_layer(w, model, P=P, batch=b, context=c, mapping=mapping),
+                mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=b, mapping=mapping))
 
     if pe_grid is None:
         cand = grid_candidates(w)
@@ -104,27 +100,24 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
         kwc = {k: (v if isinstance(v, (float, str)) else ex(v)) for k, v in kw.items()}
 
         def decode_cost(Pc):  # the whole decode step: every layer and the lm_head
-            layer = decode_layer(w, model, P=Pc, batch=ex(batch), context=ex(context), mapping=mapping)
-            head = mesh_gemv(w, P=Pc, k=model.d_model, n=model.vocab_size, rows=ex(batch), mapping=mapping)
+            layer, head = decode_parts(Pc, ex(batch), ex(context))
             return model.n_layers * layer["cycles"] + head["cycles"], placement(w, model, P=Pc, **kwc)["fits"]
 
         def prefill_cost(Pc):
             pre = prefill_layer(w, model, P=Pc, batch=ex(batch), prompt=ex(prompt), mapping=mapping)
             return pre["cycles"], placement(w, model, P=Pc, **kwc)["fits"]
 
-        P_dec = _best_grid(decode_cost, cand, shape)
-        P_pre = _best_grid(prefill_cost, cand, shape)
         # Where nothing fits, report the largest grid (the closest to fitting) as infeasible.
-        P_dec = np.where(np.isnan(P_dec), cand[-1], P_dec)
-        P_pre = np.where(np.isnan(P_pre), cand[-1], P_pre)
+        P_dec = np.nan_to_num(_best_grid(decode_cost, cand, shape), nan=cand[-1])
+        P_pre = np.nan_to_num(_best_grid(prefill_cost, cand, shape), nan=cand[-1])
     else:
-        P_dec = np.broadcast_to(np.asarray(pe_grid, dtype=float), shape) * 1.0
-        P_pre = P_dec if prefill_pe_grid is None else np.broadcast_to(np.asarray(prefill_pe_grid, float), shape)
+        P_dec = np.asarray(pe_grid, dtype=float)
+        P_pre = P_dec if prefill_pe_grid is None else np.asarray(prefill_pe_grid, float)
     P_dec = np.broadcast_to(P_dec, shape) * 1.0
     P_pre = np.broadcast_to(P_pre, shape) * 1.0
 
-    layer, head = decode_cycles(P_dec)
-    pre = prefill_cycles(P_pre)
+    layer, head = decode_parts(P_dec, batch, context)
+    pre = prefill_layer(w, model, P=P_pre, batch=batch, prompt=prompt, mapping=mapping)
     place = placement(w, model, P=P_dec, **kw)
     place_pre = placement(w, model, P=P_pre, **kw)
 
