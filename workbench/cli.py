@@ -44,7 +44,8 @@ _ARGS = {
         "seq_len": (int, 2048, "tokens per sequence"), "global_batch": (int, 512, "sequences per step"),
         "micro_batch": (int, 1, "sequences per micro-batch"), "precision": (str, "bf16", "bf16 or fp8"),
         "zero": (int, 1, "ZeRO stage 0-3"), "recompute": (str, "none", "none, selective or full"),
-        "virtual_stages": (int, 1, "interleaved pipeline stages per device")},
+        "virtual_stages": (int, 1, "interleaved pipeline stages per device"),
+        "attention": (str, "flash2", "flash-attention kernel: flash2 or flash1 (FA1 / Triton)")},
     "serving": {
         "hardware": (str, None, "one hardware name"), "model": (str, None, "one model name"),
         "devices": (int, "", "CS systems (wafers)"), "tp": (int, 1, "tensor parallel"), "pp": (int, 1, ""),

@@ -271,10 +271,12 @@ def _wafer_point(hw, spec, weights, activations, kv, mapping, placement, *, tp, 
 
 
 def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, seq_len=2048, global_batch=512,
-             micro_batch=1, precision="bf16", zero=1, recompute="none", virtual_stages=1):
+             micro_batch=1, precision="bf16", zero=1, recompute="none", virtual_stages=1, attention="flash2"):
     """One training step (workloads/training.py for GPUs, workloads/wafer_training.py for
     CS systems with weight streaming). `global_batch` is in sequences; `devices` defaults
-    to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp)."""
+    to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp). `attention`
+    names the GPU flash-attention kernel generation (primitives/attention.ATTENTION_KERNELS)."""
+    from .primitives.attention import ATTENTION_KERNELS
     from .workloads.training import PRECISIONS, RECOMPUTE, training as _training
     from .workloads.wafer_training import wafer_training
     from .workloads.wafer_inference import wafer_system
@@ -282,6 +284,7 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     check_choice("model", [m for m in values_of(model) if isinstance(m, str)], list_models())
     check_choice("precision", values_of(precision), PRECISIONS)
     check_choice("recompute", values_of(recompute), RECOMPUTE)
+    check_choice("attention", values_of(attention), ATTENTION_KERNELS)
     check_choice("zero", values_of(zero), (0, 1, 2, 3))
     for arg, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("seq_len", seq_len),
                    ("global_batch", global_batch), ("micro_batch", micro_batch), ("virtual_stages", virtual_stages)):
@@ -303,7 +306,7 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
             numeric[k] = as_axis(k, v)
     model_axis = as_axis("model", model) if isinstance(model, (list, tuple, str)) else model
 
-    def fn(hardware, model, precision, zero, recompute, tp, pp, cp, ep, seq_len, global_batch, micro_batch,
+    def fn(hardware, model, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len, global_batch, micro_batch,
            virtual_stages, devices=None, dp=None):
         hw, spec = load_hardware(hardware), load_model(model)
         if is_wafer(hw):
@@ -317,11 +320,11 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
             raise InputError(f"devices={devices} is not a multiple of tp*pp*cp={group}; allowed: a multiple")
         return _training(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, seq_len=seq_len,
                          global_batch=global_batch, micro_batch=micro_batch, precision=precision, zero=int(zero),
-                         recompute=recompute, virtual_stages=virtual_stages)
+                         recompute=recompute, virtual_stages=virtual_stages, attention=attention)
 
     categorical = {"hardware": as_axis("hardware", hardware), "model": model_axis,
                    "precision": as_axis("precision", precision), "zero": as_axis("zero", zero),
-                   "recompute": as_axis("recompute", recompute)}
+                   "recompute": as_axis("recompute", recompute), "attention": as_axis("attention", attention)}
     return evaluate(fn, categorical=categorical, numeric=numeric, attrs={"function": "predict.training"})
 
 

@@ -187,3 +187,16 @@ def test_predict_collective_sweeps_by_name():
     assert ds.time_s.attrs["units"] == "s"
     one = collective(hw=load_hardware("h100_sxm"), op="all_gather", size=1e9, devices=8)
     assert float(ds.time_s.sel(devices=8, op="all_gather", size_bytes=1e9)) == pytest.approx(float(one["time_s"]))
+
+
+@pytest.mark.parametrize("op", ["all_gather", "reduce_scatter"])
+@pytest.mark.parametrize("nodes", [2, 8, 64])
+def test_gather_across_domains_uses_every_nic_once(op, nodes):
+    """Across scale-up domains a ring all-gather / reduce-scatter brings each byte into a
+    domain once, spread over the domain's NICs (NCCL builds one ring per rail): the bus
+    bandwidth is above one NIC's line rate and at most the domain's NICs together."""
+    hw = load_hardware("h100_sxm")
+    out, d = hw.link("scale_out"), hw.link("scale_up").domain_size
+    size = 8e9
+    busbw = float(collective(hw=hw, op=op, size=size, devices=d * nodes)["bus_bandwidth_bytes_per_s"])
+    assert out.unidir_bytes_per_s < busbw <= d * out.unidir_bytes_per_s

@@ -89,3 +89,51 @@ def test_model_dict_outside_the_catalog():
     assert bool(ds.fits) and float(ds.step_time_s) > 0
     with pytest.raises(ValueError, match="bogus"):
         _train(model=dict(spec, bogus=1), dp=8)
+
+
+def test_output_layer_is_timed_and_counted_once():
+    """The logits GEMM and its two backward GEMMs: 6·V·D FLOPs per token, already inside
+    6·N (tied embeddings count V·D once); its time shows as output_layer_s and grows with the
+    vocabulary."""
+    small = _train(dp=8, model=dict(load_model("llama_3_8b").__dict__, name="v32k", vocab_size=32000))
+    big = _train(dp=8)  # vocab 128,256
+    assert 0 < float(small.output_layer_s) < float(big.output_layer_s)
+    assert float(big.output_layer_s) < float(big.step_time_s)
+    # At least the GEMMs' FLOPs at peak: 6·T·V·D / peak per device.
+    m = load_model("llama_3_8b")
+    tokens_per_device = 64 * 4096 / 8
+    assert float(big.output_layer_s) >= 6 * tokens_per_device * m.vocab_size * m.d_model / 989.4e12
+
+
+def test_overlapped_collectives_slow_compute_by_the_sms_they_hold():
+    """Compute that overlaps a collective runs on n_sms - collective_sms SMs: the step grows
+    by overlapped seconds x collective_sms / n_sms (H100: 24 of 132)."""
+    ds = _train(dp=8, zero=3)
+    overlapped = float(ds.dp_comm_s) - float(ds.dp_comm_exposed_s)
+    assert overlapped > 0
+    assert float(ds.overlap_contention_s) == pytest.approx(overlapped * 24 / 132, rel=1e-9)
+    assert float(_train(dp=1, zero=3).overlap_contention_s) == 0.0
+
+
+def test_zero3_gathers_every_micro_batch_and_reduces_fp32_gradients():
+    """FSDP FULL_SHARD re-gathers bf16 weights for each micro-batch's forward and backward
+    and reduce-scatters its fp32 gradients: traffic per step grows with the micro-batches;
+    ZeRO-0 all-reduces once per step."""
+    one = _train(dp=8, zero=3, global_batch=8)
+    four = _train(dp=8, zero=3, global_batch=32)
+    assert float(four.dp_comm_s) == pytest.approx(4 * float(one.dp_comm_s), rel=1e-9)
+    z0_one, z0_four = _train(dp=8, zero=0, global_batch=8), _train(dp=8, zero=0, global_batch=32)
+    assert float(z0_four.dp_comm_s) == pytest.approx(float(z0_one.dp_comm_s), rel=1e-9)
+
+
+def test_attention_kernel_generation():
+    """FlashAttention-1-class kernels (and the Triton port) run at 40/73 of FlashAttention-2's
+    efficiency (FA2 paper: 25-40% vs 50-73% of A100 peak): slower steps, more so at long
+    sequences, where attention is a larger share."""
+    def ratio(seq):
+        f1 = _train(dp=8, seq_len=seq, global_batch=8, attention="flash1")
+        f2 = _train(dp=8, seq_len=seq, global_batch=8, attention="flash2")
+        return float(f1.step_time_s) / float(f2.step_time_s)
+    assert 1.0 < ratio(2048) < ratio(32768)
+    with pytest.raises(InputError, match="attention"):
+        _train(dp=8, attention="flash9")

@@ -12,18 +12,27 @@ from .gemm import memory_time
 import numpy as np
 
 
-def _matmul_eff(hw: HardwareSpec, flops, dtype: str):
+# Flash-attention kernel generations relative to FlashAttention-2, whose efficiency the
+# hardware specs carry (attention_peak_eff). FlashAttention-1 and its Triton port (MosaicML
+# llm-foundry's attn_impl='triton' in 2023): 25-40% of A100 peak against FlashAttention-2's
+# 50-73% (Dao 2023, FlashAttention-2 paper, abstract and section 1): 40/73 at the top end,
+# where attention_peak_eff is defined. Other GPUs are assumed to keep the A100 ratio.
+ATTENTION_KERNELS = {"flash2": 1.0, "flash1": 40.0 / 73.0}
+
+
+def _matmul_eff(hw: HardwareSpec, flops, dtype: str, kernel: str = "flash2"):
     """Flash attention runs at its kernel's own best efficiency (attention_peak_eff, from the
     FlashAttention papers: softmax, masking and the online rescaling keep it below a GEMM),
     ramping with size like a GEMM of the same work."""
-    return hw.attention_peak_eff_for(dtype) * hw.gemm_eff(flops)
+    return hw.attention_peak_eff_for(dtype) * ATTENTION_KERNELS[kernel] * hw.gemm_eff(flops)
 
 
 def attention_prefill(*, hw: HardwareSpec, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
                       v_head_dim=None, causal=True, dtype: str = "bf16", act_bytes=2.0,
-                      kv_bytes=None, context=0.0) -> dict:
+                      kv_bytes=None, context=0.0, kernel: str = "flash2") -> dict:
     """Flash-style attention over `seq_len` new tokens per sequence that also attend to
-    `context` cached tokens. Memory: read Q, K, V (new and cached), write O."""
+    `context` cached tokens, by a `kernel` of ATTENTION_KERNELS. Memory: read Q, K, V (new
+    and cached), write O."""
     n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
     v_head_dim = head_dim if v_head_dim is None else v_head_dim
     kv_bytes = act_bytes if kv_bytes is None else kv_bytes
@@ -32,7 +41,7 @@ def attention_prefill(*, hw: HardwareSpec, batch, seq_len, n_heads, head_dim, n_
     keys = seq_len + context
     nbytes = batch * (seq_len * n_heads * (head_dim + v_head_dim) * act_bytes
                       + keys * n_kv_heads * (head_dim + v_head_dim) * kv_bytes)
-    compute_s = flops / (hw.peak(dtype) * _matmul_eff(hw, flops, dtype))
+    compute_s = flops / (hw.peak(dtype) * _matmul_eff(hw, flops, dtype, kernel))
     memory_s = memory_time(hw=hw, nbytes=nbytes)
     return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
             "overhead_s": hw.kernel_launch_s + 0.0 * flops,

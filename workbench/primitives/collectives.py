@@ -79,9 +79,9 @@ def _hier_gather_like(op):
     def f(hw, size, p):
         up, out = hw.link("scale_up"), hw.link("scale_out")
         d = float(up.domain_size)
-        # Inside the domain over NVLink, then each device exchanges its share across domains.
-        return link_time(link=up, op=op, size=size / (p / d), p=d) + link_time(
-            link=out, op=op, size=size, p=p / d)
+        # Across domains first among same-rank devices, each on its NIC with 1/d of the buffer
+        # (every byte enters a domain once, as NCCL's rings route it), then inside the domain.
+        return link_time(link=out, op=op, size=size / d, p=p / d) + link_time(link=up, op=op, size=size, p=d)
     return f
 
 
@@ -125,7 +125,8 @@ def strided_collective(*, hw: HardwareSpec, op: str, size, group, stride) -> dic
     only domain/stride of them share a scale-up domain. All in one domain: NVLink; one per
     domain: a flat ring over the NICs (rail-optimized, each GPU its own NIC); in between:
     reduce-scatter inside the domain, the op across domains on 1/local of the data, then
-    all-gather (for all-reduce; gather-like ops move size/local per device across)."""
+    all-gather (for all-reduce; gather-like ops move size/local per device across, then
+    gather inside the domain)."""
     up, out = hw.link("scale_up"), hw.link("scale_out")
     local = np.clip(np.floor(up.domain_size / np.maximum(stride, 1.0)), 1.0, np.maximum(group, 1.0))
     across = np.maximum(group / local, 1.0)
@@ -136,6 +137,6 @@ def strided_collective(*, hw: HardwareSpec, op: str, size, group, stride) -> dic
                 + link_time(link=out, op="all_reduce", size=size / local, p=across)
                 + link_time(link=up, op="all_gather", size=size, p=local))
     else:
-        hier = link_time(link=up, op=op, size=size / across, p=local) + link_time(link=out, op=op, size=size, p=across)
+        hier = link_time(link=out, op=op, size=size / local, p=across) + link_time(link=up, op=op, size=size, p=local)
     t = where(group <= 1, 0.0, where(local >= group, inside, where(local <= 1, flat_out, hier)))
     return {"time_s": t}

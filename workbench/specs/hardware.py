@@ -79,6 +79,7 @@ class HardwareSpec:
     links: tuple  # Link, scale-up first
     l2_bytes: float
     n_sms: int  # streaming multiprocessors / compute units, for wave quantization
+    collective_sms: int  # SMs a running NCCL/RCCL collective holds (its CTAs), taken from overlapped compute
     gemm_tile_m: int  # output tile of the library GEMM kernels (rows)
     gemm_tile_n: int  # output tile (columns)
     gemm_peak_eff: dict  # dtype -> best achievable fraction of peak for large GEMMs (MAMF)
@@ -105,6 +106,8 @@ class HardwareSpec:
         for dt, v in self.gemm_peak_eff.items():
             if dt not in DTYPES or not 0 < v <= 1:
                 raise SpecError(self.name, f"gemm_peak_eff.{dt}", v, "a dtype with a value in (0, 1]")
+        if not 0 <= self.collective_sms < self.n_sms:
+            raise SpecError(self.name, "collective_sms", self.collective_sms, f"an integer in [0, n_sms={self.n_sms})")
         if not self.memory:
             raise SpecError(self.name, "memory", [], "at least one memory tier")
 

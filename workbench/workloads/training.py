@@ -10,6 +10,16 @@ Conventions (stated, and used by the tests):
 - memory per parameter (Rajbhandari et al. 2020, ZeRO, Table 1, K = 12): 2 (bf16 weights)
   + 2 (bf16 gradients) + 12 (fp32 master, momentum, variance); ZeRO-1 shards the 12,
   ZeRO-2 also the gradients, ZeRO-3 also the weights, over DP.
+- the output layer (logits GEMM, its two backward GEMMs, an fp32 softmax cross-entropy)
+  and the embedding run on the last and first pipeline stage; the slot is the slower stage.
+- data parallelism moves bf16 weights and fp32 gradients (Megatron-LM reduces bf16
+  gradients in fp32 unless told otherwise: arguments.py sets
+  accumulate_allreduce_grads_in_fp32). ZeRO-0 all-reduces once per step, ZeRO-1 reduce-
+  scatters once and all-gathers the updated weights; ZeRO-2 reduce-scatters every micro-
+  batch; ZeRO-3 (FSDP FULL_SHARD) gathers weights for forward and backward and reduce-
+  scatters every micro-batch (FSDP's no_sync would keep whole gradients, which ZeRO-3
+  exists to avoid). Collectives overlapped with compute hold hw.collective_sms SMs, so the
+  compute they overlap runs on the rest (see overlap_penalty).
 - activations: the tensors each layer keeps for backward, from the model's widths
   (Korthikanti et al. 2022 count 34·s·b·h for GPT; here summed per tensor), all divided by
   TP (sequence parallelism) and CP; full recompute keeps only the layer input; the first
@@ -22,7 +32,7 @@ import numpy as np
 from ..primitives._array import choose
 from ..primitives.attention import attention_prefill
 from ..primitives.collectives import collective, strided_collective
-from ..primitives.gemm import elementwise
+from ..primitives.gemm import elementwise, gemm
 from ..specs import HardwareSpec, ModelSpec
 from .inference import MEMORY_UTILIZATION
 from .layers import attention_math, layer_elementwise, layer_gemms, tp_allreduce
@@ -30,13 +40,19 @@ from .layers import attention_math, layer_elementwise, layer_gemms, tp_allreduce
 RECOMPUTE = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp8")
 BYTES_PER_PARAM = {"weights": 2.0, "grads": 2.0, "optimizer": 12.0}  # ZeRO paper, K = 12
+WEIGHT_COMM_BYTES = 2.0  # bf16 weights gathered (ZeRO-1/3)
+GRAD_COMM_BYTES = 4.0  # fp32 gradients reduced (Megatron-LM accumulate_allreduce_grads_in_fp32)
+# Softmax cross-entropy over fp32 logits, bytes per logit each way (PyTorch/Megatron kernels,
+# unfused): forward upcast (read 2, write 4) and log-softmax (three reads, one write: 16);
+# backward the nll gradient (write 4), log-softmax backward (read 8, write 4), downcast (read 4, write 2).
+CROSS_ENTROPY_BYTES = {"forward": 22.0, "backward": 22.0}
 ADAM_BYTES_PER_PARAM = 30.0  # read master, grad, m, v (16 B), write master, m, v, bf16 weight (14 B)
 BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is exposed
 GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
 ATTENTION_BACKWARD = 2.5  # FlashAttention-2 backward: five matmuls against the forward's two
 
 
-def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe) -> dict:
+def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash2") -> dict:
     """One layer's forward on one device: T = micro_batch·S/cp tokens; ring attention keeps
     the causal work balanced, S²/(2·cp) query-key pairs per sequence on each CP rank."""
     a_bytes = 2.0
@@ -45,12 +61,38 @@ def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe) -> dict:
     att = attention_prefill(hw=hw, batch=tokens / q, seq_len=q, context=seq / 2.0 - q / 2.0,
                             n_heads=model.n_heads / tp, head_dim=model.head_dim, v_head_dim=model.v_dim,
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
-                            dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=a_bytes)
+                            dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=a_bytes, kernel=attention)
     e = layer_elementwise(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)
     comm = tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes)["comm_s"]
     return {"gemm_s": g["time_s"] + g["overhead_s"], "attention_s": att["time_s"] + att["overhead_s"],
             "elementwise_s": e["time_s"] + e["overhead_s"], "tp_comm_s": comm,
             "gemm_flops": g["flops"], "attention_flops": att["flops"]}
+
+
+def output_layer(hw, model, *, tokens, tp, math) -> dict:
+    """Logits GEMM (vocab split over TP), softmax cross-entropy and embedding lookup for one
+    micro-batch on one device: forward and backward seconds. Backward: dX (T x D from V/tp)
+    and dW (V/tp x D over T tokens) GEMMs; the embedding gradient is scatter-added in fp32."""
+    V, D = model.vocab_size / tp, model.d_model
+    g = dict(hw=hw, dtype=math, a_bytes=2.0, b_bytes=2.0, c_bytes=2.0)
+    logits = gemm(m=tokens, n=V, k=D, **g)
+    d_x, d_w = gemm(m=tokens, n=D, k=V, **g), gemm(m=V, n=D, k=tokens, **g)
+    ce = {k: elementwise(hw=hw, nbytes=tokens * V * b, count=3.0) for k, b in CROSS_ENTROPY_BYTES.items()}
+    emb_fwd = elementwise(hw=hw, nbytes=tokens * D * 4.0)  # gather rows: read + write bf16
+    emb_bwd = elementwise(hw=hw, nbytes=tokens * D * 10.0 + model.vocab_size * D * 4.0 / tp, count=2.0)
+
+    def t(*parts):
+        return sum(p["time_s"] + p["overhead_s"] for p in parts)
+    return {"forward_s": t(logits, ce["forward"], emb_fwd), "backward_s": t(d_x, d_w, ce["backward"], emb_bwd)}
+
+
+def overlap_penalty(hw: HardwareSpec, overlapped_comm_s):
+    """Extra compute time while collectives run beside it: NCCL's CTAs hold collective_sms
+    SMs, so compute advances at (n - c)/n of its rate for the overlapped seconds t and
+    finishes t·c/n later. (H100: 24 of 132 SMs, +22% per overlapped second of compute;
+    Yan et al. 2025, arXiv 2507.03114, measure an 18.9% mean compute slowdown when
+    overlapped on A100/H100/MI250/MI210.)"""
+    return overlapped_comm_s * hw.collective_sms / hw.n_sms
 
 
 def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str):
@@ -68,14 +110,14 @@ def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str
 
 
 def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
-             precision: str, zero: int, recompute: str, virtual_stages) -> dict:
+             precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2") -> dict:
     S, mb = seq_len, micro_batch
     n_micro = global_batch / (dp * mb)
     devices = tp * pp * dp * cp
     tokens_mb = mb * S / cp
     math = precision
     L = model.n_layers
-    kw = dict(tokens=tokens_mb, seq=S, tp=tp, cp=cp, math=math)
+    kw = dict(tokens=tokens_mb, seq=S, tp=tp, cp=cp, math=math, attention=attention)
     dense = layer_forward(hw, model, moe=False, **kw)
     moe = layer_forward(hw, model, moe=True, **kw) if model.is_moe else dense
 
@@ -99,24 +141,40 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
     p2p_bytes = tokens_mb * model.d_model * 2.0 / tp
     p2p = 2.0 * strided_collective(hw=hw, op="send_recv", size=p2p_bytes, group=2.0, stride=tp * cp)["time_s"] \
         * (pp > 1)
+    head = output_layer(hw, model, tokens=tokens_mb, tp=tp, math=math)
+    head_fwd, head_bwd = head["forward_s"], head["backward_s"]
+    head_recomp = head_fwd if recompute == "full" else 0.0
+    fwd, bwd = fwd + head_fwd, bwd + head_bwd  # the last stage, the slowest one
+    recomp = recomp + head_recomp
     slot = fwd + bwd + recomp + a2a + p2p  # one micro-batch through one stage, forward and backward
     bubble = (pp - 1.0) / virtual_stages * slot
-    pipeline = n_micro * slot + bubble
 
-    # Data parallel: gradients reduced (ZeRO >= 1: reduce-scatter + all-gather of weights;
-    # ZeRO-3 also gathers weights for forward and backward), overlapped with backward.
-    # Expert weights are split over EP ranks as well; everything else over TP x PP.
+    # Data parallel. Expert weights are split over EP ranks as well; everything else over TP x PP.
     expert_params = model.n_moe_layers * model.n_experts * model.expert_params
     params_dev = (model.n_params - expert_params) / (tp * pp) + expert_params / (tp * pp * ep)
-    grad_bytes = params_dev * BYTES_PER_PARAM["grads"]
     stride = tp * pp * cp
-    if zero >= 3:
-        dp_traffic = 3.0 * strided_collective(hw=hw, op="all_gather", size=grad_bytes, group=dp, stride=stride)["time_s"]
-    else:
-        dp_traffic = strided_collective(hw=hw, op="all_reduce", size=grad_bytes, group=dp, stride=stride)["time_s"]
-    n_buckets = np.maximum(params_dev / BUCKET_PARAMS, 1.0)
-    window = bwd + (fwd if zero >= 3 else 0.0)
-    dp_exposed = np.maximum(dp_traffic - window, dp_traffic / n_buckets)
+
+    def dp_op(op, bytes_per_param):
+        return strided_collective(hw=hw, op=op, size=params_dev * bytes_per_param, group=dp, stride=stride)["time_s"]
+    gather = dp_op("all_gather", WEIGHT_COMM_BYTES)
+    reduce_scatter = dp_op("reduce_scatter", GRAD_COMM_BYTES)
+    # Per micro-batch traffic (overlapped with that micro-batch's compute, one FSDP unit -
+    # a layer - or one bucket exposed) and per step traffic (reduced during the last
+    # micro-batch's backward; the ZeRO-1/2 weight all-gather after the optimizer is exposed).
+    per_micro = np.where(zero >= 3, 2.0 * gather + reduce_scatter, np.where(zero == 2, reduce_scatter, 0.0))
+    per_step = np.where(zero == 0, dp_op("all_reduce", GRAD_COMM_BYTES), np.where(zero == 1, reduce_scatter, 0.0))
+    after_step = np.where((zero == 1) | (zero == 2), gather, 0.0)
+    units = np.where(zero >= 3, L / pp, np.maximum(params_dev / BUCKET_PARAMS, 1.0))
+    micro_window = np.where(zero >= 3, fwd + bwd + recomp, bwd)
+    micro_exposed = np.maximum(per_micro - micro_window, per_micro / units)
+    step_exposed = np.maximum(per_step - bwd, per_step / units)
+    dp_traffic = n_micro * per_micro + per_step + after_step
+    dp_exposed = n_micro * micro_exposed + step_exposed + after_step
+    overlapped = n_micro * (per_micro - micro_exposed) + (per_step - step_exposed)
+    cp_overlapped = n_micro * 2.0 * np.minimum(cp_comm, f_att) * (cp > 1)
+    contention = overlap_penalty(hw, overlapped + cp_overlapped)
+    pipeline = n_micro * slot + bubble + contention
+
     opt_params = params_dev / np.where(zero >= 1, dp, 1.0)
     optimizer = elementwise(hw=hw, nbytes=opt_params * ADAM_BYTES_PER_PARAM)["time_s"]
     step = pipeline + dp_exposed + optimizer
@@ -152,9 +210,10 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
         "weights_optimizer_per_device_bytes": state, "activations_per_device_bytes": act + logits,
         "fits": fits, "reason": reason,
         "forward_s": n_micro * fwd, "backward_s": n_micro * bwd, "recompute_s": n_micro * recomp,
-        "pipeline_bubble_s": bubble, "bubble_fraction": bubble / pipeline,
+        "pipeline_bubble_s": bubble, "bubble_fraction": bubble / (n_micro * slot + bubble),
         "tp_comm_s": n_micro * 2.0 * f_tp, "cp_comm_s": n_micro * 2.0 * cp_exposed, "ep_comm_s": n_micro * a2a,
         "pp_comm_s": (n_micro + pp - 1.0) / virtual_stages * p2p, "dp_comm_s": dp_traffic,
-        "dp_comm_exposed_s": dp_exposed, "optimizer_s": optimizer,
+        "dp_comm_exposed_s": dp_exposed, "overlap_contention_s": contention, "optimizer_s": optimizer,
+        "output_layer_s": n_micro * (head_fwd + head_bwd + head_recomp),
         "n_micro_batches": n_micro, "devices": devices, "model_flops": model_flops,
     }
