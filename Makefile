@@ -18,5 +18,6 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_inference.py
+	$(BIN)/python benchmarks/bench_training.py
 
 .PHONY: install main test bench
