@@ -1,7 +1,9 @@
 """Training on Cerebras systems with weight streaming: activations stay on the wafer,
 each layer's weights stream in from MemoryX for the forward and again for the backward,
 gradients stream out to MemoryX (reduced across systems by SwarmX), where the optimizer
-runs. `devices` systems split the global batch (data parallel).
+runs. `devices` systems split the global batch (data parallel). Each system runs its share
+in the fewest equal micro-batches whose activations fit in the wafer's SRAM (Cerebras
+modelzoo micro_batch_size "auto"); the weights stream in again for every micro-batch.
 
 Per layer, compute runs on the whole wafer (MeshGEMM shapes from wafer_layers, forward;
 backward counted as twice the forward, as for the GEMMs); it overlaps the streaming, so a
@@ -28,14 +30,20 @@ def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, de
                    precision: str = "bf16", recompute: str = "none", **_) -> dict:
     w = wafer
     per_system = global_batch / devices
+    act_per_seq = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) \
+        * seq_len * model.n_layers
+    capacity = (w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes) * w.program_pes
+    fits = act_per_seq <= capacity
+    n_micro = np.ceil(per_system / np.maximum(np.floor(capacity / act_per_seq), 1.0))
+    micro = per_system / n_micro  # sequences per micro-batch, equal split
     # The layer runs on the square grid that makes it fastest (small widths waste most of a
     # large grid's tiles); candidates along a trailing axis, one vectorized call.
     cand = grid_candidates(w)
     ex = lambda a: np.expand_dims(np.asarray(a, dtype=float), -1)  # noqa: E731
-    cycles = prefill_layer(w, model, P=cand, batch=ex(per_system), prompt=ex(seq_len))["cycles"]
+    cycles = prefill_layer(w, model, P=cand, batch=ex(micro), prompt=ex(seq_len))["cycles"]
     P = np.take(cand, np.argmin(cycles, axis=-1))
     fwd_cycles = np.min(cycles, axis=-1)
-    head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=per_system * seq_len)
+    head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=micro * seq_len)
     layer_params = (model.n_params - model.embedding_params) / model.n_layers
     passes = 1.0 + BACKWARD_FACTOR + (1.0 if recompute == "full" else 0.0)  # forward, backward, recompute
     layer = streamed_layer(compute_s=passes * fwd_cycles / w.clock_hz,
@@ -45,17 +53,14 @@ def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, de
     head_t = streamed_layer(compute_s=(1.0 + BACKWARD_FACTOR) * head["cycles"] / w.clock_hz,
                             weight_bytes=2 * 2.0 * head_params, gradient_bytes=2.0 * head_params,
                             io_bytes_per_s=system.io_bytes_per_s)
-    step = model.n_layers * layer["time_s"] + head_t["time_s"]
+    step = n_micro * (model.n_layers * layer["time_s"] + head_t["time_s"])
     tokens = global_batch * seq_len
     attn_flops = 12.0 * model.n_layers * model.n_heads * model.head_dim * seq_len * tokens
     model_flops = 6.0 * model.n_params_active * tokens + attn_flops
     peak = w.peak("fp16")
-    act = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) \
-        * per_system * seq_len * model.n_layers
-    capacity = (w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes) * w.program_pes
-    fits = act <= capacity
-    io_s = model.n_layers * layer["io_s"] + head_t["io_s"]
-    compute_s = model.n_layers * layer["compute_s"] + head_t["compute_s"]
+    act = act_per_seq * micro
+    io_s = n_micro * (model.n_layers * layer["io_s"] + head_t["io_s"])
+    compute_s = n_micro * (model.n_layers * layer["compute_s"] + head_t["compute_s"])
     return {
         "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
         "samples_per_s": global_batch / step,
@@ -63,8 +68,9 @@ def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, de
         "mfu": model_flops / step / devices / peak, "hfu": model_flops / step / devices / peak,
         "memory_per_device_bytes": act, "memory_capacity_bytes": capacity,
         "activations_per_device_bytes": act, "fits": fits,
-        "reason": choose([(~fits, "activations of the per-system batch exceed the wafer's SRAM")], ""),
+        "reason": choose([(~fits, "one sequence's activations exceed the wafer's SRAM")], ""),
         "bound": choose([(io_s > compute_s, "weight_streaming_io")], "compute"),
         "forward_s": compute_s / passes, "backward_s": compute_s * BACKWARD_FACTOR / passes, "pe_grid": P,
         "weight_streaming_io_s": io_s, "devices": devices, "model_flops": model_flops,
+        "n_micro_batches": n_micro, "micro_batch": micro,
     }
