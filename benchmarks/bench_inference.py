@@ -8,12 +8,13 @@ Prints points per second for both and the peak resident memory of the process.
 from __future__ import annotations
 
 import argparse
-import resource
 import time
 
 import numpy as np
 
 from workbench import predict
+
+from _report import best_time, summary
 
 
 def main() -> None:
@@ -29,12 +30,8 @@ def main() -> None:
     n = len(batch) * len(prompt) * len(generate)
 
     predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=8, weights="fp8")  # warm caches
-    vec_s = np.inf
-    for _ in range(3):  # best of three: the first touch of fresh memory is noisy
-        t0 = time.perf_counter()
-        ds = predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=batch,
-                               prompt=prompt, generate=generate, weights="fp8", kv="fp8")
-        vec_s = min(vec_s, time.perf_counter() - t0)
+    ds, vec_s = best_time(lambda: predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=batch,
+                                                    prompt=prompt, generate=generate, weights="fp8", kv="fp8"))
     assert ds.tpot_s.size == n
 
     rng = np.random.default_rng(0)
@@ -45,12 +42,7 @@ def main() -> None:
                           generate=int(rng.choice(generate)), weights="fp8", kv="fp8")
     loop_s = time.perf_counter() - t0
 
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"vectorized: {n:,} points in {vec_s:.2f} s = {n / vec_s:,.0f} points/s")
-    print(f"scalar loop: {args.loop} calls in {loop_s:.2f} s = {args.loop / loop_s:,.1f} points/s")
-    print(f"speed-up: {(n / vec_s) / (args.loop / loop_s):,.0f}x; peak RSS {peak_mb:,.0f} MB; "
-          f"dataset {ds.nbytes / 1e6:,.0f} MB with {len(ds.data_vars)} variables")
-
+    summary(n=n, vec_s=vec_s, loop_calls=args.loop, loop_s=loop_s, ds=ds)
 
 if __name__ == "__main__":
     main()

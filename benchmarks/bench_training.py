@@ -9,12 +9,13 @@ Prints points per second for both and the peak resident memory of the process.
 from __future__ import annotations
 
 import argparse
-import resource
 import time
 
 import numpy as np
 
 from workbench import predict
+
+from _report import best_time, summary
 
 GRID = dict(tp=[1, 2, 4, 8], pp=[1, 2, 4, 8, 16], dp=[1, 2, 4, 8, 16, 32, 64, 128],
             micro_batch=[1, 2, 4, 8], seq_len=[2048, 4096, 8192, 16384, 32768, 65536, 131072],
@@ -28,11 +29,7 @@ def main() -> None:
     args = ap.parse_args()
     n = int(np.prod([len(v) for v in GRID.values()]))
     predict.training(**FIXED, tp=8, pp=4, dp=8)  # warm caches
-    vec_s = np.inf
-    for _ in range(3):  # best of three
-        t0 = time.perf_counter()
-        ds = predict.training(**FIXED, **GRID)
-        vec_s = min(vec_s, time.perf_counter() - t0)
+    ds, vec_s = best_time(lambda: predict.training(**FIXED, **GRID))
     assert ds.step_time_s.size == n
     feasible = float(ds.fits.mean())
 
@@ -42,11 +39,8 @@ def main() -> None:
         predict.training(**FIXED, **{k: rng.choice(v).item() for k, v in GRID.items()})
     loop_s = time.perf_counter() - t0
 
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"vectorized: {n:,} layouts in {vec_s:.2f} s = {n / vec_s:,.0f} points/s ({feasible:.0%} fit in memory)")
-    print(f"scalar loop: {args.loop} calls in {loop_s:.2f} s = {args.loop / loop_s:,.1f} points/s")
-    print(f"speed-up: {(n / vec_s) / (args.loop / loop_s):,.0f}x; peak RSS {peak_mb:,.0f} MB; "
-          f"dataset {ds.nbytes / 1e6:,.0f} MB with {len(ds.data_vars)} variables")
+    summary(n=n, vec_s=vec_s, loop_calls=args.loop, loop_s=loop_s, ds=ds, what="layouts",
+            extra=f" ({feasible:.0%} fit in memory)")
 
 
 if __name__ == "__main__":
