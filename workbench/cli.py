@@ -45,7 +45,7 @@ _ARGS = {
         "micro_batch": (int, 1, "sequences per micro-batch"), "precision": (str, "bf16", "bf16 or fp8"),
         "zero": (int, 1, "ZeRO stage 0-3"), "recompute": (str, "none", "none, selective or full"),
         "virtual_stages": (int, 1, "interleaved pipeline stages per device"),
-        "attention": (str, "flash2", "flash-attention kernel: flash2 or flash1 (FA1 / Triton)")},
+        "attention": (str, "flash2", "attention kernel: flash2, flash1 (FA1 / Triton) or materialized (scores in HBM)")},
     "serving": {
         "hardware": (str, None, "one hardware name"), "model": (str, None, "one model name"),
         "devices": (int, "", "CS systems (wafers)"), "tp": (int, 1, "tensor parallel"), "pp": (int, 1, ""),

@@ -137,3 +137,21 @@ def test_attention_kernel_generation():
     assert 1.0 < ratio(2048) < ratio(32768)
     with pytest.raises(InputError, match="attention"):
         _train(dp=8, attention="flash9")
+
+
+def test_materialized_attention_moves_its_scores():
+    """Pre-flash attention writes the S x S scores: at a fixed token count its extra time
+    grows with S (scores per token = heads x S), it keeps 5 bytes per score for backward
+    without recomputation, and selective recomputation drops them (Korthikanti et al. 2022)."""
+    def extra(seq):
+        m = _train(dp=8, seq_len=seq, global_batch=65536 // seq * 8, attention="materialized")
+        f = _train(dp=8, seq_len=seq, global_batch=65536 // seq * 8, attention="flash2")
+        return float(m.step_time_s) - float(f.step_time_s)
+    assert 0 < extra(1024) < extra(4096)
+    kept = _train(dp=8, attention="materialized", recompute="none")
+    flash = _train(dp=8, attention="flash2", recompute="none")
+    m = load_model("llama_3_8b")
+    scores = 5 * m.n_heads * 4096 * 4096 * m.n_layers  # one micro-batch of one sequence
+    assert float(kept.activations_per_device_bytes) - float(flash.activations_per_device_bytes) == pytest.approx(scores)
+    sel = _train(dp=8, attention="materialized", recompute="selective")
+    assert float(sel.activations_per_device_bytes) < float(kept.activations_per_device_bytes)

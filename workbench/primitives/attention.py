@@ -12,12 +12,21 @@ from .gemm import memory_time
 import numpy as np
 
 
-# Flash-attention kernel generations relative to FlashAttention-2, whose efficiency the
+# Attention kernels. Flash generations relative to FlashAttention-2, whose efficiency the
 # hardware specs carry (attention_peak_eff). FlashAttention-1 and its Triton port (MosaicML
 # llm-foundry's attn_impl='triton' in 2023): 25-40% of A100 peak against FlashAttention-2's
 # 50-73% (Dao 2023, FlashAttention-2 paper, abstract and section 1): 40/73 at the top end,
 # where attention_peak_eff is defined. Other GPUs are assumed to keep the A100 ratio.
-ATTENTION_KERNELS = {"flash2": 1.0, "flash1": 40.0 / 73.0}
+# "materialized": the pre-flash kernels of Megatron-LM (2021): batched GEMMs for QK^T and
+# PV over every query-key pair (no causal skipping) with the scores in HBM between them.
+ATTENTION_KERNELS = {"flash2": 1.0, "flash1": 40.0 / 73.0, "materialized": None}
+FLASH_BACKWARD = 2.5  # FlashAttention-2 backward: five matmuls against the forward's two
+# Bytes per score element (16-bit scores, 1-byte dropout mask), Megatron-LM's kernels:
+# forward QK^T writes 2, fused scale-mask-softmax reads 2 and writes 2, dropout reads 2 and
+# writes 2 plus the mask 1, PV reads 2 (13); backward dP written 2, dV's GEMM reads P 2,
+# dropout backward reads 2 + mask 1 and writes 2, softmax backward reads 4 and writes 2,
+# dQ and dK GEMMs read dS 2 each (19).
+SCORE_BYTES = {"forward": 13.0, "backward": 19.0}
 
 
 def _matmul_eff(hw: HardwareSpec, flops, dtype: str, kernel: str = "flash2"):
@@ -30,9 +39,9 @@ def _matmul_eff(hw: HardwareSpec, flops, dtype: str, kernel: str = "flash2"):
 def attention_prefill(*, hw: HardwareSpec, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
                       v_head_dim=None, causal=True, dtype: str = "bf16", act_bytes=2.0,
                       kv_bytes=None, context=0.0, kernel: str = "flash2") -> dict:
-    """Flash-style attention over `seq_len` new tokens per sequence that also attend to
-    `context` cached tokens, by a `kernel` of ATTENTION_KERNELS. Memory: read Q, K, V (new
-    and cached), write O."""
+    """Attention over `seq_len` new tokens per sequence that also attend to `context` cached
+    tokens, by a `kernel` of ATTENTION_KERNELS. Memory: read Q, K, V (new and cached), write
+    O; the materialized kernel also moves its scores. backward_s: the backward pass."""
     n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
     v_head_dim = head_dim if v_head_dim is None else v_head_dim
     kv_bytes = act_bytes if kv_bytes is None else kv_bytes
@@ -41,11 +50,23 @@ def attention_prefill(*, hw: HardwareSpec, batch, seq_len, n_heads, head_dim, n_
     keys = seq_len + context
     nbytes = batch * (seq_len * n_heads * (head_dim + v_head_dim) * act_bytes
                       + keys * n_kv_heads * (head_dim + v_head_dim) * kv_bytes)
-    compute_s = flops / (hw.peak(dtype) * _matmul_eff(hw, flops, dtype, kernel))
     memory_s = memory_time(hw=hw, nbytes=nbytes)
+    if kernel == "materialized":
+        scores = batch * n_heads * seq_len * keys  # every pair, masked ones included
+        executed = 2.0 * batch * n_heads * (head_dim + v_head_dim) * seq_len * keys
+        matmul_s = executed / (hw.peak(dtype) * hw.gemm_peak_eff_for(dtype) * hw.gemm_eff(executed))
+        score_s = {k: memory_time(hw=hw, nbytes=scores * b) for k, b in SCORE_BYTES.items()}
+        time_s, compute_s = matmul_s + score_s["forward"], matmul_s
+        backward_s = 2.0 * matmul_s + score_s["backward"]
+        overhead_s = 5.0 * hw.kernel_launch_s + 0.0 * flops  # QK^T, softmax, dropout, PV (+ launch of the mask)
+    else:
+        compute_s = flops / (hw.peak(dtype) * _matmul_eff(hw, flops, dtype, kernel))
+        time_s = np.maximum(compute_s, memory_s)
+        backward_s = FLASH_BACKWARD * time_s
+        overhead_s = hw.kernel_launch_s + 0.0 * flops
     return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
-            "overhead_s": hw.kernel_launch_s + 0.0 * flops,
-            "time_s": np.maximum(compute_s, memory_s), "compute_bound": compute_s >= memory_s}
+            "overhead_s": overhead_s, "time_s": time_s, "backward_s": backward_s,
+            "compute_bound": compute_s >= memory_s}
 
 
 def attention_decode(*, hw: HardwareSpec, batch, context, n_heads, head_dim, n_kv_heads,

@@ -49,7 +49,6 @@ CROSS_ENTROPY_BYTES = {"forward": 22.0, "backward": 22.0}
 ADAM_BYTES_PER_PARAM = 30.0  # read master, grad, m, v (16 B), write master, m, v, bf16 weight (14 B)
 BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is exposed
 GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
-ATTENTION_BACKWARD = 2.5  # FlashAttention-2 backward: five matmuls against the forward's two
 
 
 def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash2") -> dict:
@@ -65,6 +64,7 @@ def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash
     e = layer_elementwise(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)
     comm = tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes)["comm_s"]
     return {"gemm_s": g["time_s"] + g["overhead_s"], "attention_s": att["time_s"] + att["overhead_s"],
+            "attention_backward_s": att["backward_s"] + att["overhead_s"],
             "elementwise_s": e["time_s"] + e["overhead_s"], "tp_comm_s": comm,
             "gemm_flops": g["flops"], "attention_flops": att["flops"]}
 
@@ -95,8 +95,11 @@ def overlap_penalty(hw: HardwareSpec, overlapped_comm_s):
     return overlapped_comm_s * hw.collective_sms / hw.n_sms
 
 
-def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str):
-    """Bytes a layer keeps per token for backward (bf16), divided over TP and CP."""
+def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str, attention="flash2", seq=0.0):
+    """Bytes a layer keeps per token for backward (bf16), divided over TP and CP. A
+    materialized attention also keeps its scores: softmax output, dropout mask and output
+    (2 + 1 + 2 bytes per query-key pair; Korthikanti et al. 2022, 5·a·s²·b), which
+    selective recomputation drops."""
     D, H, K, h = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim
     F = model.d_ff_expert * (model.n_active_experts + model.n_shared_experts) if model.is_moe else model.d_ff
     if recompute == "full":
@@ -106,7 +109,8 @@ def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str
                  + H * model.v_dim + D  # attention output, residual
                  + 2 * D  # norm, MLP input
                  + model.mlp_matrices * F)  # gate/up outputs and the activation's output
-    return 2.0 * per_token / (tp * cp)
+    scores = 5.0 * H * seq / cp if (attention == "materialized" and recompute == "none") else 0.0
+    return (2.0 * per_token + scores) / (tp * cp)
 
 
 def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
@@ -125,13 +129,14 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
         return (model.n_dense_mlp_layers * dense[key] + model.n_moe_layers * moe[key]) / pp
 
     f_gemm, f_att, f_elem, f_tp = (per_stage(k) for k in ("gemm_s", "attention_s", "elementwise_s", "tp_comm_s"))
+    b_att = per_stage("attention_backward_s")
     # CP: each layer exchanges K and V around the ring (overlapped with attention in Megatron's
     # ring attention; counted exposed only beyond the attention time).
     kv_bytes = tokens_mb * 2 * model.n_kv_heads * model.head_dim / tp * 2.0
     cp_comm = collective(hw=hw, op="all_gather", size=kv_bytes * cp, devices=cp * tp)["time_s"] * L / pp
     cp_exposed = np.maximum(cp_comm - f_att, 0.0) * (cp > 1)
     fwd = f_gemm + f_att + f_elem + f_tp + cp_exposed
-    bwd = GEMM_BACKWARD * f_gemm + ATTENTION_BACKWARD * f_att + 2.0 * f_elem + f_tp + cp_exposed
+    bwd = GEMM_BACKWARD * f_gemm + b_att + 2.0 * f_elem + f_tp + cp_exposed
     recomp = {"none": 0.0 * fwd, "selective": f_att, "full": fwd}[recompute]
     # MoE expert parallelism: all-to-all dispatch and combine, forward and backward.
     a2a = 0.0
@@ -192,7 +197,8 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
     state = sum(params_dev * BYTES_PER_PARAM[k] / shard[k] for k in BYTES_PER_PARAM)
     # Megatron-LM: the first stage holds pp micro-batches (1F1B); interleaving adds (pp-1)/(pp·v).
     in_flight = np.minimum(pp, n_micro) * np.where(virtual_stages > 1, 1.0 + (pp - 1.0) / (pp * virtual_stages), 1.0)
-    act = activation_bytes_per_token_layer(model, tp=tp, cp=cp, recompute=recompute) * mb * S * (L / pp) * in_flight
+    act = activation_bytes_per_token_layer(model, tp=tp, cp=cp, recompute=recompute, attention=attention, seq=S) \
+        * mb * S * (L / pp) * in_flight
     logits = mb * S / cp * model.vocab_size / tp * 4.0
     used = state + act + logits
     capacity = hw.hbm.capacity_bytes * MEMORY_UTILIZATION
@@ -205,6 +211,7 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
         "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
         "samples_per_s": global_batch / step,
         "model_flops_per_s_per_device": model_flops / step / devices,
+        "hardware_flops_per_s_per_device": (model_flops + recompute_flops) / step / devices,
         "mfu": model_flops / step / devices / peak, "hfu": (model_flops + recompute_flops) / step / devices / peak,
         "memory_per_device_bytes": used, "memory_capacity_bytes": capacity,
         "weights_optimizer_per_device_bytes": state, "activations_per_device_bytes": act + logits,

@@ -65,6 +65,7 @@ def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, de
         "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
         "samples_per_s": global_batch / step,
         "model_flops_per_s_per_device": model_flops / step / devices,
+        "hardware_flops_per_s_per_device": model_flops / step / devices,
         "mfu": model_flops / step / devices / peak, "hfu": model_flops / step / devices / peak,
         "memory_per_device_bytes": act, "memory_capacity_bytes": capacity,
         "activations_per_device_bytes": act, "fits": fits,
