@@ -82,24 +82,28 @@ def _wafer_gemm(hw, dtype, mapping, m, n, k, pe_grid):
             "bound": np.where(compute >= comm, "compute", "mesh_reduction")}
 
 
-def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True):
-    """Flash-style attention forward over `seq_len` tokens: FLOPs 4·batch·seq²·heads·head_dim,
-    halved when causal (the FlashAttention papers' convention)."""
+def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True, kernel="flash2"):
+    """Attention forward over `seq_len` tokens: FLOPs 4·batch·seq²·heads·head_dim, halved
+    when causal (the FlashAttention papers' convention), by a `kernel` of
+    primitives/attention.ATTENTION_KERNELS; backward_s is its backward pass."""
+    from .primitives.attention import ATTENTION_KERNELS
     _check_hardware(hardware)
     _check_dtype("dtype", dtype)
+    check_choice("kernel", values_of(kernel), ATTENTION_KERNELS)
     for arg, v in (("batch", batch), ("seq_len", seq_len), ("n_heads", n_heads), ("head_dim", head_dim)):
         check_positive(arg, v, integer=True)
     check_choice("causal", values_of(causal), (True, False))
 
-    def fn(hardware, dtype, causal, batch, seq_len, n_heads, head_dim):
+    def fn(hardware, dtype, causal, kernel, batch, seq_len, n_heads, head_dim):
         a = attention_prefill(hw=load_hardware(hardware), batch=batch, seq_len=seq_len, n_heads=n_heads,
                               head_dim=head_dim, causal=bool(causal), dtype=dtype,
-                              act_bytes=DTYPE_BYTES[dtype])
+                              act_bytes=DTYPE_BYTES[dtype], kernel=kernel)
         return {"time_s": a["time_s"], "flops_per_s": a["flops"] / a["time_s"], "flops": a["flops"],
-                "bytes": a["bytes"], "compute_s": a["compute_s"], "memory_s": a["memory_s"]}
+                "bytes": a["bytes"], "compute_s": a["compute_s"], "memory_s": a["memory_s"],
+                "backward_s": a["backward_s"]}
 
     return evaluate(fn, categorical={"hardware": as_axis("hardware", hardware), "dtype": as_axis("dtype", dtype),
-                                     "causal": as_axis("causal", causal)},
+                                     "causal": as_axis("causal", causal), "kernel": as_axis("kernel", kernel)},
                     numeric={"batch": as_axis("batch", batch), "seq_len": as_axis("seq_len", seq_len),
                              "n_heads": as_axis("n_heads", n_heads), "head_dim": as_axis("head_dim", head_dim)},
                     attrs={"function": "predict.attention"})

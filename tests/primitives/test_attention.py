@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 
 from workbench import predict
-from workbench.primitives.attention import attention_decode, attention_prefill
+from workbench.primitives.attention import SCORE_BYTES, attention_decode, attention_prefill
 from workbench.primitives.gemm import memory_time
 from workbench.specs import list_gpus, load_hardware
 from workbench.units import DTYPE_BYTES
@@ -195,3 +195,20 @@ def test_predict_attention_sweeps_and_units():
     a = attention_prefill(hw=load_hardware("b200"), batch=4, seq_len=8192, n_heads=32, head_dim=128)
     assert float(ds.time_s.sel(hardware="b200", batch=4, seq_len=8192)) == pytest.approx(float(a["time_s"]))
     np.testing.assert_allclose(ds.flops_per_s, ds.flops / ds.time_s)
+
+
+@pytest.mark.parametrize("hardware", ["a100_sxm", "h100_sxm"])
+def test_materialized_attention_roofline_and_ordering(hardware):
+    """Pre-flash attention: never faster than its score traffic at peak bandwidth (13 bytes
+    per query-key pair forward, 19 backward, every pair computed) nor than its GEMMs at peak;
+    always slower than a flash kernel of the same shape, and FA1-class slower than FA2."""
+    hw = load_hardware(hardware)
+    shape = dict(hw=hw, batch=8.0, seq_len=np.array([512.0, 2048.0, 8192.0]), n_heads=32.0, head_dim=128.0)
+    m = attention_prefill(**shape, kernel="materialized")
+    f1, f2 = attention_prefill(**shape, kernel="flash1"), attention_prefill(**shape, kernel="flash2")
+    scores = 8.0 * 32 * shape["seq_len"] ** 2
+    bw = hw.hbm.bandwidth_bytes_per_s
+    assert np.all(m["time_s"] >= scores * SCORE_BYTES["forward"] / bw)
+    assert np.all(m["backward_s"] >= scores * SCORE_BYTES["backward"] / bw)
+    assert np.all(m["time_s"] >= 2 * 2.0 * scores * 128 / hw.peak("bf16"))
+    assert np.all(m["time_s"] > f1["time_s"]) and np.all(f1["time_s"] > f2["time_s"])
