@@ -2,7 +2,7 @@
 llm-foundry MPT sweep MF01-MF18 (added to the project's copy from the same README the E06-E10
 rows cite) and Megatron-LM's weak-scaling table MG01-MG09 (Narayanan et al. SC21 Table 1,
 whose last row is E04); none of them tuned anything; and the CS-2 rows of wse_measurements.csv.
-Tolerance: 25% for GPU clusters; a factor of 2.5 for CS-2 weight streaming (its compute
+Tolerance: 25% for GPU clusters; a factor of 1.5 for CS-2 weight streaming (its compute
 efficiency comes from WaferLLM's inference kernels). Rows outside are xfail(strict) with
 their error stated.
 
@@ -163,7 +163,7 @@ def test_cs2_weight_streaming_rows(row_id, layers, d_model, heads, batch):
     ds = predict.training(hardware="cs2", model=model, seq_len=2048, global_batch=batch)
     got, measured = float(ds.samples_per_s), wse_row(row_id)["value"]
     print(f"{row_id} CS-2 {layers}L d{d_model}: {got:.0f} vs {measured:.0f} samples/s ({got / measured - 1:+.0%})")
-    assert measured / 2.5 <= got <= measured * 2.5
+    assert measured / 1.5 <= got <= measured * 1.5
 
 
 def test_cs2_trend_with_model_size():

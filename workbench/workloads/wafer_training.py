@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives._array import choose
-from ..primitives.mesh import mesh_gemv
+from ..primitives.mesh import mesh_gemm
 from ..primitives.weight_streaming import streamed_layer
 from ..specs import ModelSpec
 from ..specs.wafer import SystemSpec, WaferSpec
@@ -43,7 +43,7 @@ def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, de
     cycles = prefill_layer(w, model, P=cand, batch=ex(micro), prompt=ex(seq_len))["cycles"]
     P = np.take(cand, np.argmin(cycles, axis=-1))
     fwd_cycles = np.min(cycles, axis=-1)
-    head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=micro * seq_len)
+    head = mesh_gemm(w, P=P, m=micro * seq_len, k=model.d_model, n=model.vocab_size)  # logits of every token
     layer_params = (model.n_params - model.embedding_params) / model.n_layers
     passes = 1.0 + BACKWARD_FACTOR + (1.0 if recompute == "full" else 0.0)  # forward, backward, recompute
     layer = streamed_layer(compute_s=passes * fwd_cycles / w.clock_hz,
