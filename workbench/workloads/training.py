@@ -7,9 +7,9 @@ Conventions (stated, and used by the tests):
   (active parameters for MoE), embeddings included. mfu = model FLOPs / (step · peak).
 - hfu adds the recomputed forward work (full recompute: one more forward; selective: the
   attention core), as Megatron-LM's reported TFLOP/s do.
-- memory per parameter (Rajbhandari et al. 2020, ZeRO, Table 1, K = 12): 2 (bf16 weights)
-  + 2 (bf16 gradients) + 12 (fp32 master, momentum, variance); ZeRO-1 shards the 12,
-  ZeRO-2 also the gradients, ZeRO-3 also the weights, over DP.
+- memory per parameter: 2 (bf16 weights) + 4 (fp32 gradients, Megatron-LM's default for
+  bf16) + 12 (fp32 master, momentum, variance: Rajbhandari et al. 2020, ZeRO, K = 12) =
+  18; ZeRO-1 shards the 12, ZeRO-2 also the gradients, ZeRO-3 also the weights, over DP.
 - the output layer (logits GEMM, its two backward GEMMs, an fp32 softmax cross-entropy)
   and the embedding run on the last and first pipeline stage; the slot is the slower stage.
 - data parallelism moves bf16 weights and fp32 gradients (Megatron-LM reduces bf16
@@ -39,9 +39,12 @@ from .layers import attention_math, layer_elementwise, layer_gemms, tp_allreduce
 
 RECOMPUTE = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp8")
-BYTES_PER_PARAM = {"weights": 2.0, "grads": 2.0, "optimizer": 12.0}  # ZeRO paper, K = 12
-WEIGHT_COMM_BYTES = 2.0  # bf16 weights gathered (ZeRO-1/3)
-GRAD_COMM_BYTES = 4.0  # fp32 gradients reduced (Megatron-LM accumulate_allreduce_grads_in_fp32)
+# bf16 weights, fp32 gradients (Megatron-LM accumulates and reduces bf16 gradients in fp32:
+# arguments.py sets accumulate_allreduce_grads_in_fp32), fp32 master, momentum and variance
+# (ZeRO paper K = 12): 18 bytes per parameter.
+BYTES_PER_PARAM = {"weights": 2.0, "grads": 4.0, "optimizer": 12.0}
+WEIGHT_COMM_BYTES = BYTES_PER_PARAM["weights"]  # bf16 weights gathered (ZeRO-1/3)
+GRAD_COMM_BYTES = BYTES_PER_PARAM["grads"]  # fp32 gradients reduced
 # Softmax cross-entropy over fp32 logits, bytes per logit each way (PyTorch/Megatron kernels,
 # unfused): forward upcast (read 2, write 4) and log-softmax (three reads, one write: 16);
 # backward the nll gradient (write 4), log-softmax backward (read 8, write 4), downcast (read 4, write 2).
@@ -215,6 +218,7 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
         "mfu": model_flops / step / devices / peak, "hfu": (model_flops + recompute_flops) / step / devices / peak,
         "memory_per_device_bytes": used, "memory_capacity_bytes": capacity,
         "weights_optimizer_per_device_bytes": state, "activations_per_device_bytes": act + logits,
+        **{f"{k}_per_device_bytes": params_dev * BYTES_PER_PARAM[k] / shard[k] for k in BYTES_PER_PARAM},
         "fits": fits, "reason": reason,
         "forward_s": n_micro * fwd, "backward_s": n_micro * bwd, "recompute_s": n_micro * recomp,
         "pipeline_bubble_s": bubble, "bubble_fraction": bubble / (n_micro * slot + bubble),
