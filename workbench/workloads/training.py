@@ -198,7 +198,8 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
     # Memory per device.
     shard = {"weights": np.where(zero >= 3, dp, 1.0), "grads": np.where(zero >= 2, dp, 1.0),
              "optimizer": np.where(zero >= 1, dp, 1.0)}
-    state = sum(params_dev * BYTES_PER_PARAM[k] / shard[k] for k in BYTES_PER_PARAM)
+    per_part = {f"{k}_per_device_bytes": params_dev * BYTES_PER_PARAM[k] / shard[k] for k in BYTES_PER_PARAM}
+    state = sum(per_part.values())
     # Megatron-LM: the first stage holds pp micro-batches (1F1B); interleaving adds (pp-1)/(pp·v).
     in_flight = np.minimum(pp, n_micro) * np.where(virtual_stages > 1, 1.0 + (pp - 1.0) / (pp * virtual_stages), 1.0)
     act = activation_bytes_per_token_layer(model, tp=tp, cp=cp, recompute=recompute, attention=attention, seq=S) \
@@ -219,7 +220,7 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
         "mfu": model_flops / step / devices / peak, "hfu": (model_flops + recompute_flops) / step / devices / peak,
         "memory_per_device_bytes": used, "memory_capacity_bytes": capacity,
         "weights_optimizer_per_device_bytes": state, "activations_per_device_bytes": act + logits,
-        **{f"{k}_per_device_bytes": params_dev * BYTES_PER_PARAM[k] / shard[k] for k in BYTES_PER_PARAM},
+        **per_part,
         "fits": fits, "reason": reason,
         "forward_s": n_micro * fwd, "backward_s": n_micro * bwd, "recompute_s": n_micro * recomp,
         "pipeline_bubble_s": bubble, "bubble_fraction": bubble / (n_micro * slot + bubble),
