@@ -10,6 +10,12 @@
                        "output_tokens_per_s_per_device")   # {"sweep", "pareto"}: Figures
     explore.Explorer(hardware=["h100_sxm", "cs3"]).widget   # the page (JupyterLab, voila)
 
+    ts = explore.normalize_training_state(hardware=["h100_sxm", "cs3"], dp=32, zero=3)
+    tds = explore.compute_training(ts)       # predict.training, dim `hardware` (training.py)
+    explore.training_summary_table(tds)      # HTML: step time, tokens/s per device, MFU, memory
+    explore.training_figures(tds, ts)        # {"breakdown", "memory"}; training_sweep_view(ts, "dp")
+    explore.TrainingExplorer().widget        # the training page (GPUs: tp·pp·dp; wafers: systems)
+
 A state holds the hardware (GPUs and wafer systems side by side), the model, weight /
 activation / KV precision ("auto": the API's default for the weights), batch, prompt and
 generated tokens, tp and pp (GPUs; devices = tp·pp) and systems (wafers: CS systems the
@@ -30,3 +36,7 @@ from .figures import _pareto_figure, _sweep_figure  # noqa: F401
 from .state import *  # noqa: F401,F403
 from .state import _kinds, _run  # noqa: F401
 from .widgets import Explorer, _message, _placeholder  # noqa: F401
+from .training import (TRAINING_CONTROLS, TRAINING_DEFAULTS, TRAINING_SWEEPABLE, compute_training,  # noqa: F401
+                       normalize_training_state, training_figures, training_summary_table, training_sweep,
+                       training_sweep_values, training_sweep_view)
+from .training_widgets import TrainingExplorer  # noqa: F401

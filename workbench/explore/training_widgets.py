@@ -1,0 +1,119 @@
+"""Training explorer widget wiring (ipywidgets 8): thin, every callback goes through training.py."""
+from __future__ import annotations
+
+import time
+
+import xarray as xr
+
+from ..specs import list_models
+from .figures import _empty, svg
+from .state import HARDWARE, WAFERS, infeasible, messages_html
+from .training import (CHOICES, TRAINING_CONTROLS, TRAINING_POWERS, TRAINING_SWEEPABLE, compute_training,
+                       normalize_training_state, training_figures, training_summary_table, training_sweep_view)
+from .widgets import Explorer, _message, _placeholder
+
+# Integer sliders: (low, high, label); the GPU layout is labelled as such.
+SLIDERS = {"tp": (1, 16, "TP (GPUs)"), "pp": (1, 16, "PP (GPUs)"), "virtual_stages": (1, 8, "virtual stages"),
+           "systems": (1, 16, "CS systems")}
+LABELS = {"precision": "precision", "zero": "ZeRO (GPUs)", "recompute": "recompute",
+          "attention": "attention (GPUs)", "seq_len": "seq len", "global_batch": "global batch",
+          "micro_batch": "micro batch (GPUs)", "dp": "DP (GPUs)"}
+
+
+class TrainingExplorer(Explorer):
+    """Widget wiring: `.controls` (name -> widget; the training state's controls plus
+    "sweep"), `.outputs` (name -> HTML or Image widget), `.widget` (the page). Every
+    change of a control recomputes through the pure callbacks of training.py; the sweep
+    tab is recomputed when it is shown. Errors become messages, never tracebacks. CSS
+    classes are wb-train-* so the page can sit beside the inference Explorer, whose
+    change, tab, display and timing handlers it reuses (its own __init__ builds the page)."""
+
+    def __init__(self, sweep_control: str = "dp", **state):
+        import ipywidgets as w
+
+        s = normalize_training_state(state)
+        look = dict(layout=w.Layout(width="320px"), style={"description_width": "130px"})
+        labels = [(f"{h} (wafer)" if h in WAFERS else h, h) for h in HARDWARE]
+        c = {"hardware": w.SelectMultiple(options=labels, value=s["hardware"], rows=len(HARDWARE),
+                                          description="hardware", layout=w.Layout(width="200px"),
+                                          style={"description_width": "70px"})}
+        c["model"] = w.Dropdown(options=list_models(), value=s["model"], description="model", **look)
+        for key, opts in CHOICES.items():
+            c[key] = w.Dropdown(options=opts, value=s[key], description=LABELS[key], **look)
+        c["sweep"] = w.Dropdown(options=TRAINING_SWEEPABLE, value=sweep_control, description="sweep", **look)
+        for key, opts in TRAINING_POWERS.items():
+            c[key] = w.SelectionSlider(options=sorted(set(opts) | {s[key]}), value=s[key], description=LABELS[key],
+                                       continuous_update=False, **look)
+        for key, (lo, hi, text) in SLIDERS.items():
+            c[key] = w.IntSlider(min=lo, max=max(hi, s[key]), value=s[key], description=text,
+                                 continuous_update=False, **look)
+        for name, widget in c.items():
+            widget.add_class(f"wb-train-{name}")
+        self.controls = c
+        img = dict(format="svg+xml", layout=w.Layout(max_width="100%", height="auto"))
+        self.outputs = {"messages": w.HTML(), "table": w.HTML(), "timing": w.HTML(),
+                        **{k: w.Image(**img) for k in ("breakdown", "memory", "sweep")}}
+        for name, widget in self.outputs.items():
+            widget.add_class(f"wb-train-out-{name}")
+        o = self.outputs
+        row = dict(layout=w.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"))
+        step = w.VBox([o["table"], w.HBox([o["breakdown"], o["memory"]], **row)])
+        sweep_box = w.VBox([c["sweep"], w.HBox([o["sweep"]], **row)])  # in a row: the figure keeps its size
+        self.tabs = w.Tab(children=[step, sweep_box], titles=("Step", "Sweep"))
+        controls = w.HBox([c["hardware"],
+                           w.VBox([c[k] for k in ("model", "precision", "recompute", "seq_len", "global_batch")]),
+                           w.VBox([c[k] for k in ("micro_batch", "tp", "pp", "dp", "zero")]),
+                           w.VBox([c[k] for k in ("attention", "virtual_stages", "systems")])],
+                          layout=w.Layout(flex_flow="row wrap", grid_gap="8px"))
+        self.widget = w.VBox([controls, o["messages"], self.tabs, o["timing"]])
+        self.widget.add_class("wb-train-explorer")
+        self.ds: xr.Dataset | None = None
+        self.timings: dict[str, float] = {}
+        self._sweep_stale = True
+        for name in TRAINING_CONTROLS:
+            c[name].observe(self._on_change, names="value")
+        c["sweep"].observe(self._on_sweep_change, names="value")
+        self.tabs.observe(self._on_tab, names="selected_index")
+        self.update()
+
+    @property
+    def state(self) -> dict:
+        return {k: self.controls[k].value for k in TRAINING_CONTROLS}
+
+    def update(self) -> None:
+        """Recompute the step and redraw the table, figures and messages."""
+        t0 = time.perf_counter()
+        errors, warnings = [], []
+        try:
+            s = normalize_training_state(self.state)
+            ds = compute_training(s)
+            t1 = time.perf_counter()
+            errors, warnings = list(ds.attrs["problems"]), infeasible(ds) + list(ds.attrs["notes"])
+            images = {k: svg(f) for k, f in training_figures(ds, s).items()}
+            self.ds = ds
+            self.outputs["table"].value = training_summary_table(ds)
+        except Exception as err:  # noqa: BLE001 - a message in the page, never a traceback
+            t1 = time.perf_counter()
+            self.ds = None
+            errors.append(_message(err))
+            images = {k: _placeholder() for k in ("breakdown", "memory")}
+            self.outputs["table"].value = "<i>no result for this setting (see the message above)</i>"
+        for k, v in images.items():
+            self.outputs[k].value = v
+        self.outputs["messages"].value = messages_html(errors, warnings)
+        t2 = time.perf_counter()
+        self.timings = {"compute_s": t1 - t0, "figures_s": t2 - t1, "update_s": t2 - t0}
+        self._show_timing()
+        if self.tabs.selected_index == 1:
+            self.update_sweep()
+
+    def update_sweep(self) -> None:
+        """Recompute the sweep view for the current controls."""
+        t0 = time.perf_counter()
+        try:
+            self.outputs["sweep"].value = svg(training_sweep_view(self.state, self.controls["sweep"].value))
+        except Exception as err:  # noqa: BLE001
+            self.outputs["sweep"].value = svg(_empty("Sweep: " + _message(err)))
+        self._sweep_stale = False
+        self.timings["sweep_s"] = time.perf_counter() - t0
+        self._show_timing()
