@@ -1,16 +1,14 @@
 """Training explorer widget wiring (ipywidgets 8): thin, every callback goes through training.py."""
 from __future__ import annotations
 
-import time
-
 import xarray as xr
 
 from ..specs import list_models
-from .figures import _empty, svg
-from .state import HARDWARE, WAFERS, infeasible, messages_html
+from .figures import svg
+from .state import HARDWARE, WAFERS, infeasible
 from .training import (CHOICES, TRAINING_CONTROLS, TRAINING_POWERS, TRAINING_SWEEPABLE, compute_training,
                        normalize_training_state, training_figures, training_summary_table, training_sweep_view)
-from .widgets import Explorer, _message, _placeholder
+from .widgets import Explorer
 
 # Integer sliders: (low, high, label); the GPU layout is labelled as such.
 SLIDERS = {"tp": (1, 16, "TP (GPUs)"), "pp": (1, 16, "PP (GPUs)"), "virtual_stages": (1, 8, "virtual stages"),
@@ -27,6 +25,9 @@ class TrainingExplorer(Explorer):
     tab is recomputed when it is shown. Errors become messages, never tracebacks. CSS
     classes are wb-train-* so the page can sit beside the inference Explorer, whose
     change, tab, display and timing handlers it reuses (its own __init__ builds the page)."""
+
+    FIGURES = ("breakdown", "memory")
+    SWEEP_OUTPUTS = ("sweep",)
 
     def __init__(self, sweep_control: str = "dp", **state):
         import ipywidgets as w
@@ -80,40 +81,13 @@ class TrainingExplorer(Explorer):
     def state(self) -> dict:
         return {k: self.controls[k].value for k in TRAINING_CONTROLS}
 
-    def update(self) -> None:
-        """Recompute the step and redraw the table, figures and messages."""
-        t0 = time.perf_counter()
-        errors, warnings = [], []
-        try:
-            s = normalize_training_state(self.state)
-            ds = compute_training(s)
-            t1 = time.perf_counter()
-            errors, warnings = list(ds.attrs["problems"]), infeasible(ds) + list(ds.attrs["notes"])
-            images = {k: svg(f) for k, f in training_figures(ds, s).items()}
-            self.ds = ds
-            self.outputs["table"].value = training_summary_table(ds)
-        except Exception as err:  # noqa: BLE001 - a message in the page, never a traceback
-            t1 = time.perf_counter()
-            self.ds = None
-            errors.append(_message(err))
-            images = {k: _placeholder() for k in ("breakdown", "memory")}
-            self.outputs["table"].value = "<i>no result for this setting (see the message above)</i>"
-        for k, v in images.items():
-            self.outputs[k].value = v
-        self.outputs["messages"].value = messages_html(errors, warnings)
-        t2 = time.perf_counter()
-        self.timings = {"compute_s": t1 - t0, "figures_s": t2 - t1, "update_s": t2 - t0}
-        self._show_timing()
-        if self.tabs.selected_index == 1:
-            self.update_sweep()
+    def _compute(self):
+        ds = compute_training(normalize_training_state(self.state))
+        return ds, list(ds.attrs["problems"]), infeasible(ds) + list(ds.attrs["notes"])
 
-    def update_sweep(self) -> None:
-        """Recompute the sweep view for the current controls."""
-        t0 = time.perf_counter()
-        try:
-            self.outputs["sweep"].value = svg(training_sweep_view(self.state, self.controls["sweep"].value))
-        except Exception as err:  # noqa: BLE001
-            self.outputs["sweep"].value = svg(_empty("Sweep: " + _message(err)))
-        self._sweep_stale = False
-        self.timings["sweep_s"] = time.perf_counter() - t0
-        self._show_timing()
+    def _draw(self, ds):
+        s = normalize_training_state(self.state)
+        return {k: svg(f) for k, f in training_figures(ds, s).items()}, training_summary_table(ds)
+
+    def _draw_sweep(self) -> dict:
+        return {"sweep": svg(training_sweep_view(self.state, self.controls["sweep"].value))}

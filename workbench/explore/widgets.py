@@ -96,22 +96,38 @@ class Explorer:
         if change["new"] == 1 and self._sweep_stale:
             self.update_sweep()
 
+    FIGURES = ("roofline", "breakdown", "memory")  # outputs drawn by _draw
+    SWEEP_OUTPUTS = ("sweep", "pareto")  # outputs drawn by _draw_sweep, the first shows errors
+
+    def _compute(self):
+        """(dataset, errors, warnings) for the current controls."""
+        ds = compute(self.state)
+        return ds, list(ds.attrs["problems"]), infeasible(ds)
+
+    def _draw(self, ds):
+        """({figure output: svg}, summary table html) of a computed dataset."""
+        return {k: svg(f) for k, f in figures(ds, self.state).items()}, table_html(summary_table(ds))
+
+    def _draw_sweep(self) -> dict:
+        c = self.controls
+        figs = sweep_view(self.state, c["sweep"].value, c["metric_x"].value, c["metric_y"].value)
+        return {k: svg(figs[k]) for k in self.SWEEP_OUTPUTS}
+
     def update(self) -> None:
         """Recompute the operating point and redraw the table, figures and messages."""
         t0 = time.perf_counter()
         errors, warnings = [], []
         try:
-            ds = compute(self.state)
+            ds, errors, warnings = self._compute()
             t1 = time.perf_counter()
-            errors, warnings = list(ds.attrs["problems"]), infeasible(ds)
-            images = {k: svg(f) for k, f in figures(ds, self.state).items()}
+            images, table = self._draw(ds)
             self.ds = ds
-            self.outputs["table"].value = table_html(summary_table(ds))
+            self.outputs["table"].value = table
         except Exception as err:  # noqa: BLE001 - a message in the page, never a traceback
             t1 = time.perf_counter()
             self.ds = None
             errors.append(_message(err))
-            images = {k: _placeholder() for k in ("roofline", "breakdown", "memory")}
+            images = {k: _placeholder() for k in self.FIGURES}
             self.outputs["table"].value = "<i>no result for this setting (see the message above)</i>"
         for k, v in images.items():
             self.outputs[k].value = v
@@ -125,13 +141,14 @@ class Explorer:
     def update_sweep(self) -> None:
         """Recompute the sweep view for the current controls."""
         t0 = time.perf_counter()
-        c = self.controls
         try:
-            figs = sweep_view(self.state, c["sweep"].value, c["metric_x"].value, c["metric_y"].value)
-            self.outputs["sweep"].value, self.outputs["pareto"].value = svg(figs["sweep"]), svg(figs["pareto"])
+            for k, v in self._draw_sweep().items():
+                self.outputs[k].value = v
         except Exception as err:  # noqa: BLE001
-            self.outputs["sweep"].value = svg(_empty("Sweep: " + _message(err)))
-            self.outputs["pareto"].value = _placeholder()
+            first, *rest = self.SWEEP_OUTPUTS
+            self.outputs[first].value = svg(_empty("Sweep: " + _message(err)))
+            for k in rest:
+                self.outputs[k].value = _placeholder()
         self._sweep_stale = False
         self.timings["sweep_s"] = time.perf_counter() - t0
         self._show_timing()
