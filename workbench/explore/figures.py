@@ -87,29 +87,30 @@ def breakdown_figure(ds: xr.Dataset) -> Figure:
     return fig
 
 
-def memory_figure(ds: xr.Dataset) -> Figure:
-    """Memory per device (weights, KV cache, activations where the model splits it)
-    against the device's capacity (black bar); "does not fit" in red where it exceeds
-    it, "infeasible" where the point fails for another reason (the table says which);
-    bars of such points hatched."""
+def memory_bars(ds: xr.Dataset, split, rest_label: str | None = None) -> Figure:
+    """Memory per device stacked by `split` ((variable, label, colour); a variable the
+    dataset lacks counts zero) against the device's capacity (black bar), in GB; where no
+    part is given the total is drawn as `rest_label`. "does not fit" in red where the total
+    exceeds the capacity, "infeasible" where the point fails for another reason (the table
+    says which); bars of such points hatched."""
     names = [str(h) for h in np.atleast_1d(ds.hardware.values)]
     cap = np.atleast_1d(ds.memory_capacity_bytes.values) / 1e9
     total = np.atleast_1d(ds.memory_per_device_bytes.values) / 1e9
     fits = np.atleast_1d(ds.fits.values)
+    hatch = [None if ok else "//" for ok in fits]
     fig = _fixed(Figure(), size=(5.2, 1.45 + 0.5 * len(names)), left=1.05, right=0.1, bottom=0.8, top=0.3)
     ax = fig.add_subplot()
     y = np.arange(len(names))
-    split = [("weights_per_device_bytes", "weights", "#4c72b0"), ("kv_cache_per_device_bytes", "KV cache", "#dd8452"),
-             ("activations_per_device_bytes", "activations", "#55a868")]
     left, legend = np.zeros(len(names)), []
     for var, text, color in split:
         part = np.nan_to_num(np.atleast_1d(ds[var].values) / 1e9 if var in ds else np.zeros(len(names)))
-        ax.barh(y, part, left=left, height=0.55, color=color, hatch=[None if ok else "//" for ok in fits])
+        ax.barh(y, part, left=left, height=0.55, color=color, hatch=hatch)
         legend += [Patch(color=color, label=text)] if part.any() else []
         left += part
-    rest = np.where(left > 0, 0.0, total)
-    ax.barh(y, rest, height=0.55, color="#8c8c8c", hatch=[None if ok else "//" for ok in fits])
-    legend += [Patch(color="#8c8c8c", label="on-wafer SRAM")] if rest.any() else []
+    if rest_label:
+        rest = np.where(left > 0, 0.0, total)
+        ax.barh(y, rest, height=0.55, color="#8c8c8c", hatch=hatch)
+        legend += [Patch(color="#8c8c8c", label=rest_label)] if rest.any() else []
     hi = float(np.nanmax(np.concatenate([cap, total]))) / 0.75  # room for the numbers
     for i in range(len(names)):
         ax.plot([cap[i]] * 2, [i - 0.38, i + 0.38], color="black", lw=2.5)
@@ -127,6 +128,14 @@ def memory_figure(ds: xr.Dataset) -> Figure:
     ax.set_title("Memory per device against capacity", fontsize=10)
     fig.legend(handles=legend, fontsize=7, loc="lower center", ncols=4, frameon=False)
     return fig
+
+
+def memory_figure(ds: xr.Dataset) -> Figure:
+    """Memory per device (weights, KV cache, activations where the model splits it; the
+    wafer's on-wafer SRAM total otherwise) against capacity (memory_bars)."""
+    return memory_bars(ds, (("weights_per_device_bytes", "weights", "#4c72b0"),
+                            ("kv_cache_per_device_bytes", "KV cache", "#dd8452"),
+                            ("activations_per_device_bytes", "activations", "#55a868")), rest_label="on-wafer SRAM")
 
 
 def figures(ds: xr.Dataset, state: dict | None = None) -> dict[str, Figure]:

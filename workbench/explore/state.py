@@ -51,20 +51,28 @@ DPI = 90
 # --------------------------------------------------------------------------- state
 
 
-def normalize_state(state: dict | None = None, **overrides) -> dict:
-    """`state` (and keyword overrides) completed with DEFAULTS and checked: names that
-    are not controls, unknown hardware / model / precisions and sizes that are not
-    positive integers raise InputError naming the control and what is allowed."""
-    s = dict(DEFAULTS, **(state or {}), **overrides)
-    unknown = [k for k in s if k not in DEFAULTS]
+def complete_state(defaults: dict, state: dict | None, overrides: dict) -> dict:
+    """`state` and `overrides` over `defaults`, with the checks every explorer shares:
+    no unknown control, one or more known hardware names (a tuple, duplicates dropped),
+    a known model. Raises InputError naming the control and what is allowed."""
+    s = dict(defaults, **(state or {}), **overrides)
+    unknown = [k for k in s if k not in defaults]
     if unknown:
-        raise InputError(f"control {unknown[0]!r} is not known; allowed: {', '.join(CONTROLS)}")
+        raise InputError(f"control {unknown[0]!r} is not known; allowed: {', '.join(defaults)}")
     hw = (s["hardware"],) if isinstance(s["hardware"], str) else tuple(s["hardware"])
     if not hw:
         raise InputError("hardware=() is not allowed; allowed: one or more of " + ", ".join(HARDWARE))
     check_choice("hardware", list(hw), HARDWARE)
     s["hardware"] = tuple(dict.fromkeys(hw))
     check_choice("model", s["model"], list_models())
+    return s
+
+
+def normalize_state(state: dict | None = None, **overrides) -> dict:
+    """`state` (and keyword overrides) completed with DEFAULTS and checked: names that
+    are not controls, unknown hardware / model / precisions and sizes that are not
+    positive integers raise InputError naming the control and what is allowed."""
+    s = complete_state(DEFAULTS, state, overrides)
     for key, allowed in (("weights", WEIGHTS), ("activations", ACTIVATIONS), ("kv", KV)):
         check_choice(key, s[key], allowed)
     for key in SWEEPABLE:

@@ -38,11 +38,11 @@ from matplotlib.ticker import NullLocator
 from .. import plots, predict
 from ..errors import InputError, check_choice, check_positive
 from ..primitives.attention import ATTENTION_KERNELS
-from ..specs import list_models, load_model
+from ..specs import load_model
 from ..units import unit_attrs
 from ..workloads.training import PRECISIONS, RECOMPUTE
-from .figures import _fixed
-from .state import _STYLE, HARDWARE, _cell, _kinds
+from .figures import _fixed, memory_bars
+from .state import _STYLE, _cell, _kinds, complete_state
 
 TRAINING_DEFAULTS = {"hardware": ("h100_sxm", "b200", "cs3"), "model": "llama_3_8b", "precision": "bf16",
                      "seq_len": 4096, "global_batch": 512, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 64, "zero": 1,
@@ -79,16 +79,7 @@ def normalize_training_state(state: dict | None = None, **overrides) -> dict:
     """`state` (and keyword overrides) completed with TRAINING_DEFAULTS and checked:
     unknown controls, hardware, models and choices, and sizes that are not positive
     integers raise InputError naming the control, the value and what is allowed."""
-    s = dict(TRAINING_DEFAULTS, **(state or {}), **overrides)
-    unknown = [k for k in s if k not in TRAINING_DEFAULTS]
-    if unknown:
-        raise InputError(f"control {unknown[0]!r} is not known; allowed: {', '.join(TRAINING_CONTROLS)}")
-    hw = (s["hardware"],) if isinstance(s["hardware"], str) else tuple(s["hardware"])
-    if not hw:
-        raise InputError("hardware=() is not allowed; allowed: one or more of " + ", ".join(HARDWARE))
-    check_choice("hardware", list(hw), HARDWARE)
-    s["hardware"] = tuple(dict.fromkeys(hw))
-    check_choice("model", s["model"], list_models())
+    s = complete_state(TRAINING_DEFAULTS, state, overrides)
     for key, allowed in CHOICES.items():
         check_choice(key, s[key], allowed)
     s["zero"] = int(s["zero"])
@@ -214,31 +205,8 @@ def training_breakdown_figure(ds: xr.Dataset, state: dict | None = None) -> Figu
 
 def training_memory_figure(ds: xr.Dataset) -> Figure:
     """Memory per device (weights, gradients, optimizer states, activations; wafers:
-    activations in SRAM) against capacity (black bar), in GB; hatched where it does not fit."""
-    names = [str(h) for h in np.atleast_1d(ds.hardware.values)]
-    cap = np.atleast_1d(ds.memory_capacity_bytes.values) / 1e9
-    total = np.atleast_1d(ds.memory_per_device_bytes.values) / 1e9
-    fits = np.atleast_1d(ds.fits.values)
-    fig = _fixed(Figure(), size=(5.2, 1.45 + 0.5 * len(names)), left=1.05, right=0.1, bottom=0.8, top=0.3)
-    ax = fig.add_subplot()
-    y, left, legend = np.arange(len(names)), np.zeros(len(names)), []
-    for var, text, color in MEMORY:
-        part = np.nan_to_num(np.atleast_1d(ds[var].values) / 1e9 if var in ds else 0.0 * left)
-        ax.barh(y, part, left=left, height=0.55, color=color, hatch=[None if ok else "//" for ok in fits])
-        legend += [Patch(color=color, label=text)] if part.any() else []
-        left += part
-    hi = float(np.nanmax(np.concatenate([cap, total]))) / 0.75  # room for the numbers
-    for i in range(len(names)):
-        ax.plot([cap[i]] * 2, [i - 0.38, i + 0.38], color="black", lw=2.5)
-        ax.text(max(total[i], cap[i]) + hi * 0.01, i, f"{total[i]:,.1f} / {cap[i]:,.1f} GB", va="center",
-                fontsize=8, color="black" if fits[i] else "#b71c1c")
-    ax.set_yticks(y, [n if ok else f"{n}\ndoes not fit" for n, ok in zip(names, fits)], fontsize=9)
-    ax.invert_yaxis()
-    ax.set_xlim(0, hi)
-    ax.set_xlabel("memory per device [GB] (black bar: capacity)")
-    ax.set_title("Memory per device against capacity", fontsize=10)
-    fig.legend(handles=legend, fontsize=7, loc="lower center", ncols=4, frameon=False)
-    return fig
+    activations in SRAM) against capacity (figures.memory_bars)."""
+    return memory_bars(ds, MEMORY)
 
 
 def training_figures(ds: xr.Dataset, state: dict | None = None) -> dict[str, Figure]:
