@@ -68,6 +68,18 @@ def complete_state(defaults: dict, state: dict | None, overrides: dict) -> dict:
     return s
 
 
+def join_groups(parts: list, problems: list, hardware) -> xr.Dataset:
+    """The GPU and wafer results joined along `hardware` in the order asked for (a wafer's
+    `devices` dimension named `systems`); InputError with every problem when none ran."""
+    if not parts:
+        raise InputError("; ".join(problems))
+    ds = parts[0] if len(parts) == 1 else xr.concat(parts, dim="hardware", data_vars="all", join="outer",
+                                                    coords="different", compat="equals")
+    if "devices" in ds.dims:
+        ds = ds.rename(devices="systems")
+    return ds.sel(hardware=[h for h in hardware if h in ds.hardware.values])
+
+
 def normalize_state(state: dict | None = None, **overrides) -> dict:
     """`state` (and keyword overrides) completed with DEFAULTS and checked: names that
     are not controls, unknown hardware / model / precisions and sizes that are not
@@ -106,14 +118,7 @@ def _run(state: dict, hardware, **sizes) -> xr.Dataset:
             problems.append(f"{', '.join(group)}: {err}")
             continue
         parts.append(ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords]))
-    if not parts:
-        raise InputError("; ".join(problems))
-    ds = parts[0] if len(parts) == 1 else xr.concat(parts, dim="hardware", data_vars="all", join="outer",
-                                                    coords="different", compat="equals")
-    if "devices" in ds.dims:
-        ds = ds.rename(devices="systems")
-    order = [h for h in hardware if h in ds.hardware.values]
-    ds = add_costs(ds.sel(hardware=order))
+    ds = add_costs(join_groups(parts, problems, hardware))
     for name in ds.data_vars:
         if "units" not in ds[name].attrs:
             ds[name].attrs.update(unit_attrs(name))

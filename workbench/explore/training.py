@@ -42,7 +42,7 @@ from ..specs import load_model
 from ..units import unit_attrs
 from ..workloads.training import PRECISIONS, RECOMPUTE
 from .figures import _fixed, memory_bars
-from .state import _STYLE, _cell, _kinds, complete_state
+from .state import _STYLE, _cell, _kinds, complete_state, join_groups
 
 TRAINING_DEFAULTS = {"hardware": ("h100_sxm", "b200", "cs3"), "model": "llama_3_8b", "precision": "bf16",
                      "seq_len": 4096, "global_batch": 512, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 64, "zero": 1,
@@ -125,13 +125,7 @@ def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:
             parts.append(finish(predict.training(hardware=list(group), **kwargs, **common)))
         except InputError as err:
             problems.append(f"{', '.join(group)}: {err}")
-    if not parts:
-        raise InputError("; ".join(problems))
-    ds = parts[0] if len(parts) == 1 else xr.concat(parts, dim="hardware", data_vars="all", join="outer",
-                                                    coords="different", compat="equals")
-    if "devices" in ds.dims:
-        ds = ds.rename(devices="systems")
-    ds = ds.sel(hardware=[h for h in hardware if h in ds.hardware.values])
+    ds = join_groups(parts, problems, hardware)
     for name in ds.data_vars:
         ds[name].attrs = ds[name].attrs or unit_attrs(name)
     notes = [f"{h}: precision={s['precision']!r} does not apply to wafers (computed in 16 bits)"

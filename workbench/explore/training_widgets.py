@@ -8,7 +8,7 @@ from .figures import svg
 from .state import HARDWARE, WAFERS, infeasible
 from .training import (CHOICES, TRAINING_CONTROLS, TRAINING_POWERS, TRAINING_SWEEPABLE, compute_training,
                        normalize_training_state, training_figures, training_summary_table, training_sweep_view)
-from .widgets import Explorer
+from .widgets import Explorer, add_sliders, image_outputs, tag
 
 # Integer sliders: (low, high, label); the GPU layout is labelled as such.
 SLIDERS = {"tp": (1, 16, "TP (GPUs)"), "pp": (1, 16, "PP (GPUs)"), "virtual_stages": (1, 8, "virtual stages"),
@@ -42,20 +42,9 @@ class TrainingExplorer(Explorer):
         for key, opts in CHOICES.items():
             c[key] = w.Dropdown(options=opts, value=s[key], description=LABELS[key], **look)
         c["sweep"] = w.Dropdown(options=TRAINING_SWEEPABLE, value=sweep_control, description="sweep", **look)
-        for key, opts in TRAINING_POWERS.items():
-            c[key] = w.SelectionSlider(options=sorted(set(opts) | {s[key]}), value=s[key], description=LABELS[key],
-                                       continuous_update=False, **look)
-        for key, (lo, hi, text) in SLIDERS.items():
-            c[key] = w.IntSlider(min=lo, max=max(hi, s[key]), value=s[key], description=text,
-                                 continuous_update=False, **look)
-        for name, widget in c.items():
-            widget.add_class(f"wb-train-{name}")
-        self.controls = c
-        img = dict(format="svg+xml", layout=w.Layout(max_width="100%", height="auto"))
-        self.outputs = {"messages": w.HTML(), "table": w.HTML(), "timing": w.HTML(),
-                        **{k: w.Image(**img) for k in ("breakdown", "memory", "sweep")}}
-        for name, widget in self.outputs.items():
-            widget.add_class(f"wb-train-out-{name}")
+        add_sliders(c, s, TRAINING_POWERS, SLIDERS, look, labels=LABELS)
+        self.controls = tag(c, "wb-train")
+        self.outputs = tag(image_outputs(("breakdown", "memory", "sweep")), "wb-train-out")
         o = self.outputs
         row = dict(layout=w.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"))
         step = w.VBox([o["table"], w.HBox([o["breakdown"], o["memory"]], **row)])

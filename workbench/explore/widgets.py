@@ -14,6 +14,35 @@ from .state import *  # noqa: F401,F403
 from .figures import *  # noqa: F401,F403
 from .figures import _empty  # noqa: F401
 
+def add_sliders(c: dict, s: dict, powers: dict, ranges: dict, look: dict, labels: dict | None = None) -> None:
+    """Into the controls `c`: a selection slider over each of `powers` (name -> values, the
+    state's value added) and an integer slider over each of `ranges` (name -> (low, high,
+    label))."""
+    import ipywidgets as w
+
+    for key, opts in powers.items():
+        c[key] = w.SelectionSlider(options=sorted(set(opts) | {s[key]}), value=s[key],
+                                   description=(labels or {}).get(key, key), continuous_update=False, **look)
+    for key, (lo, hi, text) in ranges.items():
+        c[key] = w.IntSlider(min=lo, max=max(hi, s[key]), value=s[key], description=text,
+                             continuous_update=False, **look)
+
+
+def image_outputs(figures) -> dict:
+    """The page's outputs: messages, table and timing (HTML) and one SVG image per figure."""
+    import ipywidgets as w
+
+    img = dict(format="svg+xml", layout=w.Layout(max_width="100%", height="auto"))
+    return {"messages": w.HTML(), "table": w.HTML(), "timing": w.HTML(), **{k: w.Image(**img) for k in figures}}
+
+
+def tag(widgets: dict, prefix: str) -> dict:
+    """Give each widget the CSS class `{prefix}-{name}` (the browser tests select on it)."""
+    for name, widget in widgets.items():
+        widget.add_class(f"{prefix}-{name}")
+    return widgets
+
+
 class Explorer:
     """Widget wiring: `.controls` (name -> widget; the state's controls plus "sweep",
     "metric_x", "metric_y"), `.outputs` (name -> HTML or Image widget), `.widget` (the
@@ -37,21 +66,10 @@ class Explorer:
                                        ("metric_x", metric, metric_x, "metric x"),
                                        ("metric_y", metric, metric_y, "metric y")):
             c[key] = w.Dropdown(options=opts, value=value, description=text, **look)
-        for key, opts in POWERS.items():
-            c[key] = w.SelectionSlider(options=sorted(set(opts) | {s[key]}), value=s[key], description=key,
-                                       continuous_update=False, **look)
-        for key, (lo, hi) in RANGES.items():
-            text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "CS systems"}[key]
-            c[key] = w.IntSlider(min=lo, max=max(hi, s[key]), value=s[key], description=text,
-                                 continuous_update=False, **look)
-        for name, widget in c.items():
-            widget.add_class(f"wb-{name}")
-        self.controls = c
-        img = dict(format="svg+xml", layout=w.Layout(max_width="100%", height="auto"))
-        self.outputs = {"messages": w.HTML(), "table": w.HTML(), "timing": w.HTML(),
-                        **{k: w.Image(**img) for k in ("roofline", "breakdown", "memory", "sweep", "pareto")}}
-        for name, widget in self.outputs.items():
-            widget.add_class(f"wb-out-{name}")
+        text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "CS systems"}
+        add_sliders(c, s, POWERS, {k: (lo, hi, text[k]) for k, (lo, hi) in RANGES.items()}, look)
+        self.controls = tag(c, "wb")
+        self.outputs = tag(image_outputs(("roofline", "breakdown", "memory", "sweep", "pareto")), "wb-out")
         o = self.outputs
         row = dict(layout=w.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"))
         point = w.VBox([w.HBox([o["roofline"], o["breakdown"]], **row), w.HBox([o["table"], o["memory"]], **row)])
