@@ -3,7 +3,6 @@ the numbers shown are predict.training's for the controls, the step-time and mem
 add up to the totals the model reports, and invalid settings become messages."""
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
@@ -14,6 +13,8 @@ from workbench import explore, predict
 from workbench.errors import InputError
 from workbench.explore.training import GPU_PARTS, PARTS
 from workbench.specs import load_hardware, load_model
+
+from test_explore import _shown  # the table's values by hardware
 
 pytest.importorskip("ipywidgets")
 
@@ -33,15 +34,6 @@ def _api(hw, **controls):
         return predict.training(hardware=hw, devices=s["systems"], **common)
     return predict.training(hardware=hw, tp=s["tp"], pp=s["pp"], dp=s["dp"], micro_batch=s["micro_batch"],
                             zero=s["zero"], attention=s["attention"], virtual_stages=s["virtual_stages"], **common)
-
-
-def _shown(table_html: str) -> dict:
-    """hardware -> {variable: SI value} from the table's data attributes, and the text."""
-    rows = {}
-    for hw, body in re.findall(r'<tr data-hardware="([^"]+)"[^>]*>(.*?)</tr>', table_html):
-        rows[hw] = {v: float(x) for v, x in re.findall(r'data-var="([^"]+)" data-value="([^"]+)"', body)}
-        rows[hw]["_text"] = body
-    return rows
 
 
 def _p2p_s(ds, s):
