@@ -3,7 +3,6 @@ the numbers shown are predict.training's for the controls, the step-time and mem
 add up to the totals the model reports, and invalid settings become messages."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import xarray as xr
