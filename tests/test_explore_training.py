@@ -234,9 +234,10 @@ def test_figures_stack_to_the_totals():
 
 def test_sweeping_dp_trades_throughput_per_device_for_step_time():
     """At a fixed global batch more replicas mean fewer micro-batches each but about the
-    same DP traffic per device: the step shortens while tokens/s per device and MFU never
+    same DP traffic per device: the step shortens while tokens/s per device and MFU do not
     rise (checked over ZeRO stages and layouts), and memory per device never grows (ZeRO
-    shards over dp, fewer micro-batches in flight)."""
+    shards over dp, fewer micro-batches in flight). Crossing from one NVLink domain to two
+    may gain up to 1%: the rail rings then carry 1/8 of the traffic on the NICs."""
     for state in (dict(), dict(zero=3), dict(zero=0, pp=2), dict(model="llama_3_1_70b", tp=8, pp=4,
                                                                   virtual_stages=2)):
         ds = explore.training_sweep(dict(state, hardware=GPUS + ("cs3",)), "dp")
@@ -248,8 +249,11 @@ def test_sweeping_dp_trades_throughput_per_device_for_step_time():
                                recompute=s["recompute"])
         np.testing.assert_allclose(ds.step_time_s.sel(hardware="b200").values, ref.step_time_s.values.ravel(),
                                    rtol=1e-12)
-        for var in ("tokens_per_s_per_device", "mfu", "step_time_s", "memory_per_device_bytes"):
+        for var in ("step_time_s", "memory_per_device_bytes"):
             assert (ds[var].diff("dp") <= 0).all(), (state, var)
+        for var in ("tokens_per_s_per_device", "mfu"):
+            assert (ds[var].diff("dp") <= 0.01 * ds[var].isel(dp=slice(None, -1)).values).all(), (state, var)
+            assert (ds[var].isel(dp=-1) < ds[var].isel(dp=0)).all(), (state, var)
 
 
 def test_sweeps_of_the_other_controls():

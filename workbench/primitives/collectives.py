@@ -1,9 +1,11 @@
 """Collectives with an alpha-beta model over the scale-up domain and the scale-out network.
 
 time = steps · alpha + traffic / (link bandwidth · busbw_eff(size)), where traffic is the
-bytes each device sends per direction. A group larger than the scale-up domain is
-hierarchical: reduce-scatter inside each domain, the operation across domains on the
-NICs (each device carries 1/domain of the data), all-gather inside the domain.
+bytes each device sends per direction. A ring-type collective (all-reduce, all-gather,
+reduce-scatter) larger than the scale-up domain runs as NCCL's rail rings (rail_ring): of
+what each device sends, 1/domain leaves on its NIC and the rest stays on the scale-up
+links, both at once, so the slower share sets the time. All-to-all: inside the domain,
+then the share that leaves it over the NICs.
 Bus bandwidth follows the nccl-tests convention (PERFORMANCE.md): algbw = size / time,
 busbw = algbw · factor with factor 2(p-1)/p (all-reduce), (p-1)/p (all-gather,
 reduce-scatter, all-to-all), 1 (send/recv).
@@ -66,22 +68,27 @@ def collective(*, hw: HardwareSpec, op: str, size, devices) -> dict:
             "algorithm_bandwidth_bytes_per_s": algbw}
 
 
-def _hier_all_reduce(hw, size, p):
+def rail_ring(hw: HardwareSpec, op: str, size, p, local):
+    """A ring-type `op` (all-reduce, all-gather, reduce-scatter) over p devices, `local` of
+    them in each scale-up domain, each device with its own NIC (rail-optimized). NCCL runs
+    one ring per rail: each device is the domain's exit on one of `local` rings, so 1/local
+    of the traffic it sends leaves on its NIC and the rest on the scale-up links; both
+    flow at once (chunks are pipelined), so the slower share sets the bandwidth term.
+    Latency: the intra-domain steps on the scale-up links plus the steps across domains
+    on the NICs (the hierarchical step count)."""
     up, out = hw.link("scale_up"), hw.link("scale_out")
-    d = float(up.domain_size)
-    rs = link_time(link=up, op="reduce_scatter", size=size, p=d)
-    ar = link_time(link=out, op="all_reduce", size=size / d, p=p / d)
-    ag = link_time(link=up, op="all_gather", size=size, p=d)
-    return rs + ar + ag
+    c = COLLECTIVES[op]
+    across = p / local
+    traffic = c.traffic(size, p, False)
+    t_up = traffic * (local - 1.0) / local / (up.unidir_bytes_per_s * up.busbw_eff(size))
+    t_out = traffic / local / (out.unidir_bytes_per_s * out.busbw_eff(size))
+    latency = c.steps(local, False) * up.latency_s * (local > 1) + c.steps(across, False) * out.latency_s
+    return latency + np.maximum(t_up, t_out)
 
 
-def _hier_gather_like(op):
+def _hier_ring(op):
     def f(hw, size, p):
-        up, out = hw.link("scale_up"), hw.link("scale_out")
-        d = float(up.domain_size)
-        # Across domains first among same-rank devices, each on its NIC with 1/d of the buffer
-        # (every byte enters a domain once, as NCCL's rings route it), then inside the domain.
-        return link_time(link=out, op=op, size=size / d, p=p / d) + link_time(link=up, op=op, size=size, p=d)
+        return rail_ring(hw, op, size, p, float(hw.link("scale_up").domain_size))
     return f
 
 
@@ -105,13 +112,13 @@ register("all_reduce", Collective(
     traffic=lambda s, p, inn: s * 1.0 if inn else 2.0 * (p - 1.0) / p * s,
     steps=lambda p, inn: 2.0 * np.log2(np.maximum(p, 2.0)) if inn else 2.0 * (p - 1.0),
     busbw_factor=lambda p: 2.0 * (p - 1.0) / p,
-    hierarchical=_hier_all_reduce))
+    hierarchical=_hier_ring("all_reduce")))
 register("all_gather", Collective(
     traffic=lambda s, p, inn: (p - 1.0) / p * s, steps=lambda p, inn: _ring_steps(p),
-    busbw_factor=lambda p: (p - 1.0) / p, hierarchical=_hier_gather_like("all_gather")))
+    busbw_factor=lambda p: (p - 1.0) / p, hierarchical=_hier_ring("all_gather")))
 register("reduce_scatter", Collective(
     traffic=lambda s, p, inn: (p - 1.0) / p * s, steps=lambda p, inn: _ring_steps(p),
-    busbw_factor=lambda p: (p - 1.0) / p, hierarchical=_hier_gather_like("reduce_scatter")))
+    busbw_factor=lambda p: (p - 1.0) / p, hierarchical=_hier_ring("reduce_scatter")))
 register("all_to_all", Collective(
     traffic=lambda s, p, inn: (p - 1.0) / p * s, steps=lambda p, inn: _ring_steps(p),
     busbw_factor=lambda p: (p - 1.0) / p, hierarchical=_hier_all_to_all))
@@ -124,19 +131,13 @@ def strided_collective(*, hw: HardwareSpec, op: str, size, group, stride) -> dic
     """`op` among `group` devices placed `stride` apart (a DP group across TP x PP ranks):
     only domain/stride of them share a scale-up domain. All in one domain: NVLink; one per
     domain: a flat ring over the NICs (rail-optimized, each GPU its own NIC); in between:
-    reduce-scatter inside the domain, the op across domains on 1/local of the data, then
-    all-gather (for all-reduce; gather-like ops move size/local per device across, then
-    gather inside the domain)."""
+    rail rings with `local` members per domain (rail_ring)."""
     up, out = hw.link("scale_up"), hw.link("scale_out")
     local = np.clip(np.floor(up.domain_size / np.maximum(stride, 1.0)), 1.0, np.maximum(group, 1.0))
     across = np.maximum(group / local, 1.0)
     inside = link_time(link=up, op=op, size=size, p=local)
     flat_out = link_time(link=out, op=op, size=size, p=group)
-    if op == "all_reduce":
-        hier = (link_time(link=up, op="reduce_scatter", size=size, p=local)
-                + link_time(link=out, op="all_reduce", size=size / local, p=across)
-                + link_time(link=up, op="all_gather", size=size, p=local))
-    else:
-        hier = link_time(link=out, op=op, size=size / local, p=across) + link_time(link=up, op=op, size=size, p=local)
+    hier = rail_ring(hw, op, size, group, local) if op in ("all_reduce", "all_gather", "reduce_scatter") \
+        else link_time(link=out, op=op, size=size, p=across)
     t = where(group <= 1, 0.0, where(local >= group, inside, where(local <= 1, flat_out, hier)))
     return {"time_s": t}
