@@ -159,3 +159,16 @@ def test_materialized_attention_moves_its_scores():
     assert float(kept.activations_per_device_bytes) - float(flash.activations_per_device_bytes) == pytest.approx(scores)
     sel = _train(dp=8, attention="materialized", recompute="selective")
     assert float(sel.activations_per_device_bytes) < float(kept.activations_per_device_bytes)
+
+
+def test_wafer_training_reports_the_gpu_parts():
+    """CS systems report the same step parts as GPUs: the recomputed forward under full
+    recomputation (HFU = 4/3 MFU, the GPU convention), zero bubble, exposed DP comm and
+    optimizer (SwarmX reduces on the way to MemoryX, which runs the optimizer)."""
+    full = predict.training(hardware="cs3", model="llama_3_8b", devices=2, seq_len=4096, global_batch=64,
+                            recompute="full")
+    none = predict.training(hardware="cs3", model="llama_3_8b", devices=2, seq_len=4096, global_batch=64)
+    assert float(full.recompute_s) == pytest.approx(float(full.forward_s)) and float(none.recompute_s) == 0.0
+    assert float(full.hfu) == pytest.approx(float(full.mfu) * 4 / 3) and float(none.hfu) == pytest.approx(float(none.mfu))
+    for part in ("pipeline_bubble_s", "dp_comm_exposed_s", "optimizer_s"):
+        assert float(full[part]) == 0.0

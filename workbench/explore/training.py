@@ -103,9 +103,8 @@ def _gpu_parts(ds: xr.Dataset) -> xr.Dataset:
 def _wafer_parts(ds: xr.Dataset) -> xr.Dataset:
     # Full recompute runs one more forward pass (counted in the wafer's compute); a layer
     # takes max(compute, I/O), so the step beyond the compute is the I/O not hidden.
-    rec = ds.forward_s * (ds.recompute == "full")
-    hidden = _rest(ds.step_time_s, ds.forward_s + ds.backward_s + rec)
-    return ds.assign(recompute_s=rec, weight_streaming_exposed_s=hidden).drop_vars("attention")
+    hidden = _rest(ds.step_time_s, ds.forward_s + ds.backward_s + ds.recompute_s)
+    return ds.assign(weight_streaming_exposed_s=hidden).drop_vars("attention")
 
 
 def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:

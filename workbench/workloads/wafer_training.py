@@ -57,6 +57,7 @@ def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, de
     tokens = global_batch * seq_len
     attn_flops = 12.0 * model.n_layers * model.n_heads * model.head_dim * seq_len * tokens
     model_flops = 6.0 * model.n_params_active * tokens + attn_flops
+    recompute_flops = model_flops / 3.0 if recompute == "full" else 0.0  # one more forward, as on GPUs
     peak = w.peak("fp16")
     act = act_per_seq * micro
     io_s = n_micro * (model.n_layers * layer["io_s"] + head_t["io_s"])
@@ -65,13 +66,18 @@ def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, de
         "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
         "samples_per_s": global_batch / step,
         "model_flops_per_s_per_device": model_flops / step / devices,
-        "hardware_flops_per_s_per_device": model_flops / step / devices,
-        "mfu": model_flops / step / devices / peak, "hfu": model_flops / step / devices / peak,
+        "hardware_flops_per_s_per_device": (model_flops + recompute_flops) / step / devices,
+        "mfu": model_flops / step / devices / peak, "hfu": (model_flops + recompute_flops) / step / devices / peak,
         "memory_per_device_bytes": act, "memory_capacity_bytes": capacity,
         "activations_per_device_bytes": act, "fits": fits,
         "reason": choose([(~fits, "one sequence's activations exceed the wafer's SRAM")], ""),
         "bound": choose([(io_s > compute_s, "weight_streaming_io")], "compute"),
         "forward_s": compute_s / passes, "backward_s": compute_s * BACKWARD_FACTOR / passes, "pe_grid": P,
+        "recompute_s": compute_s / passes * (recompute == "full"),
+        # The GPU step's other parts, zero here: no pipeline across systems (data parallel),
+        # SwarmX reduces the gradients on their way to MemoryX, where the optimizer runs
+        # during the next step.
+        "pipeline_bubble_s": 0.0 * step, "dp_comm_exposed_s": 0.0 * step, "optimizer_s": 0.0 * step,
         "weight_streaming_io_s": io_s, "devices": devices, "model_flops": model_flops,
         "n_micro_batches": n_micro, "micro_batch": micro,
     }
