@@ -172,3 +172,24 @@ def test_wafer_training_reports_the_gpu_parts():
     assert float(full.hfu) == pytest.approx(float(full.mfu) * 4 / 3) and float(none.hfu) == pytest.approx(float(none.mfu))
     for part in ("pipeline_bubble_s", "dp_comm_exposed_s", "optimizer_s"):
         assert float(full[part]) == 0.0
+
+
+def test_context_parallel_ranks_share_the_zero_shards():
+    """CP ranks hold the same weights as DP ranks: ZeRO shards the optimizer state over
+    dp·cp (Megatron-Core's data-parallel-with-context-parallel group)."""
+    m = load_model("llama_3_8b")
+    ds = _train(dp=4, cp=2, zero=1, seq_len=8192, global_batch=64)
+    assert float(ds.optimizer_per_device_bytes) == pytest.approx(m.n_params * 12 / 8)
+    assert float(ds.grads_per_device_bytes) == pytest.approx(m.n_params * 4)
+
+
+def test_fp8_keeps_gemm_inputs_in_one_byte():
+    """FP8 training saves the four GEMM inputs per layer (attention and MLP inputs, attention
+    output, activation output) in FP8: D + H·h_v + D + F bytes less per token and layer."""
+    m = load_model("llama_3_8b")
+    bf16 = _train(dp=8, precision="bf16")
+    fp8 = _train(dp=8, precision="fp8")
+    tokens = 4096  # one micro-batch of one sequence in flight
+    saved = (2 * m.d_model + m.n_heads * m.v_dim + m.d_ff) * tokens * m.n_layers
+    got = float(bf16.activations_per_device_bytes) - float(fp8.activations_per_device_bytes)
+    assert got == pytest.approx(saved)

@@ -140,6 +140,45 @@ def test_materialized_attention_explains_the_small_megatron_models():
     assert flash > 1.3 * measured and materialized == pytest.approx(measured, rel=0.1)
 
 
+# Megatron-Bridge / NeMo 25.11 performance summary (the table of E13a): id -> (hardware, model,
+# GPUs, precision, GBS, MBS, seq, ZeRO (FSDP=0: distributed optimizer), TP, PP, CP, VP, EP).
+# The recompute setting of the recipes is not in the table: none and selective are both checked.
+NEMO = {
+    "NM01": ("b200", "llama_3_8b", 8, "fp8", 128, 2, 8192, 1, 1, 1, 1, 1, 1),
+    "NM02": ("b200", "llama_3_1_405b", 128, "fp8", 64, 1, 8192, 1, 4, 8, 2, 8, 1),
+    "NM03": ("h100_sxm", "llama_3_70b", 64, "fp8", 128, 1, 8192, 1, 4, 8, 1, 5, 1),
+    "NM04": ("h100_sxm", "llama_3_1_405b", 1024, "fp8", 512, 1, 8192, 1, 8, 8, 2, 8, 1),
+    "NM05": ("h100_sxm", "gpt_oss_120b", 64, "bf16", 512, 4, 4096, 1, 1, 4, 1, 1, 8),
+    "NM06": ("b200", "gpt_oss_120b", 64, "bf16", 512, 4, 4096, 1, 1, 1, 1, 1, 8),
+    "NM07": ("b200", "qwen3_235b_a22b", 64, "fp8", 1024, 1, 4096, 1, 1, 8, 1, 2, 8),
+    "NM08": ("b200", "deepseek_v3", 256, "fp8", 2048, 1, 4096, 1, 1, 16, 1, 1, 8),
+}
+# MoE training is over-predicted (selective / none): DeepSeek-V3 on B200 +20/+25% (inside), but
+# GPT-OSS on H100 +25/+30%, on B200 +204/+217%, Qwen3-235B on B200 +61/+69%: token permutation,
+# router and grouped-GEMM overheads and GPT-OSS's attention sinks are not modelled.
+NEMO_OUTSIDE = {"NM05": "+25..30%", "NM06": "+204..217%", "NM07": "+61..69%"}
+# Does not fit under the model's 90% memory budget (171 of 162 GB usable on B200), ran on DGX-B200.
+NEMO_TIGHT = {"NM02"}
+
+
+def nemo_config(row_id, recompute):
+    hw, model, gpus, prec, gbs, mbs, seq, zero, tp, pp, cp, vp, ep = NEMO[row_id]
+    return dict(hardware=hw, model=model, tp=tp, pp=pp, cp=cp, ep=ep, dp=gpus // (tp * pp * cp), seq_len=seq,
+                global_batch=gbs, micro_batch=mbs, precision=prec, zero=zero, recompute=recompute, virtual_stages=vp)
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective"])
+@pytest.mark.parametrize("row_id", [pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=NEMO_OUTSIDE[r]))
+                                    if r in NEMO_OUTSIDE else r for r in NEMO])
+def test_nemo_performance_summary(row_id, recompute):
+    measured = row(row_id)["value_si"]
+    ds = predict.training(**nemo_config(row_id, recompute))
+    got = float(ds.tokens_per_s_per_device)
+    print(f"{row_id} {NEMO[row_id][:2]} {recompute}: {got:.0f} vs {measured:.0f} tok/s/GPU ({got / measured - 1:+.1%})")
+    assert bool(ds.fits) or row_id in NEMO_TIGHT, ds.reason.item()
+    assert got == pytest.approx(measured, rel=0.25)
+
+
 def test_triton_attention_explains_the_long_sequence_trend():
     """MFU falls with sequence length on H100 (measured 42.8% at 1k to 28.6% at 64k); with
     FlashAttention-2 the model would keep it flat or rising, with the FA1-class kernel the

@@ -9,7 +9,8 @@ Conventions (stated, and used by the tests):
   attention core), as Megatron-LM's reported TFLOP/s do.
 - memory per parameter: 2 (bf16 weights) + 4 (fp32 gradients, Megatron-LM's default for
   bf16) + 12 (fp32 master, momentum, variance: Rajbhandari et al. 2020, ZeRO, K = 12) =
-  18; ZeRO-1 shards the 12, ZeRO-2 also the gradients, ZeRO-3 also the weights, over DP.
+  18; ZeRO-1 shards the 12, ZeRO-2 also the gradients, ZeRO-3 also the weights, over the
+  dp·cp ranks that hold the same weights.
 - the output layer (logits GEMM, its two backward GEMMs, an fp32 softmax cross-entropy)
   and the embedding run on the last and first pipeline stage; the slot is the slower stage.
 - data parallelism moves bf16 weights and fp32 gradients (Megatron-LM reduces bf16
@@ -99,22 +100,27 @@ def overlap_penalty(hw: HardwareSpec, overlapped_comm_s):
     return overlapped_comm_s * hw.collective_sms / hw.n_sms
 
 
-def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str, attention="flash2", seq=0.0):
-    """Bytes a layer keeps per token for backward (bf16), divided over TP and CP. A
-    materialized attention also keeps its scores: softmax output, dropout mask and output
-    (2 + 1 + 2 bytes per query-key pair; Korthikanti et al. 2022, 5·a·s²·b), which
-    selective recomputation drops."""
+def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str, attention="flash2", seq=0.0,
+                                     precision="bf16"):
+    """Bytes a layer keeps per token for backward, divided over TP and CP: 16-bit tensors,
+    except that FP8 training keeps the four GEMM inputs (attention and MLP inputs, attention
+    output, activation output) in FP8, as Transformer Engine saves them for the weight-
+    gradient GEMMs. A materialized attention also keeps its scores: softmax output, dropout
+    mask and output (2 + 1 + 2 bytes per query-key pair; Korthikanti et al. 2022,
+    5·a·s²·b), which selective recomputation drops."""
     D, H, K, h = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim
     F = model.d_ff_expert * (model.n_active_experts + model.n_shared_experts) if model.is_moe else model.d_ff
     if recompute == "full":
         return 2.0 * D / (tp * cp)
+    gemm_inputs = D + H * model.v_dim + D + F  # attention input, attention output, MLP input, activation output
     per_token = (2 * D  # norm input, attention input
                  + (H + 2 * K) * h  # Q, K, V
                  + H * model.v_dim + D  # attention output, residual
                  + 2 * D  # norm, MLP input
                  + model.mlp_matrices * F)  # gate/up outputs and the activation's output
+    fp8_saved = gemm_inputs * 1.0 if precision == "fp8" else 0.0  # bytes saved: 1 instead of 2
     scores = 5.0 * H * seq / cp if (attention == "materialized" and recompute == "none") else 0.0
-    return (2.0 * per_token + scores) / (tp * cp)
+    return (2.0 * per_token - fp8_saved + scores) / (tp * cp)
 
 
 def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
@@ -159,12 +165,16 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
     bubble = (pp - 1.0) / virtual_stages * slot
 
     # Data parallel. Expert weights are split over EP ranks as well; everything else over TP x PP.
+    # The weights are replicated over DP and CP ranks: gradients are reduced and ZeRO shards
+    # over dp·cp (Megatron-Core's data-parallel-with-context-parallel group), whose members
+    # sit tp apart (rank order tp-cp-dp-pp).
     expert_params = model.n_moe_layers * model.n_experts * model.expert_params
     params_dev = (model.n_params - expert_params) / (tp * pp) + expert_params / (tp * pp * ep)
-    stride = tp * pp * cp
+    replicas, stride = dp * cp, tp
 
     def dp_op(op, bytes_per_param):
-        return strided_collective(hw=hw, op=op, size=params_dev * bytes_per_param, group=dp, stride=stride)["time_s"]
+        return strided_collective(hw=hw, op=op, size=params_dev * bytes_per_param, group=replicas,
+                                  stride=stride)["time_s"]
     gather = dp_op("all_gather", WEIGHT_COMM_BYTES)
     reduce_scatter = dp_op("reduce_scatter", GRAD_COMM_BYTES)
     # Per micro-batch traffic (overlapped with that micro-batch's compute, one FSDP unit -
@@ -184,7 +194,7 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
     contention = overlap_penalty(hw, overlapped + cp_overlapped)
     pipeline = n_micro * slot + bubble + contention
 
-    opt_params = params_dev / np.where(zero >= 1, dp, 1.0)
+    opt_params = params_dev / np.where(zero >= 1, replicas, 1.0)
     optimizer = elementwise(hw=hw, nbytes=opt_params * ADAM_BYTES_PER_PARAM)["time_s"]
     step = pipeline + dp_exposed + optimizer
 
@@ -196,13 +206,14 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
     peak = hw.peak(math)
 
     # Memory per device.
-    shard = {"weights": np.where(zero >= 3, dp, 1.0), "grads": np.where(zero >= 2, dp, 1.0),
-             "optimizer": np.where(zero >= 1, dp, 1.0)}
+    shard = {"weights": np.where(zero >= 3, replicas, 1.0), "grads": np.where(zero >= 2, replicas, 1.0),
+             "optimizer": np.where(zero >= 1, replicas, 1.0)}
     per_part = {f"{k}_per_device_bytes": params_dev * BYTES_PER_PARAM[k] / shard[k] for k in BYTES_PER_PARAM}
     state = sum(per_part.values())
     # Megatron-LM: the first stage holds pp micro-batches (1F1B); interleaving adds (pp-1)/(pp·v).
     in_flight = np.minimum(pp, n_micro) * np.where(virtual_stages > 1, 1.0 + (pp - 1.0) / (pp * virtual_stages), 1.0)
-    act = activation_bytes_per_token_layer(model, tp=tp, cp=cp, recompute=recompute, attention=attention, seq=S) \
+    act = activation_bytes_per_token_layer(model, tp=tp, cp=cp, recompute=recompute, attention=attention, seq=S,
+                                           precision=precision) \
         * mb * S * (L / pp) * in_flight
     logits = mb * S / cp * model.vocab_size / tp * 4.0
     used = state + act + logits
