@@ -1,8 +1,6 @@
 """Training explorer widget wiring (ipywidgets 8): thin, every callback goes through training.py."""
 from __future__ import annotations
 
-import xarray as xr
-
 from ..specs import list_models
 from .figures import svg
 from .state import HARDWARE, WAFERS, infeasible
@@ -55,16 +53,7 @@ class TrainingExplorer(Explorer):
                            w.VBox([c[k] for k in ("micro_batch", "tp", "pp", "dp", "zero")]),
                            w.VBox([c[k] for k in ("attention", "virtual_stages", "systems")])],
                           layout=w.Layout(flex_flow="row wrap", grid_gap="8px"))
-        self.widget = w.VBox([controls, o["messages"], self.tabs, o["timing"]])
-        self.widget.add_class("wb-train-explorer")
-        self.ds: xr.Dataset | None = None
-        self.timings: dict[str, float] = {}
-        self._sweep_stale = True
-        for name in TRAINING_CONTROLS:
-            c[name].observe(self._on_change, names="value")
-        c["sweep"].observe(self._on_sweep_change, names="value")
-        self.tabs.observe(self._on_tab, names="selected_index")
-        self.update()
+        self._assemble(controls, "wb-train-explorer", TRAINING_CONTROLS, ("sweep",))
 
     @property
     def state(self) -> dict:

@@ -81,15 +81,23 @@ class Explorer:
                            w.VBox([c[k] for k in ("batch", "prompt", "generate")]),
                            w.VBox([c[k] for k in ("tp", "pp", "systems")])],
                           layout=w.Layout(flex_flow="row wrap", grid_gap="8px"))
+        self._assemble(controls, "wb-explorer", CONTROLS, ("sweep", "metric_x", "metric_y"))
+
+    def _assemble(self, controls, css_class: str, watched, sweep_controls) -> None:
+        """The page (controls, messages, tabs, timing) and its wiring: a change of a control
+        in `watched` recomputes, of one in `sweep_controls` redraws the sweep tab."""
+        import ipywidgets as w
+
+        o = self.outputs
         self.widget = w.VBox([controls, o["messages"], self.tabs, o["timing"]])
-        self.widget.add_class("wb-explorer")
+        self.widget.add_class(css_class)
         self.ds: xr.Dataset | None = None
         self.timings: dict[str, float] = {}
         self._sweep_stale = True
-        for name in CONTROLS:
-            c[name].observe(self._on_change, names="value")
-        for name in ("sweep", "metric_x", "metric_y"):
-            c[name].observe(self._on_sweep_change, names="value")
+        for name in watched:
+            self.controls[name].observe(self._on_change, names="value")
+        for name in sweep_controls:
+            self.controls[name].observe(self._on_sweep_change, names="value")
         self.tabs.observe(self._on_tab, names="selected_index")
         self.update()
 

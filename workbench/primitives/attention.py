@@ -19,7 +19,8 @@ import numpy as np
 # where attention_peak_eff is defined. Other GPUs are assumed to keep the A100 ratio.
 # "materialized": the pre-flash kernels of Megatron-LM (2021): batched GEMMs for QK^T and
 # PV over every query-key pair (no causal skipping) with the scores in HBM between them.
-ATTENTION_KERNELS = {"flash2": 1.0, "flash1": 40.0 / 73.0, "materialized": None}
+FLASH_RELATIVE_EFF = {"flash2": 1.0, "flash1": 40.0 / 73.0}
+ATTENTION_KERNELS = (*FLASH_RELATIVE_EFF, "materialized")
 FLASH_BACKWARD = 2.5  # FlashAttention-2 backward: five matmuls against the forward's two
 # Bytes per score element (16-bit scores, 1-byte dropout mask), Megatron-LM's kernels:
 # forward QK^T writes 2, fused scale-mask-softmax reads 2 and writes 2, dropout reads 2 and
@@ -33,7 +34,7 @@ def _matmul_eff(hw: HardwareSpec, flops, dtype: str, kernel: str = "flash2"):
     """Flash attention runs at its kernel's own best efficiency (attention_peak_eff, from the
     FlashAttention papers: softmax, masking and the online rescaling keep it below a GEMM),
     ramping with size like a GEMM of the same work."""
-    return hw.attention_peak_eff_for(dtype) * ATTENTION_KERNELS[kernel] * hw.gemm_eff(flops)
+    return hw.attention_peak_eff_for(dtype) * FLASH_RELATIVE_EFF[kernel] * hw.gemm_eff(flops)
 
 
 def attention_prefill(*, hw: HardwareSpec, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
