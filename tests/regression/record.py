@@ -1,0 +1,40 @@
+"""Write the regression grid's reference values (tests/regression/reference/*.csv.gz).
+Run once, before a restructuring; the test replays the calls against these files."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from calls import CALLS  # noqa: E402
+from workbench import predict  # noqa: E402
+
+
+def table(ds):
+    """A Dataset as one flat table: one row per point, coordinates as columns."""
+    if ds.sizes:
+        df = ds.to_dataframe().reset_index()
+    else:
+        df = ds.expand_dims("point").to_dataframe().reset_index().drop(columns="point")
+    for c in ds.coords:  # 0-d coordinates (hardware="h100_sxm") as constant columns
+        if ds[c].ndim == 0 and c not in df:
+            df[c] = ds[c].item()
+    return df
+
+
+def main() -> None:
+    out = HERE / "reference"
+    out.mkdir(exist_ok=True)
+    n = 0
+    for name, fn, kwargs in CALLS:
+        df = table(getattr(predict, fn)(**kwargs))
+        df.to_csv(out / f"{name}.csv.gz", index=False, float_format="%.17g")
+        n += len(df)
+        print(f"{name}: {len(df)} points, {df.shape[1]} columns")
+    print(f"{n} points in all")
+
+
+if __name__ == "__main__":
+    main()
