@@ -11,7 +11,8 @@ import pytest
 from workbench import predict
 from workbench.errors import InputError
 from workbench.specs import load_hardware, load_model
-from workbench.workloads.wafer_inference import wafer_inference, wafer_system
+from workbench.backends import numbers
+from workbench.workloads.wafer_inference import wafer_inference
 
 PUBLIC_OUTPUTS = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "output_tokens_per_s_per_device",
                   "output_tokens_per_s_per_user", "memory_per_device_bytes", "fits", "bound")
@@ -143,7 +144,7 @@ def test_batch_max_fits_and_one_more_does_not(hardware, model, devices, prompt, 
     past_b = predict.inference(batch=b + 1, pe_grid=P, **kw)
     assert bool(at_b.fits) and not bool(past_b.fits), str(past_b.reason.values)
     # b + 1 fits on no grid at all (brute force over every grid side), so b is the maximum
-    side = wafer_system(load_hardware(hardware))[1].max_square_grid
+    side = int(numbers(hardware).max_square_grid)
     every = predict.inference(batch=b + 1, pe_grid=list(range(1, side + 1)), **kw)
     assert not np.any(every.fits.values)
     # and the throughput reported is the one at that batch
@@ -193,8 +194,7 @@ def test_chosen_decode_grid_is_the_fastest_feasible_of_all(hardware, model, devi
     kw = dict(hardware=hardware, model=model, devices=devices, batch=batch, prompt=2048, generate=256,
               weights="fp16")
     ds = predict.inference(**kw)
-    w = wafer_system(load_hardware(hardware))[1]
-    grids = list(range(1, w.max_square_grid + 1))
+    grids = list(range(1, int(numbers(hardware).max_square_grid) + 1))
     ex = predict.inference(pe_grid=grids, **kw)
     tpot = np.where(ex.fits.values, ex.tpot_s.values, np.inf)
     assert float(ds.tpot_s) == pytest.approx(tpot.min(), rel=1e-12)
@@ -202,8 +202,8 @@ def test_chosen_decode_grid_is_the_fastest_feasible_of_all(hardware, model, devi
 
 
 def test_chosen_prefill_grid_is_the_fastest_feasible():
-    system, wafer = wafer_system(load_hardware("cs3"))
-    kw = dict(system=system, wafer=wafer, model=load_model("llama_3_8b"), devices=np.array(1.0),
+    wafer = numbers("cs3")
+    kw = dict(w=wafer, model=load_model("llama_3_8b"), devices=np.array(1.0),
               batch=np.array(1.0), prompt=np.array(2048.0), generate=np.array(256.0), weights="fp16", kv="fp16")
     auto = wafer_inference(**kw)
     P_dec, P_pre = float(auto["pe_grid_decode"]), float(auto["pe_grid_prefill"])

@@ -36,8 +36,8 @@ def device_power_w(name: str) -> float:
     spec = load_hardware(name)
     if isinstance(spec, HardwareSpec):
         return spec.tdp_w
-    from .workloads.wafer_inference import wafer_system
-    return wafer_system(spec)[0].power_w
+    from .specs import system_of
+    return system_of(spec)[0].power_w
 
 
 def _per_hardware(ds: xr.Dataset, table: dict, what: str) -> xr.DataArray:

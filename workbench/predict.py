@@ -5,42 +5,94 @@
                       batch=64, prompt=2048, generate=256, weights="fp8", kv="fp8")
 
 Every argument may be a scalar, a list or a DataArray; lists become sweep dimensions
-named after the argument. Bad input raises InputError naming the argument, the value
-and what is allowed; a configuration that does not fit is a result with fits=False.
+named after the argument. `hardware` is a catalog name, a spec object or the path of a
+YAML file; `hardware_overrides` sets the hardware's knobs (`workbench list knobs HW`) and
+`model_overrides` the model's (specs.MODEL_KNOBS), a list becoming a dimension named
+after the knob. Bad input raises InputError naming the argument, the value and what is
+allowed; a layout that cannot run or a configuration that does not fit is a point with
+fits=False and a reason. This module checks and dispatches: the backend of each
+hardware kind (backends/) evaluates.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ._broadcast import as_axis, evaluate, values_of
+from .backends import backend_for, check_knobs
 from .errors import InputError, check_choice, check_positive
-from .primitives.attention import attention_prefill
-from .primitives.collectives import COLLECTIVES, collective as _collective
-from .primitives.gemm import gemm as _gemm
-from .primitives.mesh import MAPPINGS, mesh_gemm, mesh_gemv
-from .specs import is_wafer, list_hardware, list_models, load_hardware, load_model
-from .units import DTYPE_BYTES, DTYPES, unit_attrs
-from .workloads import inference as _inf
-from .workloads.wafer_inference import wafer_inference, wafer_max_batch, wafer_system
-from .workloads.wafer_streaming import streaming_inference
+from .primitives.attention import ATTENTION_KERNELS
+from .primitives.collectives import COLLECTIVES
+from .primitives.mesh import MAPPINGS
+from .specs import MODEL_KNOBS, load_hardware, load_model, with_model_knobs
+from .units import DTYPES, unit_attrs
 
 PLACEMENTS = ("regions", "streaming")
 
 
-def _check_hardware(hardware):
-    check_choice("hardware", values_of(hardware), list_hardware())
+def _hardware_axis(hardware, arg: str = "hardware"):
+    """(axis of labels, label -> spec): names, spec objects and YAML paths all resolve to
+    specs once; the spec's name labels its results."""
+    items = values_of(hardware)
+    if not items:
+        raise InputError(f"{arg}=[] is not allowed; allowed: one or more hardware names, specs or YAML paths")
+    specs = {}
+    for h in items:
+        spec = load_hardware(h, arg=arg)
+        if spec.name in specs and specs[spec.name] != spec:
+            raise InputError(f"{arg}: two different specs are both named {spec.name!r}; allowed: distinct names")
+        specs[spec.name] = spec
+    labels = list(specs)
+    many = isinstance(hardware, (list, tuple, np.ndarray)) or getattr(hardware, "ndim", 0) > 0
+    return (as_axis(arg, labels) if many else labels[0]), specs
 
 
-def _check_dtype(arg, value, hardware=None):
+def _knob_axes(overrides, specs: dict, *, scalar_only: bool = False) -> dict:
+    """Hardware knob overrides as numeric axes (a list is a dimension named after the knob)."""
+    overrides = dict(overrides or {})
+    for spec in specs.values():
+        check_knobs(spec, overrides)
+    if scalar_only:
+        for k, v in overrides.items():
+            if np.ndim(getattr(v, "values", v)) > 0:
+                raise InputError(f"hardware_overrides {k}={v!r} is not allowed here; allowed: one number "
+                                 "(call once per value to sweep it)")
+    return {k: as_axis(k, v) for k, v in overrides.items()}
+
+
+def _model_axes(model, model_overrides) -> dict:
+    """The model axis and the model knobs as categorical axes; names are checked now."""
+    for m in values_of(model):
+        load_model(m)
+    axes = {"model": as_axis("model", model) if isinstance(model, (list, tuple, str)) else model}
+    for k, v in dict(model_overrides or {}).items():
+        if k not in MODEL_KNOBS:
+            raise InputError(f"model_overrides key {k!r} is not a model knob; allowed: {', '.join(MODEL_KNOBS)}")
+        axes[k] = as_axis(k, v)
+    return axes
+
+
+def _resolve_model(model, point: dict):
+    spec = load_model(model)
+    knobs = {k: point.pop(k) for k in list(point) if k in MODEL_KNOBS}
+    return with_model_knobs(spec, knobs) if knobs else spec
+
+
+def _split(point: dict, knob_names) -> tuple[dict, dict]:
+    """(knob values, the rest) of a point's keyword arguments."""
+    knobs = {k: point.pop(k) for k in knob_names if k in point}
+    return knobs, point
+
+
+def _check_dtype(arg, value):
     check_choice(arg, values_of(value), DTYPES)
 
 
-def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh"):
+def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", hardware_overrides=None):
     """Time and achieved FLOP/s of C[m,n] = A[m,k] @ B[k,n] in `dtype` (inputs and output
     in that dtype, as cuBLASLt benchmarks run them). On a wafer (wse2, wse3, cs2, cs3) it
     runs on a pe_grid x pe_grid region (default: the largest square), as MeshGEMV when
     m == 1 and MeshGEMM otherwise, with `mapping` "mesh" or "gpu_style"."""
-    _check_hardware(hardware)
+    hw_axis, specs = _hardware_axis(hardware)
     _check_dtype("dtype", dtype)
     check_choice("mapping", values_of(mapping), MAPPINGS)
     for arg, v in (("m", m), ("n", n), ("k", k)):
@@ -49,97 +101,66 @@ def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh"):
     if pe_grid is not None:
         check_positive("pe_grid", pe_grid, integer=True)
         numeric["pe_grid"] = as_axis("pe_grid", pe_grid)
+    knob_axes = _knob_axes(hardware_overrides, specs)
 
-    def fn(hardware, dtype, mapping, m, n, k, pe_grid=None):
-        hw = load_hardware(hardware)
-        if is_wafer(hw):
-            return _wafer_gemm(hw, dtype, mapping, m, n, k, pe_grid)
-        b = DTYPE_BYTES[dtype]
-        g = _gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=b, b_bytes=b, c_bytes=b)
-        return {"time_s": g["time_s"], "flops_per_s": g["flops"] / g["time_s"],
-                "compute_s": g["compute_s"], "memory_s": g["memory_s"], "flops": g["flops"],
-                "bytes": g["bytes"], "bound": np.where(g["compute_bound"], "compute", "memory")}
+    def fn(hardware, **point):
+        knobs, point = _split(point, knob_axes)
+        be = backend_for(specs[hardware])
+        return be.gemm(be.numbers(specs[hardware], knobs), **point)
 
-    return evaluate(fn, categorical={"hardware": as_axis("hardware", hardware), "dtype": as_axis("dtype", dtype),
+    return evaluate(fn, categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
                                      "mapping": as_axis("mapping", mapping)},
-                    numeric=numeric, attrs={"function": "predict.gemm"})
+                    numeric={**numeric, **knob_axes}, attrs={"function": "predict.gemm"})
 
 
-def _wafer_gemm(hw, dtype, mapping, m, n, k, pe_grid):
-    from .workloads.wafer_inference import wafer_system
-    _, w = wafer_system(hw)
-    P = np.minimum(pe_grid if pe_grid is not None else w.max_square_grid + 0.0 * m, w.max_square_grid)
-    gemv = mesh_gemv(w, P=P, k=k, n=n, rows=m, dtype=dtype, mapping=mapping)
-    gemm_ = mesh_gemm(w, P=P, m=m, k=k, n=n, dtype=dtype, mapping=mapping)
-    use_gemv = m == 1
-    cycles = np.where(use_gemv, gemv["cycles"], gemm_["cycles"])
-    compute = np.where(use_gemv, gemv["compute_cycles"], gemm_["compute_cycles"])
-    comm = np.where(use_gemv, gemv["comm_cycles"], gemm_["comm_cycles"])
-    t = cycles / w.clock_hz
-    flops = 2.0 * m * n * k
-    return {"time_s": t, "flops_per_s": flops / t, "compute_s": compute / w.clock_hz,
-            "comm_s": comm / w.clock_hz, "flops": flops, "pe_grid": P + 0.0 * t,
-            "bound": np.where(compute >= comm, "compute", "mesh_reduction")}
-
-
-def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True, kernel="flash2"):
+def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True, kernel="flash2",
+              hardware_overrides=None):
     """Attention forward over `seq_len` tokens: FLOPs 4·batch·seq²·heads·head_dim, halved
     when causal (the FlashAttention papers' convention), by a `kernel` of
     primitives/attention.ATTENTION_KERNELS; backward_s is its backward pass."""
-    from .primitives.attention import ATTENTION_KERNELS
-    _check_hardware(hardware)
+    hw_axis, specs = _hardware_axis(hardware)
     _check_dtype("dtype", dtype)
     check_choice("kernel", values_of(kernel), ATTENTION_KERNELS)
     for arg, v in (("batch", batch), ("seq_len", seq_len), ("n_heads", n_heads), ("head_dim", head_dim)):
         check_positive(arg, v, integer=True)
     check_choice("causal", values_of(causal), (True, False))
+    knob_axes = _knob_axes(hardware_overrides, specs)
 
-    def fn(hardware, dtype, causal, kernel, batch, seq_len, n_heads, head_dim):
-        a = attention_prefill(hw=load_hardware(hardware), batch=batch, seq_len=seq_len, n_heads=n_heads,
-                              head_dim=head_dim, causal=bool(causal), dtype=dtype,
-                              act_bytes=DTYPE_BYTES[dtype], kernel=kernel)
-        return {"time_s": a["time_s"], "flops_per_s": a["flops"] / a["time_s"], "flops": a["flops"],
-                "bytes": a["bytes"], "compute_s": a["compute_s"], "memory_s": a["memory_s"],
-                "backward_s": a["backward_s"]}
+    def fn(hardware, **point):
+        knobs, point = _split(point, knob_axes)
+        be = backend_for(specs[hardware])
+        return be.attention(be.numbers(specs[hardware], knobs), **point)
 
-    return evaluate(fn, categorical={"hardware": as_axis("hardware", hardware), "dtype": as_axis("dtype", dtype),
+    return evaluate(fn, categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
                                      "causal": as_axis("causal", causal), "kernel": as_axis("kernel", kernel)},
                     numeric={"batch": as_axis("batch", batch), "seq_len": as_axis("seq_len", seq_len),
-                             "n_heads": as_axis("n_heads", n_heads), "head_dim": as_axis("head_dim", head_dim)},
+                             "n_heads": as_axis("n_heads", n_heads), "head_dim": as_axis("head_dim", head_dim),
+                             **knob_axes},
                     attrs={"function": "predict.attention"})
 
 
-def collective(*, hardware, devices, op, size_bytes):
+def collective(*, hardware, devices, op, size_bytes, hardware_overrides=None):
     """Time and bus bandwidth (nccl-tests convention) of collective `op` on `size_bytes`."""
-    _check_hardware(hardware)
+    hw_axis, specs = _hardware_axis(hardware)
     check_choice("op", values_of(op), COLLECTIVES)
     check_positive("devices", devices, integer=True)
     check_positive("size_bytes", size_bytes)
+    knob_axes = _knob_axes(hardware_overrides, specs)
 
-    def fn(hardware, op, devices, size_bytes):
-        c = _collective(hw=load_hardware(hardware), op=op, size=size_bytes, devices=devices)
-        return {"time_s": c["time_s"], "bus_bandwidth_bytes_per_s": c["bus_bandwidth_bytes_per_s"],
-                "algorithm_bandwidth_bytes_per_s": c["algorithm_bandwidth_bytes_per_s"]}
+    def fn(hardware, **point):
+        knobs, point = _split(point, knob_axes)
+        be = backend_for(specs[hardware])
+        return be.collective(be.numbers(specs[hardware], knobs), **point)
 
-    return evaluate(fn, categorical={"hardware": as_axis("hardware", hardware), "op": as_axis("op", op)},
-                    numeric={"devices": as_axis("devices", devices), "size_bytes": as_axis("size_bytes", size_bytes)},
+    return evaluate(fn, categorical={"hardware": hw_axis, "op": as_axis("op", op)},
+                    numeric={"devices": as_axis("devices", devices), "size_bytes": as_axis("size_bytes", size_bytes),
+                             **knob_axes},
                     attrs={"function": "predict.collective"})
-
-
-def default_activations(weights: str, hw) -> str:
-    """Math dtype implied by the weight format: FP8 and INT8 deployments quantize
-    activations too (W8A8); int4 is weight-only (W4A16); fp4 runs as NVFP4 (W4A4) where
-    the chip has FP4 units and W4A16 elsewhere."""
-    if weights in ("fp8", "int8", "fp16", "fp32"):
-        return weights
-    if weights == "fp4" and np.isfinite(hw.peak("fp4")):
-        return "fp4"
-    return "bf16"
 
 
 def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048, generate=256,
               weights="bf16", activations=None, kv=None, pe_grid=None, mapping="mesh",
-              placement="regions", ep=1, imbalance=1.0):
+              placement="regions", ep=1, imbalance=1.0, hardware_overrides=None, model_overrides=None):
     """Static-batch inference: prefill of `prompt` tokens then `generate` output tokens per
     sequence. `batch="max"` uses the largest batch that fits in memory.
 
@@ -152,140 +173,72 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     streamed from MemoryX; devices are replicas); tp and pp must be 1. MoE models: `ep`
     (dividing tp) spreads the experts over that many of the TP devices, with all-to-all
     dispatch and combine; `imbalance` >= 1 is the busiest rank's share of routed tokens
-    over the mean."""
-    _check_hardware(hardware)
-    check_choice("model", [m for m in values_of(model) if isinstance(m, str)], list_models())
+    over the mean. A layout that cannot run (tp not dividing the heads, pp beyond the
+    layers, devices not a multiple of tp·pp, ep not dividing tp) is a point with
+    fits=False and its reason."""
+    hw_axis, specs = _hardware_axis(hardware)
     _check_dtype("weights", weights)
-    if activations is not None:
-        _check_dtype("activations", activations)
-    if kv is not None:
-        _check_dtype("kv", kv)
+    for arg, v in (("activations", activations), ("kv", kv)):
+        if v is not None:
+            _check_dtype(arg, v)
     check_choice("mapping", values_of(mapping), MAPPINGS)
     check_choice("placement", values_of(placement), PLACEMENTS)
     batch_max = isinstance(batch, str)
     if batch_max and batch != "max":
         raise InputError(f"batch={batch!r} is not allowed; allowed: a positive integer or 'max'")
-    for arg, v in (("tp", tp), ("pp", pp), ("prompt", prompt), ("generate", generate)) + \
+    for arg, v in (("tp", tp), ("pp", pp), ("prompt", prompt), ("generate", generate), ("ep", ep)) + \
             ((("batch", batch),) if not batch_max else ()):
         check_positive(arg, v, integer=True)
-    if devices is not None:
-        check_positive("devices", devices, integer=True)
-    if pe_grid is not None:
-        check_positive("pe_grid", pe_grid, integer=True)
-    check_positive("ep", ep, integer=True)
+    for arg, v in (("devices", devices), ("pe_grid", pe_grid)):
+        if v is not None:
+            check_positive(arg, v, integer=True)
+    check_positive("imbalance", imbalance)
     if min(values_of(imbalance)) < 1:
         raise InputError(f"imbalance={min(values_of(imbalance))} is not allowed; allowed: a number >= 1 "
                          "(busiest rank's routed tokens over the mean)")
-    bad_ep = [(e, t) for e in values_of(ep) for t in values_of(tp) if int(t) % int(e)]
-    if bad_ep:
-        raise InputError(f"ep={bad_ep[0][0]} does not divide tp={bad_ep[0][1]}; allowed: a divisor of tp "
-                         "(experts are spread over the TP devices)")
-    wafers = [h for h in values_of(hardware) if is_wafer(load_hardware(h))]
-    if wafers and (max(values_of(tp)) > 1 or max(values_of(pp)) > 1):
-        raise InputError(f"tp={max(values_of(tp))}, pp={max(values_of(pp))} is not allowed on {wafers[0]!r}; "
-                         "allowed: tp=1 and pp=1 (a wafer model is laid out by pe_grid and devices)")
-    for name in values_of(model):
-        spec = load_model(name)
-        bad = [t for t in values_of(tp) if spec.n_heads % int(t)]
-        if bad:
-            divisors = [d for d in range(1, spec.n_heads + 1) if spec.n_heads % d == 0]
-            raise InputError(f"tp={bad[0]} does not divide n_heads={spec.n_heads} of model {spec.name!r}; "
-                             f"allowed: {', '.join(map(str, divisors))}")
-        if values_of(pp) and max(values_of(pp)) > spec.n_layers:
-            raise InputError(f"pp={max(values_of(pp))} exceeds n_layers={spec.n_layers} of model "
-                             f"{spec.name!r}; allowed: 1..{spec.n_layers}")
-
+    for name, spec in specs.items():
+        be = backend_for(spec)
+        if hasattr(be, "check_inference"):
+            be.check_inference(name, tp=tp, pp=pp, ep=ep, activations=activations, batch_max=batch_max,
+                               placement=placement)
     numeric = {"tp": as_axis("tp", tp), "pp": as_axis("pp", pp), "prompt": as_axis("prompt", prompt),
                "generate": as_axis("generate", generate), "ep": as_axis("ep", ep),
                "imbalance": as_axis("imbalance", imbalance)}
     if not batch_max:
         numeric["batch"] = as_axis("batch", batch)
-    if devices is not None:
-        numeric["devices"] = as_axis("devices", devices)
-    if pe_grid is not None:
-        numeric["pe_grid"] = as_axis("pe_grid", pe_grid)
-    model_axis = as_axis("model", model) if isinstance(model, (list, tuple, str)) else model
+    for arg, v in (("devices", devices), ("pe_grid", pe_grid)):
+        if v is not None:
+            numeric[arg] = as_axis(arg, v)
+    knob_axes = _knob_axes(hardware_overrides, specs)
 
-    def fn(hardware, model, weights, activations, kv, mapping, placement, **sizes):
-        hw, spec = load_hardware(hardware), load_model(model)
-        if is_wafer(hw):
-            return _wafer_point(hw, spec, weights, activations, kv, mapping, placement, **sizes)
-        return _gpu_point(hw, spec, weights, activations, kv, **sizes)
+    def fn(hardware, model, **point):
+        spec = _resolve_model(model, point)
+        knobs, point = _split(point, knob_axes)
+        be = backend_for(specs[hardware])
+        return be.inference(be.numbers(specs[hardware], knobs), spec, **point)
 
-    categorical = {"hardware": as_axis("hardware", hardware), "model": model_axis,
+    categorical = {"hardware": hw_axis, **_model_axes(model, model_overrides),
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
                    "placement": as_axis("placement", placement)}
-    ds = evaluate(fn, categorical=categorical, numeric=numeric,
+    ds = evaluate(fn, categorical=categorical, numeric={**numeric, **knob_axes},
                   attrs={"function": "predict.inference", "batching": "static"})
-    if not wafers:  # the wafer-only settings say nothing about a GPU-only result
+    if all(backend_for(s).kind == "gpu" for s in specs.values()):  # wafer-only settings say nothing here
         ds = ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords and c not in ds.dims])
     return ds
 
 
-def _gpu_point(hw, spec, weights, activations, kv, *, tp, pp, prompt, generate, batch=None, devices=None,
-               pe_grid=None, ep=1.0, imbalance=1.0):
-    act = activations or default_activations(weights, hw)
-    kvd = kv or ("fp16" if act == "fp16" else "bf16")
-    devices = tp * pp if devices is None else devices
-    dp = devices / (tp * pp)
-    if np.any(dp != np.floor(dp)) or np.any(dp < 1):
-        raise InputError(f"devices={devices} is not a multiple of tp*pp={tp * pp}; allowed: "
-                         "a multiple of tp*pp (the extra devices are data-parallel replicas)")
-    common = dict(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, prompt=prompt, generate=generate,
-                  weights=weights, activations=act, kv=kvd, ep=ep, imbalance=imbalance)
-    if batch is None:
-        batch = _inf.max_batch(hw, spec, prompt=prompt, generate=generate, tp=tp, pp=pp,
-                               w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kvd],
-                               stream_bytes=max(DTYPE_BYTES[act], 2.0))
-        r = _inf.inference(batch=np.maximum(batch, 1.0), **common)
-        r["fits"] = r["fits"] & (batch >= 1)
-        r["batch"] = batch
-    else:
-        r = _inf.inference(batch=batch, **common)
-    r["activations"] = np.array(act, dtype=object)  # constant per call: broadcast as a view
-    r["kv"] = np.array(kvd, dtype=object)
-    return r
-
-
-def _wafer_point(hw, spec, weights, activations, kv, mapping, placement, *, tp, pp, prompt, generate,
-                 batch=None, devices=None, pe_grid=None, ep=1.0, imbalance=1.0):
-    system, wafer = wafer_system(hw)
-    if activations not in (None, "fp16", "bf16"):
-        raise InputError(f"activations={activations!r} is not allowed on {hw.name!r}; allowed: fp16, bf16 "
-                         "(the PE datapath is FP16/FP32; narrower weights are a storage format)")
-    kvd = kv or "fp16"
-    devices = 1.0 + 0.0 * tp if devices is None else devices
-    common = dict(system=system, wafer=wafer, model=spec, devices=devices, prompt=prompt, generate=generate,
-                  weights=weights, kv=kvd, pe_grid=pe_grid, mapping=mapping)
-    if placement == "streaming":
-        if batch is None:
-            raise InputError("batch='max' is not allowed with placement='streaming'; allowed: a positive integer")
-        r = streaming_inference(batch=batch, **common)
-    elif batch is None:
-        batch = wafer_max_batch(**common)
-        r = wafer_inference(batch=np.maximum(batch, 1.0), **common)
-        r["fits"] = r["fits"] & (batch >= 1)
-        r["batch"] = batch
-    else:
-        r = wafer_inference(batch=batch, **common)
-    r["activations"] = np.array("fp16", dtype=object)
-    r["kv"] = np.array(kvd, dtype=object)
-    return r
-
-
 def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, seq_len=2048, global_batch=512,
-             micro_batch=1, precision="bf16", zero=1, recompute="none", virtual_stages=1, attention="flash2"):
+             micro_batch=1, precision="bf16", zero=1, recompute="none", virtual_stages=1, attention="flash2",
+             hardware_overrides=None, model_overrides=None):
     """One training step (workloads/training.py for GPUs, workloads/wafer_training.py for
     CS systems with weight streaming). `global_batch` is in sequences; `devices` defaults
     to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp). `attention`
-    names the GPU flash-attention kernel generation (primitives/attention.ATTENTION_KERNELS)."""
-    from .primitives.attention import ATTENTION_KERNELS
-    from .workloads.training import PRECISIONS, RECOMPUTE, training as _training
-    from .workloads.wafer_training import wafer_training
-    from .workloads.wafer_inference import wafer_system
-    _check_hardware(hardware)
-    check_choice("model", [m for m in values_of(model) if isinstance(m, str)], list_models())
+    names the GPU flash-attention kernel generation (primitives/attention.ATTENTION_KERNELS).
+    A layout that cannot run is a point with fits=False and its reason; GPU layout
+    arguments given for a wafer are an error (the wafer would ignore them)."""
+    from .workloads.training import PRECISIONS, RECOMPUTE
+    hw_axis, specs = _hardware_axis(hardware)
     check_choice("precision", values_of(precision), PRECISIONS)
     check_choice("recompute", values_of(recompute), RECOMPUTE)
     check_choice("attention", values_of(attention), ATTENTION_KERNELS)
@@ -296,49 +249,40 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     for arg, v in (("devices", devices), ("dp", dp)):
         if v is not None:
             check_positive(arg, v, integer=True)
-    for name in values_of(model):
-        spec = load_model(name)
-        bad = [t for t in values_of(tp) if spec.n_heads % int(t)]
-        if bad:
-            raise InputError(f"tp={bad[0]} does not divide n_heads={spec.n_heads} of model {spec.name!r}")
-        if max(values_of(pp)) > spec.n_layers:
-            raise InputError(f"pp={max(values_of(pp))} exceeds n_layers={spec.n_layers} of model {spec.name!r}")
+    for name, spec in specs.items():
+        be = backend_for(spec)
+        if hasattr(be, "check_training"):
+            be.check_training(name, tp=(tp, 1), pp=(pp, 1), cp=(cp, 1), ep=(ep, 1), dp=(dp, None),
+                              micro_batch=(micro_batch, 1), virtual_stages=(virtual_stages, 1),
+                              attention=(attention, "flash2"))
     numeric = {k: as_axis(k, v) for k, v in dict(tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq_len, global_batch=global_batch,
                                                  micro_batch=micro_batch, virtual_stages=virtual_stages).items()}
     for k, v in (("devices", devices), ("dp", dp)):
         if v is not None:
             numeric[k] = as_axis(k, v)
-    model_axis = as_axis("model", model) if isinstance(model, (list, tuple, str)) else model
+    knob_axes = _knob_axes(hardware_overrides, specs)
 
-    def fn(hardware, model, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len, global_batch, micro_batch,
-           virtual_stages, devices=None, dp=None):
-        hw, spec = load_hardware(hardware), load_model(model)
-        if is_wafer(hw):
-            system, wafer = wafer_system(hw)
-            return wafer_training(system=system, wafer=wafer, model=spec, devices=1.0 if devices is None else devices,
-                                  seq_len=seq_len, global_batch=global_batch, precision=precision, recompute=recompute)
-        group = tp * pp * cp
-        if dp is None:
-            dp = (group if devices is None else devices) / group
-        if np.any(dp != np.floor(dp)) or np.any(dp < 1):
-            raise InputError(f"devices={devices} is not a multiple of tp*pp*cp={group}; allowed: a multiple")
-        return _training(hw=hw, model=spec, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, seq_len=seq_len,
-                         global_batch=global_batch, micro_batch=micro_batch, precision=precision, zero=int(zero),
-                         recompute=recompute, virtual_stages=virtual_stages, attention=attention)
+    def fn(hardware, model, **point):
+        spec = _resolve_model(model, point)
+        knobs, point = _split(point, knob_axes)
+        be = backend_for(specs[hardware])
+        return be.training(be.numbers(specs[hardware], knobs), spec, **point)
 
-    categorical = {"hardware": as_axis("hardware", hardware), "model": model_axis,
+    categorical = {"hardware": hw_axis, **_model_axes(model, model_overrides),
                    "precision": as_axis("precision", precision), "zero": as_axis("zero", zero),
                    "recompute": as_axis("recompute", recompute), "attention": as_axis("attention", attention)}
-    return evaluate(fn, categorical=categorical, numeric=numeric, attrs={"function": "predict.training"})
+    return evaluate(fn, categorical=categorical, numeric={**numeric, **knob_axes},
+                    attrs={"function": "predict.training"})
 
 
 BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step time is tabulated at
 
 
-def _step_table(hardware, model, layout, prompt, generate, weights, kv):
+def _step_table(hardware, model, layout, prompt, generate, weights, kv, overrides):
     """Decode step time against batch (tabulated, then interpolated), prefill time of one
     prompt and the largest batch that fits, from the static-batch model."""
-    common = dict(hardware=hardware, model=model, prompt=prompt, generate=generate, weights=weights, kv=kv, **layout)
+    common = dict(hardware=hardware, model=model, prompt=prompt, generate=generate, weights=weights, kv=kv,
+                  hardware_overrides=overrides, **layout)
     grid = inference(batch=BATCH_GRID.tolist(), **common)
     steps = grid.tpot_s.values
     first = inference(batch=1, **dict(common, generate=1))
@@ -349,16 +293,16 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv):
 
 def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
             ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
-            draft_model=None):
+            draft_model=None, hardware_overrides=None):
     """Continuous batching under Poisson arrivals (workloads/serving.py). `arrival_rate` in
     requests/s per instance (a list sweeps it; default: a grid up to saturation). With
     draft_len > 0, speculative decoding by `draft_model` (or one extra target layer per
     drafted token, as MTP heads, when None) at per-token `acceptance`. Scalar categorical
-    arguments only (sweep hardware or models by calling once per value)."""
+    arguments and knobs only (sweep hardware or models by calling once per value)."""
     import xarray as xr
 
     from .workloads.serving import latencies
-    from .workloads.speculative import expected_tokens_per_step
+    from .workloads.speculative import time_per_token_s
     for arg, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo), ("prompt", prompt), ("generate", generate)):
         check_positive(arg, v)
     if not 0 < quantile < 1:
@@ -368,24 +312,24 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     if int(draft_len) != draft_len or draft_len < 0:
         raise InputError(f"draft_len={draft_len} is not allowed; allowed: an integer >= 0")
     spec = load_model(model)
-    wafer = is_wafer(load_hardware(hardware))
-    layout = dict(devices=devices or 1) if wafer else dict(tp=tp, pp=pp)
-    grid, steps, prefill_s, max_batch = _step_table(hardware, model, layout, prompt, generate, weights, kv)
-    per_device = (devices or 1) if wafer else tp * pp
+    hw = load_hardware(hardware)
+    _knob_axes(hardware_overrides, {hw.name: hw}, scalar_only=True)
+    be = backend_for(hw)
+    layout = be.serving_layout(tp=tp, pp=pp, devices=devices)
+    grid, steps, prefill_s, max_batch = _step_table(hw, model, layout, prompt, generate, weights, kv,
+                                                    hardware_overrides)
+    per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
 
     if draft_len > 0:
-        k = float(draft_len)
         if draft_model is None:  # MTP: one more target layer per drafted token
             draft_steps = steps / spec.n_layers
         else:
-            d = inference(hardware=hardware, model=draft_model, batch=BATCH_GRID.tolist(), prompt=prompt,
-                          generate=generate, weights=weights, kv=kv, **layout)
+            d = inference(hardware=hw, model=draft_model, batch=BATCH_GRID.tolist(), prompt=prompt,
+                          generate=generate, weights=weights, kv=kv, hardware_overrides=hardware_overrides, **layout)
             draft_steps = d.tpot_s.values
         row = grid.tpot_s.values - grid.get("decode_attention_s", 0.0 * grid.tpot_s).values
-        rows_k = np.interp(BATCH_GRID * (k + 1), BATCH_GRID, row)
-        verify = rows_k + (steps - row)
-        e = float(expected_tokens_per_step(acceptance=acceptance, draft_len=k))
-        steps = (k * draft_steps + verify) / e  # time per emitted token
+        steps = time_per_token_s(batches=BATCH_GRID, step_s=steps, row_s=row, draft_step_s=draft_steps,
+                                 draft_len=draft_len, acceptance=acceptance)
 
     def decode_step_s(B):
         return np.interp(B, BATCH_GRID, steps)
@@ -414,7 +358,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     for name in ds.data_vars:
         ds[name].attrs.update(unit_attrs(name))
     ds["arrival_rate"].attrs.update({"units": "1/s", "long_name": "request arrival rate"})
-    ds.attrs.update({"function": "predict.serving", "hardware": hardware, "model": spec.name,
+    ds.attrs.update({"function": "predict.serving", "hardware": hw.name, "model": spec.name,
                      "queueing_model": "Poisson arrivals; iterations decode the batch and prefill the new prompts (chunked)",
                      "ttft_slo_s": ttft_slo, "tpot_slo_s": tpot_slo, "quantile": quantile,
                      "speculative": f"draft_len={draft_len}, acceptance={acceptance}, draft={draft_model or 'MTP'}"})
@@ -426,35 +370,32 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                   weights="bf16", kv=None, total_devices=64):
     """Prefill and decode in separate pools (workloads/disaggregated.py): capacities, the
     balancing ratio, goodput per device, the best integer split of `total_devices`, and the
-    colocated baseline on the decode hardware."""
+    colocated baseline on the decode hardware. KV caches leave the prefill instance over
+    its backend's link (every GPU its own NIC; a CS system's I/O)."""
     import xarray as xr
 
     from .workloads.disaggregated import balance, best_split, decode_capacity, prefill_capacity
     spec = load_model(model)
-    pre_hw, dec_hw = load_hardware(prefill_hardware), load_hardware(decode_hardware)
-    pre_layout = dict(devices=prefill_devices or 1) if is_wafer(pre_hw) else dict(tp=prefill_tp)
-    dec_layout = dict(devices=decode_devices or 1) if is_wafer(dec_hw) else dict(tp=decode_tp)
-    first = inference(hardware=prefill_hardware, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
+    pre_hw = load_hardware(prefill_hardware, arg="prefill_hardware")
+    dec_hw = load_hardware(decode_hardware, arg="decode_hardware")
+    pre_be, dec_be = backend_for(pre_hw), backend_for(dec_hw)
+    pre_layout = pre_be.serving_layout(tp=prefill_tp, devices=prefill_devices)
+    dec_layout = dec_be.serving_layout(tp=decode_tp, devices=decode_devices)
+    first = inference(hardware=pre_hw, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
                       kv=kv, **pre_layout)
-    grid, steps, _, max_batch = _step_table(decode_hardware, model, dec_layout, prompt, generate, weights, kv)
+    grid, steps, _, max_batch = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None)
     kv_bytes = spec.kv_cache_bytes(context=prompt, dtype=kv or "bf16")
-    # KV leaves over the prefill instance's NICs (every GPU its own) or the CS system I/O.
-    if is_wafer(pre_hw):
-        from .workloads.wafer_inference import wafer_system
-        link_bw = wafer_system(pre_hw)[0].io_bytes_per_s
-    else:
-        link_bw = pre_hw.link("scale_out").unidir_bytes_per_s * prefill_tp
-    kv_s = kv_bytes / link_bw
+    kv_s = kv_bytes / pre_be.kv_link_bytes_per_s(pre_be.numbers(pre_hw, {}), tp=prefill_tp, devices=prefill_devices)
     lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)
     lam_d, b_d = decode_capacity(batches=BATCH_GRID, step_s=steps, max_batch=max_batch, tpot_slo_s=tpot_slo,
                                  output_len=generate)
-    dev_p = (prefill_devices or 1) if is_wafer(pre_hw) else prefill_tp  # devices per instance
-    dev_d = (decode_devices or 1) if is_wafer(dec_hw) else decode_tp
+    dev_p = pre_be.instance_devices(tp=prefill_tp, devices=prefill_devices)  # devices per instance
+    dev_d = dec_be.instance_devices(tp=decode_tp, devices=decode_devices)
     ratio, good = balance(prefill_rate=lam_p, decode_rate=lam_d, prefill_devices=dev_p, decode_devices=dev_d,
                           output_len=generate)
     n_p, n_d, good_int = best_split(total_devices=total_devices, prefill_rate=float(lam_p), decode_rate=float(lam_d),
                                     prefill_devices=dev_p, decode_devices=dev_d, output_len=generate)
-    colocated = serving(hardware=decode_hardware, model=model, tp=decode_tp, devices=decode_devices, prompt=prompt,
+    colocated = serving(hardware=dec_hw, model=model, tp=decode_tp, devices=decode_devices, prompt=prompt,
                         generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights,
                         kv=kv)
     ds = xr.Dataset({
@@ -466,6 +407,6 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     })
     for name in ds.data_vars:
         ds[name].attrs.update(unit_attrs(name))
-    ds.attrs.update({"function": "predict.disaggregated", "prefill_hardware": prefill_hardware,
-                     "decode_hardware": decode_hardware, "model": spec.name})
+    ds.attrs.update({"function": "predict.disaggregated", "prefill_hardware": pre_hw.name,
+                     "decode_hardware": dec_hw.name, "model": spec.name})
     return ds

@@ -15,6 +15,7 @@ from workbench.primitives.attention import SCORE_BYTES, attention_decode, attent
 from workbench.primitives.gemm import memory_time
 from workbench.specs import list_gpus, load_hardware
 from workbench.units import DTYPE_BYTES
+from workbench.backends import numbers
 
 HARDWARE = list_gpus()
 SEQ = np.arange(16.0, 32769.0, 16.0)  # 16 .. 32k tokens
@@ -25,7 +26,7 @@ def _dtypes(hw):
     return [dt for dt in ("bf16", "fp16", "fp8") if np.isfinite(hw.peak(dt))]
 
 
-CASES = [(h, dt) for h in HARDWARE for dt in _dtypes(load_hardware(h))]
+CASES = [(h, dt) for h in HARDWARE for dt in _dtypes(numbers(h))]
 # (batch, n_heads, n_kv_heads, head_dim): Llama-3.1-8B per GPU (32/8, h=128), Llama-3.1-70B
 # at TP8 (8 query heads, 1 KV head per rank), an MHA model (GPT-3: 96 heads, h=128).
 SHAPES = [(1, 32, 8, 128), (8, 8, 1, 128), (4, 96, 96, 128)]
@@ -34,7 +35,7 @@ SHAPES = [(1, 32, 8, 128), (8, 8, 1, 128), (4, 96, 96, 128)]
 # ---- FLOPs and bytes ------------------------------------------------------------------------
 @pytest.mark.parametrize("batch, seq, heads, hd", [(1, 2048, 32, 128), (8, 8192, 64, 128), (3, 100, 5, 64)])
 def test_prefill_flops_closed_form(batch, seq, heads, hd):
-    hw = load_hardware("h100_sxm")
+    hw = numbers("h100_sxm")
     full = attention_prefill(hw=hw, batch=batch, seq_len=seq, n_heads=heads, head_dim=hd, causal=False)
     causal = attention_prefill(hw=hw, batch=batch, seq_len=seq, n_heads=heads, head_dim=hd, causal=True)
     assert full["flops"] == 4 * batch * seq**2 * heads * hd  # FlashAttention forward
@@ -49,7 +50,7 @@ def test_prefill_flops_closed_form(batch, seq, heads, hd):
 def test_prefill_flops_with_a_distinct_value_head_and_cached_context():
     # MLA (DeepSeek-V3: h = 192 for QK, h_v = 128 for PV): 2·B·H·(h + h_v)·pairs, where
     # pairs = S²/2 (causal) + S·context for new tokens that also attend to a cached prefix.
-    a = attention_prefill(hw=load_hardware("h100_sxm"), batch=2, seq_len=1024, n_heads=128,
+    a = attention_prefill(hw=numbers("h100_sxm"), batch=2, seq_len=1024, n_heads=128,
                           head_dim=192, v_head_dim=128, causal=True, context=4096)
     assert a["flops"] == 2 * 2 * 128 * (192 + 128) * (1024**2 / 2 + 1024 * 4096)
 
@@ -57,7 +58,7 @@ def test_prefill_flops_with_a_distinct_value_head_and_cached_context():
 def test_prefill_bytes_read_qkv_write_o():
     # Flash attention never writes scores: Q and O (H heads) plus K and V (K heads) only.
     b, s, H, K, h = 2, 4096, 32, 8, 128
-    a = attention_prefill(hw=load_hardware("h100_sxm"), batch=b, seq_len=s, n_heads=H, head_dim=h,
+    a = attention_prefill(hw=numbers("h100_sxm"), batch=b, seq_len=s, n_heads=H, head_dim=h,
                           n_kv_heads=K, act_bytes=2.0, kv_bytes=1.0)
     assert a["bytes"] == b * (s * H * 2 * h * 2.0 + s * K * 2 * h * 1.0)
 
@@ -67,7 +68,7 @@ def test_prefill_bytes_read_qkv_write_o():
 def test_decode_bytes_are_the_kv_cache(batch, context, kv_heads, hd, kv_bytes):
     # One decode step reads every cached K and V: batch · context · K·(h + h_v) · bytes.
     kv_elements = kv_heads * 2 * hd
-    d = attention_decode(hw=load_hardware("h100_sxm"), batch=batch, context=context, n_heads=4 * kv_heads,
+    d = attention_decode(hw=numbers("h100_sxm"), batch=batch, context=context, n_heads=4 * kv_heads,
                          head_dim=hd, n_kv_heads=kv_heads, kv_bytes=kv_bytes)
     assert d["bytes"] == batch * context * kv_elements * kv_bytes
     assert d["flops"] == 2 * batch * 4 * kv_heads * 2 * hd * context  # QK^T and PV for one query
@@ -75,7 +76,7 @@ def test_decode_bytes_are_the_kv_cache(batch, context, kv_heads, hd, kv_bytes):
 
 def test_decode_bytes_with_an_mla_latent():
     # DeepSeek-V3 caches kv_lora_rank + rope = 512 + 64 = 576 elements per token per layer.
-    d = attention_decode(hw=load_hardware("h100_sxm"), batch=16, context=8192, n_heads=128, head_dim=192,
+    d = attention_decode(hw=numbers("h100_sxm"), batch=16, context=8192, n_heads=128, head_dim=192,
                          n_kv_heads=128, v_head_dim=128, kv_elements_per_token=576, kv_bytes=1.0)
     assert d["bytes"] == 16 * 8192 * 576 * 1.0
 
@@ -84,8 +85,8 @@ def test_decode_bytes_with_an_mla_latent():
 @pytest.mark.parametrize("hardware, dtype", CASES, ids=[f"{h}-{d}" for h, d in CASES])
 @pytest.mark.parametrize("batch, heads, kv_heads, hd", SHAPES)
 def test_roofline_bounds(hardware, dtype, batch, heads, kv_heads, hd):
-    hw = load_hardware(hardware)
-    bw, peak = hw.hbm.bandwidth_bytes_per_s, hw.peak(dtype)
+    hw = numbers(hardware)
+    bw, peak = hw.hbm_bandwidth_bytes_per_s, hw.peak(dtype)
     b = DTYPE_BYTES[dtype]
     for causal in (True, False):
         a = attention_prefill(hw=hw, batch=batch, seq_len=SEQ, n_heads=heads, head_dim=hd,
@@ -104,7 +105,7 @@ def test_decode_latency_only_adds(hardware):
     """The per-slice latency never makes a step faster than streaming its bytes alone (it
     relies on memory_time being non-decreasing in bytes, which the log-log interpolation of
     memory_eff guarantees: every segment has log-log slope < 1)."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     for batch, heads, kv_heads, hd in SHAPES:
         d = attention_decode(hw=hw, batch=batch, context=CONTEXT, n_heads=heads, head_dim=hd,
                              n_kv_heads=kv_heads)
@@ -112,7 +113,7 @@ def test_decode_latency_only_adds(hardware):
 
 
 def test_long_prefill_is_compute_bound_and_decode_memory_bound():
-    hw = load_hardware("h100_sxm")
+    hw = numbers("h100_sxm")
     a = attention_prefill(hw=hw, batch=1, seq_len=8192, n_heads=32, head_dim=128, n_kv_heads=8)
     d = attention_decode(hw=hw, batch=64, context=8192, n_heads=32, head_dim=128, n_kv_heads=8)
     assert bool(a["compute_bound"]) and not bool(d["compute_bound"])
@@ -123,7 +124,7 @@ def _violations(label, timer):
     """Every (hardware, dtype, shape) whose time falls where its swept size grows."""
     bad = []
     for hardware, dtype in CASES:
-        hw = load_hardware(hardware)
+        hw = numbers(hardware)
         for batch, heads, kv_heads, hd in SHAPES:
             t = timer(hw=hw, batch=batch, n_heads=heads, head_dim=hd, n_kv_heads=kv_heads, dtype=dtype)["time_s"]
             if np.any(t[1:] < t[:-1] * (1 - 1e-12)):
@@ -154,13 +155,13 @@ def test_decode_time_monotone_in_context_and_batch():
 def test_decode_latency_term_on_large_transfers(hardware):
     """On the flat end of memory_eff, the slice latency costs a factor
     (slice + latency_bytes) / slice, latency_bytes = bw / n_sms · memory_latency_s."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     batch, context, kv_heads, hd, kv_bytes = 64, 32768.0, 8, 128, 2.0
     d = attention_decode(hw=hw, batch=batch, context=context, n_heads=32, head_dim=hd,
                          n_kv_heads=kv_heads, kv_bytes=kv_bytes)
     slice_bytes = context * 2 * hd * kv_bytes  # one (sequence, KV head) slice
-    latency_bytes = hw.hbm.bandwidth_bytes_per_s / hw.n_sms * hw.memory_latency_s
-    plateau = d["bytes"] / (hw.hbm.bandwidth_bytes_per_s * hw.memory_eff.eff[-1])
+    latency_bytes = hw.hbm_bandwidth_bytes_per_s / hw.n_sms * hw.memory_latency_s
+    plateau = d["bytes"] / (hw.hbm_bandwidth_bytes_per_s * hw.memory_eff.eff[-1])
     assert d["bytes"] * (1 + latency_bytes / slice_bytes) >= hw.memory_eff.size[-1]  # on the plateau
     assert float(d["memory_s"]) == pytest.approx(plateau * (slice_bytes + latency_bytes) / slice_bytes, rel=1e-12)
 
@@ -168,7 +169,7 @@ def test_decode_latency_term_on_large_transfers(hardware):
 # ---- one function, every input type ----------------------------------------------------------
 def test_float_ndarray_dataarray_agree():
     """xarray's test_apply_two_inputs pattern, for prefill and decode."""
-    hw = load_hardware("h100_sxm")
+    hw = numbers("h100_sxm")
     batches, seqs = np.array([1.0, 8.0, 64.0]), np.array([128.0, 2048.0, 32768.0])
     cases = [
         (attention_prefill, dict(n_heads=32, head_dim=128, n_kv_heads=8), "seq_len"),
@@ -192,7 +193,7 @@ def test_predict_attention_sweeps_and_units():
                            head_dim=128)
     assert dict(ds.sizes) == {"hardware": 2, "batch": 2, "seq_len": 2}
     assert ds.time_s.attrs["units"] == "s" and ds.flops_per_s.attrs["units"] == "FLOP/s"
-    a = attention_prefill(hw=load_hardware("b200"), batch=4, seq_len=8192, n_heads=32, head_dim=128)
+    a = attention_prefill(hw=numbers("b200"), batch=4, seq_len=8192, n_heads=32, head_dim=128)
     assert float(ds.time_s.sel(hardware="b200", batch=4, seq_len=8192)) == pytest.approx(float(a["time_s"]))
     np.testing.assert_allclose(ds.flops_per_s, ds.flops / ds.time_s)
 
@@ -202,12 +203,12 @@ def test_materialized_attention_roofline_and_ordering(hardware):
     """Pre-flash attention: never faster than its score traffic at peak bandwidth (13 bytes
     per query-key pair forward, 19 backward, every pair computed) nor than its GEMMs at peak;
     always slower than a flash kernel of the same shape, and FA1-class slower than FA2."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     shape = dict(hw=hw, batch=8.0, seq_len=np.array([512.0, 2048.0, 8192.0]), n_heads=32.0, head_dim=128.0)
     m = attention_prefill(**shape, kernel="materialized")
     f1, f2 = attention_prefill(**shape, kernel="flash1"), attention_prefill(**shape, kernel="flash2")
     scores = 8.0 * 32 * shape["seq_len"] ** 2
-    bw = hw.hbm.bandwidth_bytes_per_s
+    bw = hw.hbm_bandwidth_bytes_per_s
     assert np.all(m["time_s"] >= scores * SCORE_BYTES["forward"] / bw)
     assert np.all(m["backward_s"] >= scores * SCORE_BYTES["backward"] / bw)
     assert np.all(m["time_s"] >= 2 * 2.0 * scores * 128 / hw.peak("bf16"))

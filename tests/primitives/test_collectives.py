@@ -14,6 +14,7 @@ from workbench import predict
 from workbench.errors import InputError
 from workbench.primitives.collectives import COLLECTIVES, collective
 from workbench.specs import list_gpus, load_hardware
+from workbench.backends import numbers
 
 HARDWARE = list_gpus()
 OPS = sorted(COLLECTIVES)
@@ -41,7 +42,7 @@ B25_BUSBW_8G = 231.58
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("devices", [2, 4, 8, 16, 64, 256])
 def test_bus_bandwidth_convention(hardware, op, devices):
-    c = collective(hw=load_hardware(hardware), op=op, size=SIZES, devices=devices)
+    c = collective(hw=numbers(hardware), op=op, size=SIZES, devices=devices)
     algbw = SIZES / c["time_s"]
     np.testing.assert_allclose(c["algorithm_bandwidth_bytes_per_s"], algbw, rtol=1e-12)
     np.testing.assert_allclose(c["bus_bandwidth_bytes_per_s"], algbw * BUSBW_FACTOR[op](devices), rtol=1e-12)
@@ -57,14 +58,14 @@ def test_h100_all_reduce_8_gpus_matches_b21(size, measured_gb_s):
     """Provenance, not validation: h100_sxm's nvlink4 busbw_eff table was fitted to these
     very B21 points (see the YAML comment), so this checks that the alpha-beta model with
     that table reproduces the row it came from (within 5%)."""
-    c = collective(hw=load_hardware("h100_sxm"), op="all_reduce", size=float(size), devices=8)
+    c = collective(hw=numbers("h100_sxm"), op="all_reduce", size=float(size), devices=8)
     assert float(c["bus_bandwidth_bytes_per_s"]) / GB == pytest.approx(measured_gb_s, rel=0.05)
 
 
 def test_a100_all_reduce_8_gpus_8gb_matches_b25():
     # B25: 231.58 GB/s busbw at 8 GB (2**33 B, as nccl-tests sizes go). Provenance as well:
     # the table's large-size end point (0.772 = 231.58 / 300) is this row.
-    c = collective(hw=load_hardware("a100_sxm"), op="all_reduce", size=2.0**33, devices=8)
+    c = collective(hw=numbers("a100_sxm"), op="all_reduce", size=2.0**33, devices=8)
     assert float(c["bus_bandwidth_bytes_per_s"]) / GB == pytest.approx(B25_BUSBW_8G, rel=0.05)
 
 
@@ -85,7 +86,7 @@ def test_bus_bandwidth_never_above_line_rate(hardware, op, devices):
     """busbw normalizes a ring's traffic to the per-direction line rate, so a ring never
     exceeds it. With in-network reduction (NVLS, SHARP) each device sends S once instead of
     2(p-1)/p·S, so all-reduce busbw may exceed the line rate, up to 2(p-1)/p times it."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     up = hw.link("scale_up")
     c = collective(hw=hw, op=op, size=SIZES, devices=devices)
     in_network = up.in_network_reduction and op == "all_reduce"
@@ -96,15 +97,15 @@ def test_bus_bandwidth_never_above_line_rate(hardware, op, devices):
 
 def test_nvls_all_reduce_can_beat_the_line_rate_but_ring_cannot():
     # B21 itself: 478.87 GB/s busbw over a 450 GB/s per-direction NVLink4 (A22a).
-    c = collective(hw=load_hardware("h100_sxm"), op="all_reduce", size=2.0**33, devices=8)
-    assert float(c["bus_bandwidth_bytes_per_s"]) > load_hardware("h100_sxm").link("scale_up").unidir_bytes_per_s
+    c = collective(hw=numbers("h100_sxm"), op="all_reduce", size=2.0**33, devices=8)
+    assert float(c["bus_bandwidth_bytes_per_s"]) > numbers("h100_sxm").link("scale_up").unidir_bytes_per_s
 
 
 # ---- monotonicity --------------------------------------------------------------------------
 def _assert_time_monotone_in_size():
     bad = []
     for hardware in HARDWARE:
-        hw = load_hardware(hardware)
+        hw = numbers(hardware)
         for op in OPS:
             for devices in (2, 4, 8, 16, 64, 256):
                 t = collective(hw=hw, op=op, size=SIZES, devices=devices)["time_s"]
@@ -130,7 +131,7 @@ def test_beyond_the_scale_up_domain(hardware, op):
     below both bounds (8 NICs' line rate; the scale-up line rate x 8/7); small messages pay
     the NIC latency, so they are slower than inside one domain; where the domain reduces
     in the switch (NVLS) an all-reduce is slower per byte across domains at every size."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     up, out = hw.link("scale_up"), hw.link("scale_out")
     assert up.domain_size == 8
     in8 = collective(hw=hw, op=op, size=SIZES, devices=8)
@@ -147,7 +148,7 @@ def test_beyond_the_scale_up_domain(hardware, op):
 # ---- edge cases and inputs ------------------------------------------------------------------
 @pytest.mark.parametrize("op", OPS)
 def test_one_device_takes_no_time(op):
-    c = collective(hw=load_hardware("h100_sxm"), op=op, size=np.array([1.0, 1e6, 1e9]), devices=1)
+    c = collective(hw=numbers("h100_sxm"), op=op, size=np.array([1.0, 1e6, 1e9]), devices=1)
     np.testing.assert_array_equal(c["time_s"], 0.0)
     np.testing.assert_array_equal(c["bus_bandwidth_bytes_per_s"], 0.0)  # no transfer, reported 0
     ds = predict.collective(hardware="h100_sxm", devices=1, op=op, size_bytes=1e9)
@@ -156,7 +157,7 @@ def test_one_device_takes_no_time(op):
 
 def test_unknown_op_is_an_input_error():
     with pytest.raises(InputError, match=r"op='allreduce'.*all_reduce"):
-        collective(hw=load_hardware("h100_sxm"), op="allreduce", size=1e6, devices=8)
+        collective(hw=numbers("h100_sxm"), op="allreduce", size=1e6, devices=8)
     with pytest.raises(InputError, match=r"op='broadcast'.*allowed"):
         predict.collective(hardware="h100_sxm", devices=8, op="broadcast", size_bytes=1e6)
 
@@ -172,7 +173,7 @@ def test_predict_collective_bad_input(kwargs, arg):
 
 def test_float_ndarray_dataarray_agree():
     """xarray's test_apply_two_inputs pattern: one function, every input type."""
-    hw = load_hardware("h100_sxm")
+    hw = numbers("h100_sxm")
     sizes, devs = np.array([1e5, 1e7, 1e9]), np.array([1.0, 2.0, 8.0, 64.0])
     arr = collective(hw=hw, op="all_reduce", size=sizes[:, None], devices=devs[None, :])
     da = collective(hw=hw, op="all_reduce", size=xr.DataArray(sizes, dims="size"),
@@ -193,7 +194,7 @@ def test_predict_collective_sweeps_by_name():
     assert dict(ds.sizes) == {"devices": 2, "size_bytes": 2, "op": 2}
     assert ds.bus_bandwidth_bytes_per_s.attrs["units"] == "B/s"
     assert ds.time_s.attrs["units"] == "s"
-    one = collective(hw=load_hardware("h100_sxm"), op="all_gather", size=1e9, devices=8)
+    one = collective(hw=numbers("h100_sxm"), op="all_gather", size=1e9, devices=8)
     assert float(ds.time_s.sel(devices=8, op="all_gather", size_bytes=1e9)) == pytest.approx(float(one["time_s"]))
 
 
@@ -203,7 +204,7 @@ def test_gather_across_domains_uses_every_nic_once(op, nodes):
     """Across scale-up domains a ring all-gather / reduce-scatter brings each byte into a
     domain once, spread over the domain's NICs (NCCL builds one ring per rail): the bus
     bandwidth is above one NIC's line rate and at most the domain's NICs together."""
-    hw = load_hardware("h100_sxm")
+    hw = numbers("h100_sxm")
     out, d = hw.link("scale_out"), hw.link("scale_up").domain_size
     size = 8e9
     busbw = float(collective(hw=hw, op=op, size=size, devices=d * nodes)["bus_bandwidth_bytes_per_s"])
@@ -218,7 +219,7 @@ def test_multi_node_a100_all_reduce_matches_nccl_team_figure(nodes):
     within 10% at 8 GB from 2 to 128 nodes."""
     from workbench.calibrate.measurements import row
     measured = row("MN01")["value_si"]
-    got = float(collective(hw=load_hardware("a100_sxm"), op="all_reduce", size=8e9,
+    got = float(collective(hw=numbers("a100_sxm"), op="all_reduce", size=8e9,
                            devices=8 * nodes)["bus_bandwidth_bytes_per_s"])
     print(f"A100 all-reduce {nodes} nodes: {got / 1e9:.0f} vs {measured / 1e9:.0f} GB/s ({got / measured - 1:+.1%})")
     assert got == pytest.approx(measured, rel=0.10)

@@ -10,6 +10,7 @@ from workbench import predict
 from workbench.primitives.gemm import elementwise, gemm, memory_time, wave_efficiency
 from workbench.specs import list_gpus, load_hardware
 from workbench.units import DTYPE_BYTES
+from workbench.backends import numbers
 
 HARDWARE = list_gpus()
 N_SHAPES = 4000
@@ -27,24 +28,24 @@ def _dtypes(hw):
     return [dt for dt in ("tf32", "bf16", "fp16", "fp8", "int8", "fp4") if np.isfinite(hw.peak(dt))]
 
 
-CASES = [(h, dt) for h in HARDWARE for dt in _dtypes(load_hardware(h))]
+CASES = [(h, dt) for h in HARDWARE for dt in _dtypes(numbers(h))]
 
 
 # ---- exact counts ----------------------------------------------------------------------------
 def test_flops_and_bytes_closed_form():
     # C[m,n] = A[m,k] @ B[k,n]: m·n·k multiply-adds = 2·m·n·k FLOPs; bytes = read A and B, write C.
     m, n, k = _shapes(n=500)
-    g = gemm(hw=load_hardware("h100_sxm"), m=m, n=n, k=k, dtype="fp8", a_bytes=1.0, b_bytes=0.5,
+    g = gemm(hw=numbers("h100_sxm"), m=m, n=n, k=k, dtype="fp8", a_bytes=1.0, b_bytes=0.5,
              c_bytes=2.0, count=3.0)
     np.testing.assert_array_equal(g["flops"], 2.0 * m * n * k * 3.0)
     np.testing.assert_array_equal(g["bytes"], (m * k * 1.0 + k * n * 0.5 + m * n * 2.0) * 3.0)
-    assert gemm(hw=load_hardware("h100_sxm"), m=8192, n=8192, k=8192)["flops"] == 2 * 8192**3
+    assert gemm(hw=numbers("h100_sxm"), m=8192, n=8192, k=8192)["flops"] == 2 * 8192**3
 
 
 def test_count_scales_work_and_launches_linearly():
     """count identical GEMMs: FLOPs, bytes, math time and launches scale by count; the
     memory side streams all the bytes as one transfer, at the efficiency of the total."""
-    hw = load_hardware("h100_sxm")
+    hw = numbers("h100_sxm")
     one = gemm(hw=hw, m=4096, n=4096, k=4096)
     four = gemm(hw=hw, m=4096, n=4096, k=4096, count=4.0)
     for key in ("flops", "bytes", "compute_s", "overhead_s"):
@@ -58,7 +59,7 @@ def test_count_scales_work_and_launches_linearly():
 def test_roofline_bounds_on_random_shapes(hardware, dtype):
     """Achieved FLOP/s never above the dtype's dense peak (nor above the best achievable
     fraction gemm_peak_eff, MAMF rows B01-B07); time never below bytes / peak bandwidth."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     m, n, k = _shapes()
     b = DTYPE_BYTES[dtype]
     g = gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=b, b_bytes=b, c_bytes=b)
@@ -68,18 +69,18 @@ def test_roofline_bounds_on_random_shapes(hardware, dtype):
     assert np.all(achieved <= peak)
     assert np.all(achieved <= peak * hw.gemm_peak_eff_for(dtype) * (1 + 1e-12))
     assert np.all(g["compute_s"] >= g["flops"] / peak)
-    assert np.all(g["memory_s"] >= g["bytes"] / hw.hbm.bandwidth_bytes_per_s)
-    assert np.all(g["time_s"] >= g["bytes"] / hw.hbm.bandwidth_bytes_per_s)
+    assert np.all(g["memory_s"] >= g["bytes"] / hw.hbm_bandwidth_bytes_per_s)
+    assert np.all(g["time_s"] >= g["bytes"] / hw.hbm_bandwidth_bytes_per_s)
     np.testing.assert_array_equal(g["time_s"], np.maximum(g["compute_s"], g["memory_s"]))
     np.testing.assert_array_equal(g["compute_bound"], g["compute_s"] >= g["memory_s"])
 
 
 @pytest.mark.parametrize("hardware", HARDWARE)
 def test_memory_time_bounds(hardware):
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     nbytes = np.logspace(0, 12, 500)
     t = memory_time(hw=hw, nbytes=nbytes)
-    assert np.all(t >= nbytes / hw.hbm.bandwidth_bytes_per_s)
+    assert np.all(t >= nbytes / hw.hbm_bandwidth_bytes_per_s)
     e = elementwise(hw=hw, nbytes=nbytes, count=5.0)
     np.testing.assert_array_equal(e["time_s"], t)
     assert e["overhead_s"] == pytest.approx(5.0 * hw.kernel_launch_s)
@@ -87,7 +88,7 @@ def test_memory_time_bounds(hardware):
 
 def test_chip_without_the_dtype_gives_nan_not_a_number():
     # A100 has no FP8 tensor cores (A100 datasheet): no invented time.
-    g = gemm(hw=load_hardware("a100_sxm"), m=4096, n=4096, k=4096, dtype="fp8")
+    g = gemm(hw=numbers("a100_sxm"), m=4096, n=4096, k=4096, dtype="fp8")
     assert np.isnan(g["compute_s"])
 
 
@@ -95,7 +96,7 @@ def test_chip_without_the_dtype_gives_nan_not_a_number():
 @pytest.mark.parametrize("hardware", HARDWARE)
 def test_wave_efficiency_in_unit_interval(hardware):
     m, n, k = _shapes()
-    w = wave_efficiency(hw=load_hardware(hardware), m=m, n=n, k=k)
+    w = wave_efficiency(hw=numbers(hardware), m=m, n=n, k=k)
     assert np.all((w > 0) & (w <= 1))
 
 
@@ -105,7 +106,7 @@ def test_wave_efficiency_in_unit_interval(hardware):
 def test_wave_efficiency_is_one_on_exact_multiples(hardware, waves_m, tiles_n, k):
     """m = tile_m · n_sms · a, n = tile_n · b: no padding, and the a·b·n_sms tiles fill
     exactly a·b waves of the SMs, so no SM idles."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     m = hw.gemm_tile_m * hw.n_sms * waves_m
     n = hw.gemm_tile_n * tiles_n
     assert float(wave_efficiency(hw=hw, m=m, n=n, k=k)) == pytest.approx(1.0, abs=1e-12)
@@ -114,7 +115,7 @@ def test_wave_efficiency_is_one_on_exact_multiples(hardware, waves_m, tiles_n, k
 def test_wave_efficiency_closed_form_h100_1024_cube():
     # H100: 132 SMs, 128x256 tiles. 1024^3 has 8·4 = 32 tiles; stream-K splits K in
     # floor(132/32) = 4 (k/256 = 4 allows it): 128 work units on 132 SMs = 0.9697.
-    assert float(wave_efficiency(hw=load_hardware("h100_sxm"), m=1024, n=1024, k=1024)) == \
+    assert float(wave_efficiency(hw=numbers("h100_sxm"), m=1024, n=1024, k=1024)) == \
         pytest.approx(128 / 132, rel=1e-12)
 
 
@@ -123,7 +124,7 @@ def test_sm_time_monotone_in_each_dimension(hardware):
     """SM-time of the best tiling, 2mnk / wave_efficiency (the FLOP slots the SMs occupy),
     never falls when m, n or k grows. Regression: K-splits were limited to floor(k/256),
     so k = 512 occupied half the SM-time of k = 511."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     def sm_time(m, n, k):
         return 2.0 * m * n * k / wave_efficiency(hw=hw, m=m, n=n, k=k)
     m, n, k = _shapes(n=1500)
@@ -143,7 +144,7 @@ def test_time_monotone_in_m_n_k(hardware):
     gemm_eff is a power law between points with log-log slope < 1, so executed / eff(executed)
     grows with it; the fastest tile choice is a minimum of such times, and memory_time is
     non-decreasing in bytes for the same reason."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     m, n, k = _shapes(n=3000)
     bad = []
     for dtype in ("bf16", "fp8") if np.isfinite(hw.peak("fp8")) else ("bf16",):
@@ -165,7 +166,7 @@ def test_compute_time_monotone_in_k_through_split_points(hardware, mn):
     FLOPs, below the first ramp point (2.147e9), so the ramp is flat and compute time is
     SM-time. Regression: with floor(k/256) splits, compute time halved from k = 511 to 512."""
     ks = np.arange(1.0, 8193.0)
-    t = gemm(hw=load_hardware(hardware), m=mn, n=mn, k=ks, dtype="bf16")["compute_s"]
+    t = gemm(hw=numbers(hardware), m=mn, n=mn, k=ks, dtype="bf16")["compute_s"]
     assert np.all(t[1:] >= t[:-1] * (1 - 1e-12))
 
 
@@ -173,7 +174,7 @@ def test_compute_time_monotone_in_k_through_split_points(hardware, mn):
 def test_float_ndarray_dataarray_agree():
     """xarray's test_apply_two_inputs pattern: the same call on floats, ndarrays and
     DataArrays gives the same numbers; DataArrays broadcast by dimension name."""
-    hw = load_hardware("h100_sxm")
+    hw = numbers("h100_sxm")
     ms, ns, k = np.array([1.0, 128.0, 1000.0, 8192.0]), np.array([256.0, 4096.0, 28672.0]), 8192.0
     arr = gemm(hw=hw, m=ms[:, None], n=ns[None, :], k=k, dtype="fp8")
     da = gemm(hw=hw, m=xr.DataArray(ms, dims="m"), n=xr.DataArray(ns, dims="n"), k=k, dtype="fp8")
@@ -191,7 +192,7 @@ def test_float_ndarray_dataarray_agree():
 
 
 def test_dataarray_coords_survive():
-    hw = load_hardware("h100_sxm")
+    hw = numbers("h100_sxm")
     m = xr.DataArray([64.0, 512.0], dims="batch", coords={"batch": [64, 512]})
     t = gemm(hw=hw, m=m, n=8192.0, k=8192.0)["time_s"]
     assert t.dims == ("batch",) and list(t.batch.values) == [64, 512]
@@ -200,7 +201,7 @@ def test_dataarray_coords_survive():
 def test_predict_gemm_matches_primitive_and_sweeps():
     ds = predict.gemm(hardware="h100_sxm", m=[1024, 8192], n=8192, k=8192, dtype=["bf16", "fp8"])
     assert dict(ds.sizes) == {"m": 2, "dtype": 2}
-    g = gemm(hw=load_hardware("h100_sxm"), m=8192.0, n=8192.0, k=8192.0, dtype="fp8",
+    g = gemm(hw=numbers("h100_sxm"), m=8192.0, n=8192.0, k=8192.0, dtype="fp8",
              a_bytes=1.0, b_bytes=1.0, c_bytes=1.0)
     point = ds.sel(m=8192, dtype="fp8")
     assert float(point.time_s) == pytest.approx(float(g["time_s"]))

@@ -13,7 +13,7 @@ import pytest
 from workbench import predict
 from workbench.calibrate.measurements import row
 from workbench.primitives.gemm import memory_time
-from workbench.specs import load_hardware
+from workbench.backends import numbers
 
 KERNEL_TOLERANCE = 0.15
 
@@ -68,8 +68,8 @@ def test_gemm_large_size_against_mamf(row_id, hardware, dtype, shape):
 def test_hbm_triad_bandwidth(row_id, hardware):
     """STREAM triad a = b + s*c on large arrays moves 3 arrays; the memory model at 3 GB
     must give the measured bandwidth (provenance: the table's plateau is this row)."""
-    hw = load_hardware(hardware)
+    hw = numbers(hardware)
     nbytes = 3.0e9
     got = nbytes / memory_time(hw=hw, nbytes=nbytes)
     assert got == pytest.approx(row(row_id)["value_si"], rel=0.02)
-    assert got <= hw.hbm.bandwidth_bytes_per_s
+    assert got <= hw.hbm_bandwidth_bytes_per_s

@@ -20,10 +20,11 @@ import xarray as xr
 from workbench.primitives import mesh
 from workbench.primitives.mesh import (ACC_BYTES, elementwise_cycles, grid_utilization, kv_capacity_tokens,
                                        line_allreduce, mesh_gemm, mesh_gemv, tiles, vector_cycles)
+from workbench.backends import numbers
 from workbench.specs import load_hardware
 
-WSE2 = load_hardware("wse2")
-WSE3 = load_hardware("wse3")
+WSE2 = numbers("wse2")
+WSE3 = numbers("wse3")
 PS = [1, 2, 3, 5, 7, 8, 12, 100, 255, 256, 257, 360, 750]  # powers of two and not
 
 
@@ -73,7 +74,7 @@ def test_vector_cycles_against_the_three_bounds_on_a_grid(w):
     n = rng.integers(1, 10_000, 50).astype(float)
     reads, writes = rng.uniform(0, 4, 50), rng.uniform(0, 4, 50)
     for dtype, eb in (("fp16", 2.0), ("fp32", 4.0)):
-        simd = w.simd_fmas_per_cycle[dtype]
+        simd = w.fmas_per_cycle_by_dtype[dtype]
         expected = np.maximum.reduce([n / simd, n * reads * eb / w.mem_read_bytes_per_cycle,
                                       n * writes * eb / w.mem_write_bytes_per_cycle])
         got = vector_cycles(w, n=n, dtype=dtype, reads=reads, writes=writes, elem_bytes=eb)
@@ -131,7 +132,7 @@ def test_gpu_style_allreduce_closed_form(P):
 def test_the_tree_needs_no_more_colors_than_the_router_has():
     # §2: 24 routable colors; the largest square grid on either wafer needs ceil(log2 757) = 10.
     for w in (WSE2, WSE3):
-        assert line_allreduce(w, P=float(w.max_square_grid), nbytes=4.0)["colors"] <= w.routing_colors
+        assert line_allreduce(w, P=float(w.max_square_grid), nbytes=4.0)["colors"] <= load_hardware(w.label).routing_colors  # 24 colors (wse_facts.md)
 
 
 # Decode reductions are small: a norm or softmax statistic is 4 B per sequence, a GEMV's

@@ -8,8 +8,9 @@ import pytest
 from workbench.specs import load_hardware, load_model
 from workbench.workloads.inference import inference, memory_per_device
 from workbench.workloads.layers import layer_decode
+from workbench.backends import numbers
 
-H100 = load_hardware("h100_sxm")
+H100 = numbers("h100_sxm")
 
 
 def _run(model, **kw):
@@ -97,7 +98,7 @@ def test_decode_never_faster_than_the_memory_roofline():
     """A decode step cannot beat reading the weights once at peak HBM bandwidth."""
     m = load_model("llama_3_1_8b")
     r = _run("llama_3_1_8b", batch=np.array([1.0, 8.0, 64.0]))
-    floor = m.n_matmul_params_active * 2.0 / H100.hbm.bandwidth_bytes_per_s
+    floor = m.n_matmul_params_active * 2.0 / H100.hbm_bandwidth_bytes_per_s
     assert np.all(r["tpot_s"] > floor)
 
 

@@ -14,9 +14,10 @@ import pytest
 from workbench.specs import list_models, load_hardware, load_model
 from workbench.workloads.wafer_layers import (decode_layer, layer_memory_per_pe, layer_weight_matrices,
                                               prefill_layer)
+from workbench.backends import numbers
 
-WSE2 = load_hardware("wse2")
-WSE3 = load_hardware("wse3")
+WSE2 = numbers("wse2")
+WSE3 = numbers("wse3")
 TINY = dict(name="tiny", d_model=64, n_heads=4, n_kv_heads=4, head_dim=16, d_ff=128, n_layers=2, vocab_size=256)
 # The same with grouped KV heads and a plain (non-gated) MLP, and with odd sizes.
 TINY_GQA = {**TINY, "name": "tiny_gqa", "n_kv_heads": 1, "gated_mlp": False}

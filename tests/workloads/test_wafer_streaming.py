@@ -7,6 +7,7 @@ import pytest
 from workbench import predict
 from workbench.primitives.weight_streaming import stream_time, streamed_layer
 from workbench.specs import load_hardware, load_model
+from workbench.backends import numbers
 
 
 def test_streamed_layer_bounds():
@@ -25,7 +26,7 @@ def test_streamed_decode_never_beats_the_io_roofline():
     """Each token streams every weight through the CS-3's 1.2 Tb/s (150 GB/s, A14): TPOT >=
     weight bytes / 150e9 (16 GB for Llama 3.1 8B in fp16 -> >= 0.107 s)."""
     m = load_model("llama_3_1_8b")
-    io = load_hardware("cs3").io_bytes_per_s
+    io = numbers("cs3").io_bytes_per_s
     ds = predict.inference(hardware="cs3", model="llama_3_1_8b", batch=[1, 16], prompt=1024, generate=64,
                            weights="fp16", placement="streaming")
     floor = (m.n_params - m.vocab_size * m.d_model) * 2.0 / io

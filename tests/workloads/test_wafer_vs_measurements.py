@@ -19,10 +19,10 @@ from workbench.calibrate.measurements import wse_row
 from workbench.calibrate.wafer_fit import (CLOCK_HZ, DECODE_CONFIGS, N_LAYERS, fit_sram_reserved,
                                            prefill_model, waferllm_model)
 from workbench.primitives.mesh import kv_capacity_tokens, tiles
-from workbench.specs import load_hardware
 from workbench.workloads.wafer_layers import decode_layer, layer_memory_per_pe, prefill_layer
+from workbench.backends import numbers
 
-WSE2 = load_hardware("wse2")
+WSE2 = numbers("wse2")
 DECODE_ROWS = {420: "C073", 540: "C075", 660: "C077"}  # WaferLLM Table 4, LLaMA3-8B decode TPR
 PREFILL_ROWS = {480: "C025", 600: "C027", 720: "C029"}  # Table 3, prefill TPR, prompt 4096
 T10_DECODE = {420: "C079", 540: "C080", 660: "C081"}

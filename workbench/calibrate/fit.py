@@ -36,6 +36,7 @@ import pandas as pd
 from ..primitives.attention import attention_prefill
 from ..primitives.collectives import COLLECTIVES, collective
 from ..primitives.gemm import gemm, memory_time, wave_efficiency
+from ..backends import as_numbers
 from ..specs import EfficiencyTable, HardwareSpec, load_hardware
 from ..units import DTYPE_BYTES
 
@@ -143,10 +144,10 @@ def _gemm_points(hw: HardwareSpec, rows: pd.DataFrame):
         if r["metric"] != "flops_per_s" or not np.isfinite(peak) or dt not in DTYPE_BYTES:
             continue
         t = 2 * m * n * k / float(r["value_si"])
-        mem = memory_time(hw=hw, nbytes=(m * k + k * n + m * n) * DTYPE_BYTES[dt])
+        mem = memory_time(hw=as_numbers(hw), nbytes=(m * k + k * n + m * n) * DTYPE_BYTES[dt])
         if mem > MEMORY_SIGNIFICANT * t:
             continue
-        wave = float(wave_efficiency(hw=hw, m=m, n=n, k=k))
+        wave = float(wave_efficiency(hw=as_numbers(hw), m=m, n=n, k=k))
         out.append((2 * m * n * k / wave, float(r["value_si"]) / (peak * wave), dt))
     return out
 
@@ -300,6 +301,7 @@ def predict_kernel(hw: HardwareSpec, row) -> float:
     """The model's value of a kernel row's metric with spec `hw` (the formulas of
     predict.gemm / predict.attention / predict.collective and memory_time)."""
     kind, metric = str(row["kind"]), str(row["metric"])
+    hw = as_numbers(hw)
     if kind == "gemm":
         b = DTYPE_BYTES[row["dtype"]]
         shapes = [(float(row["m"]), float(row["n"]), float(row["k"]))]
@@ -313,7 +315,7 @@ def predict_kernel(hw: HardwareSpec, row) -> float:
         return float(a["flops"] / a["time_s"])
     if kind == "memory":
         s = float(row["size_bytes"])
-        return float(s / memory_time(hw=hw, nbytes=s))
+        return float(s / memory_time(hw=as_numbers(hw), nbytes=s))
     if kind == "launch":
         return float(hw.kernel_launch_s)
     if kind in COLLECTIVES:

@@ -21,6 +21,7 @@ from .. import predict
 from ..microbench import schema
 from ..primitives.collectives import COLLECTIVES
 from ..primitives.gemm import memory_time, wave_efficiency
+from ..backends import as_numbers
 from ..specs import HardwareSpec, list_hardware, load_hardware
 from ..specs._base import read_yaml
 from ..units import format_si
@@ -139,7 +140,7 @@ def _gemm(r):
         return value, f"{bound} ({float(ds.comm_s) / float(ds.time_s):.0%} mesh reduction)"
     if bound == "compute":
         m, n, k = shape
-        wave = float(wave_efficiency(hw=hw, m=m, n=n, k=k))
+        wave = float(wave_efficiency(hw=as_numbers(hw), m=m, n=n, k=k))
         return value, f"compute: ramp {float(hw.gemm_eff(2 * m * n * k / wave)):.2f}, waves {wave:.2f}{note}"
     return value, f"{bound}-bound{note}"
 
@@ -155,7 +156,7 @@ def _attention(r):
 @predictor("memory")
 def _memory(r):
     hw = load_hardware(r.hardware)
-    bw = r.size_bytes / float(memory_time(hw=hw, nbytes=r.size_bytes))
+    bw = r.size_bytes / float(memory_time(hw=as_numbers(hw), nbytes=r.size_bytes))
     return bw, f"HBM stream at {bw / hw.hbm.bandwidth_bytes_per_s:.0%} of peak"
 
 
@@ -226,7 +227,7 @@ def _wafer(r):
     from ..workloads.wafer_layers import decode_layer, prefill_layer
     from .wafer_fit import CLOCK_HZ, DECODE_CONFIGS, DECODE_CONTEXT, N_LAYERS, PREFILL_PROMPT, prefill_model, \
         waferllm_model
-    w = load_hardware(r.hardware)
+    w = as_numbers(r.hardware)
     if r.kind == "wafer_decode":
         P = float(r.config["P"])
         out = decode_layer(w, waferllm_model(*DECODE_CONFIGS[int(P)]), P=P, batch=1.0, context=float(DECODE_CONTEXT))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives.gemm import wave_efficiency
+from ..backends import as_numbers
 from ..specs import HardwareSpec
 
 # Azure/AI-benchmarking-guide cuBLASLt square GEMMs, size -> TFLOP/s.
@@ -20,6 +21,6 @@ def fit_ramp(hw: HardwareSpec, squares: dict, dtype: str) -> tuple[list, list]:
     """(sizes in FLOPs, ramp values) for measured square GEMMs {n: TFLOP/s}."""
     n = np.asarray(sorted(squares), dtype=float)
     measured = np.asarray([squares[int(x)] for x in n]) * 1e12
-    wave = wave_efficiency(hw=hw, m=n, n=n, k=n)
+    wave = wave_efficiency(hw=as_numbers(hw), m=n, n=n, k=n)
     ramp = np.minimum(measured / (hw.peak(dtype) * hw.gemm_peak_eff_for(dtype) * wave), 1.0)
     return [float(f"{x:.4g}") for x in 2 * n**3 / wave], [round(float(r), 4) for r in ramp]

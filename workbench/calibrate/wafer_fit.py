@@ -18,6 +18,7 @@ import numpy as np
 
 from ..primitives.mesh import tiles
 from ..specs import load_model
+from ..backends import as_numbers
 from ..specs.wafer import WaferSpec
 
 CLOCK_HZ = 1.1e9  # WaferLLM converts cycles with 1.1 GHz (wse_facts.md section 3)
@@ -48,7 +49,7 @@ def per_layer_cycles_from_tpr(tokens_per_s: float, tokens: float = 1.0) -> float
 
 def _cycles(w: WaferSpec, c: float, beta: float):
     from ..workloads.wafer_layers import decode_layer, prefill_layer
-    w = dataclasses.replace(w, map_call_cycles=c, stage_cycles=beta)
+    w = dataclasses.replace(as_numbers(w), map_call_cycles=c, stage_cycles=beta)
     dim, ffn = DECODE_CONFIGS[420]
     dec = decode_layer(w, waferllm_model(dim, ffn), P=420.0, batch=1.0, context=float(DECODE_CONTEXT))
     pre = prefill_layer(w, prefill_model(), P=480.0, batch=1.0, prompt=float(PREFILL_PROMPT))
@@ -73,6 +74,6 @@ def fit_sram_reserved(w: WaferSpec, concat_tokens: float, P: int = 360) -> float
     dim, ffn = 4320, 14400  # Llama3-8B padded to a multiple of 360
     m = waferllm_model(dim, ffn)
     free = concat_tokens * 2 * tiles(dim, P) * 2.0
-    mem = layer_memory_per_pe(dataclasses.replace(w, sram_reserved_per_pe_bytes=0.0), m, P=float(P),
+    mem = layer_memory_per_pe(dataclasses.replace(as_numbers(w), sram_reserved_per_pe_bytes=0.0), m, P=float(P),
                               batch=1.0, tokens=0.0, w_bytes=2.0, kv_bytes=2.0)
     return float(np.floor(w.sram_per_pe_bytes - free - mem["weights_bytes"] - mem["activation_bytes"]))

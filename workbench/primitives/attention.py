@@ -7,7 +7,7 @@ differs from h (MLA), the two matmuls are 2·B·S²·H·h and 2·B·S²·H·h_v.
 """
 from __future__ import annotations
 
-from ..specs import HardwareSpec
+from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
 import numpy as np
 
@@ -30,14 +30,14 @@ FLASH_BACKWARD = 2.5  # FlashAttention-2 backward: five matmuls against the forw
 SCORE_BYTES = {"forward": 13.0, "backward": 19.0}
 
 
-def _matmul_eff(hw: HardwareSpec, flops, dtype: str, kernel: str = "flash2"):
+def _matmul_eff(hw: GpuNumbers, flops, dtype: str, kernel: str = "flash2"):
     """Flash attention runs at its kernel's own best efficiency (attention_peak_eff, from the
     FlashAttention papers: softmax, masking and the online rescaling keep it below a GEMM),
     ramping with size like a GEMM of the same work."""
     return hw.attention_peak_eff_for(dtype) * FLASH_RELATIVE_EFF[kernel] * hw.gemm_eff(flops)
 
 
-def attention_prefill(*, hw: HardwareSpec, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
+def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
                       v_head_dim=None, causal=True, dtype: str = "bf16", act_bytes=2.0,
                       kv_bytes=None, context=0.0, kernel: str = "flash2") -> dict:
     """Attention over `seq_len` new tokens per sequence that also attend to `context` cached
@@ -70,7 +70,7 @@ def attention_prefill(*, hw: HardwareSpec, batch, seq_len, n_heads, head_dim, n_
             "compute_bound": compute_s >= memory_s}
 
 
-def attention_decode(*, hw: HardwareSpec, batch, context, n_heads, head_dim, n_kv_heads,
+def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_heads,
                      v_head_dim=None, kv_elements_per_token=None, dtype: str = "bf16",
                      kv_bytes=2.0) -> dict:
     """One decode step: each of `batch` sequences has one query attending to `context`
@@ -91,7 +91,7 @@ def attention_decode(*, hw: HardwareSpec, batch, context, n_heads, head_dim, n_k
     # by (slice + latency_bytes) / slice instead also scaled the size ramp's own latency:
     # a 65-token context came out 5x slower than a 2k one on B200.)
     slice_bytes = context * (kv_elements_per_token / np.maximum(n_kv_heads, 1.0)) * kv_bytes
-    latency_bytes = hw.hbm.bandwidth_bytes_per_s / hw.n_sms * hw.memory_latency_s
+    latency_bytes = hw.hbm_bandwidth_bytes_per_s / hw.n_sms * hw.memory_latency_s
     memory_s = memory_time(hw=hw, nbytes=nbytes * (slice_bytes + latency_bytes) / slice_bytes)
     return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
             "overhead_s": hw.kernel_launch_s + 0.0 * flops,

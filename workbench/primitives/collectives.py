@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..specs import HardwareSpec, Link
+from .hardware_numbers import GpuNumbers, LinkNumbers
 from ._array import where
 
 
@@ -43,7 +43,7 @@ def _ring_steps(p):
     return p - 1.0
 
 
-def link_time(*, link: Link, op: str, size, p):
+def link_time(*, link: LinkNumbers, op: str, size, p):
     """Seconds for `op` on `size` bytes among `p` devices over one link class."""
     c = COLLECTIVES[op]
     traffic = c.traffic(size, p, link.in_network_reduction)
@@ -51,7 +51,7 @@ def link_time(*, link: Link, op: str, size, p):
     return c.steps(p, link.in_network_reduction) * link.latency_s + traffic / bw
 
 
-def collective(*, hw: HardwareSpec, op: str, size, devices) -> dict:
+def collective(*, hw: GpuNumbers, op: str, size, devices) -> dict:
     """Cost of collective `op` of `size` bytes (the per-device buffer nccl-tests calls
     size) among `devices` devices. Returns time_s, the bus bandwidth, and the algbw."""
     from ..errors import check_choice
@@ -60,7 +60,7 @@ def collective(*, hw: HardwareSpec, op: str, size, devices) -> dict:
     up = hw.link("scale_up")
     p = devices * 1.0
     flat = link_time(link=up, op=op, size=size, p=p)
-    domain = float(up.domain_size)
+    domain = up.domain_size * 1.0
     hier = c.hierarchical(hw, size, np.maximum(p, domain))
     t = where(p <= 1, 0.0, where(p <= domain, flat, hier))
     algbw = size / where(p <= 1, np.inf, t)  # one device: no transfer, bandwidth undefined (0)
@@ -68,7 +68,7 @@ def collective(*, hw: HardwareSpec, op: str, size, devices) -> dict:
             "algorithm_bandwidth_bytes_per_s": algbw}
 
 
-def rail_ring(hw: HardwareSpec, op: str, size, p, local):
+def rail_ring(hw: GpuNumbers, op: str, size, p, local):
     """A ring-type `op` (all-reduce, all-gather, reduce-scatter) over p devices, `local` of
     them in each scale-up domain, each device with its own NIC (rail-optimized). NCCL runs
     one ring per rail: each device is the domain's exit on one of `local` rings, so 1/local
@@ -88,13 +88,13 @@ def rail_ring(hw: HardwareSpec, op: str, size, p, local):
 
 def _hier_ring(op):
     def f(hw, size, p):
-        return rail_ring(hw, op, size, p, float(hw.link("scale_up").domain_size))
+        return rail_ring(hw, op, size, p, hw.link("scale_up").domain_size * 1.0)
     return f
 
 
 def _hier_all_to_all(hw, size, p):
     up, out = hw.link("scale_up"), hw.link("scale_out")
-    d = float(up.domain_size)
+    d = up.domain_size * 1.0
     # The fraction (p-d)/p of the data leaves the domain through the NICs.
     inside = link_time(link=up, op="all_to_all", size=size * d / p, p=d)
     across = (p - d) / p * size / (out.unidir_bytes_per_s * out.busbw_eff(size)) + (p / d - 1) * out.latency_s
@@ -127,7 +127,7 @@ register("send_recv", Collective(
     busbw_factor=lambda p: 1.0 + 0.0 * p, hierarchical=_hier_send_recv))
 
 
-def strided_collective(*, hw: HardwareSpec, op: str, size, group, stride) -> dict:
+def strided_collective(*, hw: GpuNumbers, op: str, size, group, stride) -> dict:
     """`op` among `group` devices placed `stride` apart (a DP group across TP x PP ranks):
     only domain/stride of them share a scale-up domain. All in one domain: NVLink; one per
     domain: a flat ring over the NICs (rail-optimized, each GPU its own NIC); in between:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..specs import HardwareSpec
+from .hardware_numbers import GpuNumbers
 
 # Stream-K / split-K: when there are fewer output tiles than SMs, libraries split the K
 # dimension so that every SM has work (CUTLASS stream-K, cuBLAS split-K). A split needs
@@ -33,13 +33,13 @@ _TILE_CHOICES = ((1.0, 1.0), (0.5, 1.0), (0.5, 0.5))  # the spec's tile and its 
 _SKINNY_TILE_M = 16.0  # the smallest tensor-core MMA, used for the skinny GEMMs of decode
 
 
-def _tiles(hw: HardwareSpec):
+def _tiles(hw: GpuNumbers):
     for fm, fn in _TILE_CHOICES:
         yield hw.gemm_tile_m * fm, hw.gemm_tile_n * fn
     yield _SKINNY_TILE_M, hw.gemm_tile_n / 2
 
 
-def wave_efficiency(*, hw: HardwareSpec, m, n, k):
+def wave_efficiency(*, hw: GpuNumbers, m, n, k):
     """Fraction of the SM-time that does useful work: tile padding of m and n, times the
     tail of the last wave of (tile x K-split) work units across the SMs, for the best of
     the tiles a library would choose from."""
@@ -50,7 +50,7 @@ def wave_efficiency(*, hw: HardwareSpec, m, n, k):
     return best
 
 
-def gemm_compute_time(*, hw: HardwareSpec, m, n, k, dtype: str):
+def gemm_compute_time(*, hw: GpuNumbers, m, n, k, dtype: str):
     """Seconds of tensor-core math for an m x n x k GEMM: for each tile choice, the
     executed work (2mnk / its wave efficiency: padding and the idle tail included) runs
     at the size ramp of that executed work; the fastest choice wins. Keying the ramp by
@@ -64,18 +64,13 @@ def gemm_compute_time(*, hw: HardwareSpec, m, n, k, dtype: str):
     return best
 
 
-def gemm_compute_eff(*, hw: HardwareSpec, m, n, k, dtype: str):
-    """Achieved fraction of the dtype's dense peak for an m x n x k GEMM."""
-    return 2.0 * m * n * k / (hw.peak(dtype) * gemm_compute_time(hw=hw, m=m, n=n, k=k, dtype=dtype))
-
-
-def memory_time(*, hw: HardwareSpec, nbytes):
+def memory_time(*, hw: GpuNumbers, nbytes):
     """Seconds to stream `nbytes` through main memory at the size-dependent efficiency."""
-    bw = hw.hbm.bandwidth_bytes_per_s * hw.memory_eff(nbytes)
+    bw = hw.hbm_bandwidth_bytes_per_s * hw.memory_eff(nbytes)
     return nbytes / bw
 
 
-def gemm(*, hw: HardwareSpec, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2.0,
+def gemm(*, hw: GpuNumbers, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2.0,
          c_bytes=2.0, count=1.0, grouped: bool = False) -> dict:
     """Cost of `count` identical GEMMs [m, k] x [k, n] -> [m, n].
 
@@ -109,7 +104,7 @@ def gemm(*, hw: HardwareSpec, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes
     }
 
 
-def elementwise(*, hw: HardwareSpec, nbytes, count=1.0) -> dict:
+def elementwise(*, hw: GpuNumbers, nbytes, count=1.0) -> dict:
     """A memory-bound kernel (norm, activation, residual add, rotary) moving `nbytes`."""
     memory_s = memory_time(hw=hw, nbytes=nbytes)
     overhead_s = hw.kernel_launch_s * count

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..specs.wafer import WaferSpec
+from .hardware_numbers import WaferNumbers
 
 MAPPINGS = ("mesh", "gpu_style")
 ACC_BYTES = 2.0  # fp16 partial sums, as WaferLLM's kernels keep them
@@ -38,7 +38,7 @@ def grid_utilization(*, P, dims):
     return u
 
 
-def vector_cycles(w: WaferSpec, *, n, dtype="fp16", reads=2.0, writes=1.0, elem_bytes=2.0):
+def vector_cycles(w: WaferNumbers, *, n, dtype="fp16", reads=2.0, writes=1.0, elem_bytes=2.0):
     """One vector instruction over n elements: bound by the SIMD width or by the memory
     ports (`reads` and `writes` operands per element from SRAM)."""
     simd = w.fmas_per_cycle(dtype)
@@ -46,7 +46,7 @@ def vector_cycles(w: WaferSpec, *, n, dtype="fp16", reads=2.0, writes=1.0, elem_
                       n * writes * elem_bytes / w.mem_write_bytes_per_cycle)
 
 
-def line_allreduce(w: WaferSpec, *, P, nbytes, mapping: str = "mesh") -> dict:
+def line_allreduce(w: WaferNumbers, *, P, nbytes, mapping: str = "mesh") -> dict:
     """Allreduce of `nbytes` held by each PE along a line of P PEs.
 
     mesh: recursive doubling (WaferLLM's K-tree, K=2): stage l exchanges with the partner
@@ -70,7 +70,7 @@ def line_allreduce(w: WaferSpec, *, P, nbytes, mapping: str = "mesh") -> dict:
     return {"cycles": cycles, "hops": hops, "stages": stages, "colors": levels}
 
 
-def mesh_gemv(w: WaferSpec, *, P, k, n, rows=1.0, dtype="fp16", w_bytes=2.0, mapping="mesh") -> dict:
+def mesh_gemv(w: WaferNumbers, *, P, k, n, rows=1.0, dtype="fp16", w_bytes=2.0, mapping="mesh") -> dict:
     """y[rows, n] = x[rows, k] @ W[k, n] with W tiled over P x P PEs (MeshGEMV, WaferLLM
     decode.csl `vecmat_computation`): per row, a @map over the ceil(k/P) local x elements,
     each issuing one FMA vector of length ceil(n/P); then the partial sums are allreduced
@@ -83,7 +83,7 @@ def mesh_gemv(w: WaferSpec, *, P, k, n, rows=1.0, dtype="fp16", w_bytes=2.0, map
             "weight_bytes_per_pe": kt * nt * w_bytes, "colors": red["colors"]}
 
 
-def mesh_gemm(w: WaferSpec, *, P, m, k, n, dtype="fp16", mapping="mesh") -> dict:
+def mesh_gemm(w: WaferNumbers, *, P, m, k, n, dtype="fp16", mapping="mesh") -> dict:
     """C[m, n] = A[m, k] @ B[k, n] on P x P PEs in P shift steps (MeshGEMM / Cannon).
 
     Per step each PE multiplies its tiles: ceil(k/P) x ceil(n/P) vector FMAs of length
@@ -107,7 +107,7 @@ def mesh_gemm(w: WaferSpec, *, P, m, k, n, dtype="fp16", mapping="mesh") -> dict
             "grid_utilization": grid_utilization(P=P, dims=(m, k, n))}
 
 
-def elementwise_cycles(w: WaferSpec, *, n, reads=1.0, writes=1.0):
+def elementwise_cycles(w: WaferNumbers, *, n, reads=1.0, writes=1.0):
     """A local vector op (norm scale, residual add, rotary, activation) over n elements."""
     return vector_cycles(w, n=n, reads=reads, writes=writes)
 

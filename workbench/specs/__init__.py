@@ -5,6 +5,8 @@ A new chip or model is a new YAML file in `hardware/` or `models/`; nothing else
 from __future__ import annotations
 
 from functools import lru_cache
+
+import numpy as np
 from pathlib import Path
 
 from ..errors import InputError
@@ -19,7 +21,8 @@ MODELS_DIR = _HERE / "models"
 
 __all__ = ["EfficiencyTable", "HardwareSpec", "Link", "MemoryTier", "ModelSpec", "SpecError",
            "SystemSpec", "WaferSpec", "list_gpus", "list_hardware", "list_models", "list_wafers",
-           "load_hardware", "load_model", "is_wafer"]
+           "load_hardware", "load_model", "is_wafer", "kind_of", "system_of", "MODEL_KNOBS",
+           "with_model_knobs"]
 
 
 def list_hardware() -> list[str]:
@@ -41,19 +44,36 @@ def list_wafers() -> list[str]:
 
 
 def is_wafer(spec) -> bool:
+    """A wafer or a wafer system (data about the spec; predict dispatches on `kind`)."""
     return isinstance(spec, (WaferSpec, SystemSpec))
+
+
+def kind_of(spec) -> str:
+    """The `kind` a backend is registered for: gpu, wafer or system."""
+    return getattr(spec, "kind", "gpu")
 
 
 def list_models() -> list[str]:
     return sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
 
 
+def _hardware_from(data: dict, origin: str):
+    kinds = ("gpu", "wafer", "system")
+    if data.get("kind", "gpu") not in kinds:
+        raise SpecError(origin, "kind", data.get("kind"), f"one of {kinds}")
+    if data.get("kind", "gpu") != "gpu":
+        return wafer_from_dict(data, origin=origin)
+    data = {k: v for k, v in data.items() if k != "kind"}
+    return hardware_from_dict(data, origin=origin)
+
+
 @lru_cache(maxsize=None)
 def _hardware(name: str):
-    data = read_yaml(HARDWARE_DIR / f"{name}.yaml")
-    if data.get("kind", "gpu") != "gpu":
-        return wafer_from_dict(data, origin=name)
-    return hardware_from_dict(data, origin=name)
+    return _hardware_from(read_yaml(HARDWARE_DIR / f"{name}.yaml"), origin=name)
+
+
+def _is_path(name: str) -> bool:
+    return name.endswith((".yaml", ".yml")) or "/" in name or "\\" in name
 
 
 @lru_cache(maxsize=None)
@@ -62,12 +82,58 @@ def _model(name: str) -> ModelSpec:
 
 
 def load_hardware(name, *, arg: str = "hardware"):
-    """A GPU HardwareSpec, a WaferSpec (wse2, wse3) or a SystemSpec (cs2, cs3)."""
+    """A GPU HardwareSpec, a WaferSpec (wse2, wse3) or a SystemSpec (cs2, cs3): from a
+    spec object (returned as it is), a catalog name, or the path of a YAML file in the
+    catalog's format (its `name:` labels the results)."""
     if isinstance(name, (HardwareSpec, WaferSpec, SystemSpec)):
         return name
-    if name not in list_hardware():
-        raise InputError(f"{arg}={name!r} is not known; allowed: {', '.join(list_hardware())}")
+    if isinstance(name, (str, Path)) and _is_path(str(name)):
+        path = Path(name)
+        if not path.is_file():
+            raise InputError(f"{arg}={str(name)!r} is not a readable file; allowed: a catalog name "
+                             f"({', '.join(list_hardware())}) or the path of a hardware YAML file")
+        return _hardware_from(read_yaml(path), origin=str(path))
+    if not isinstance(name, str) or name not in list_hardware():
+        raise InputError(f"{arg}={name!r} is not known; allowed: {', '.join(list_hardware())}, "
+                         "a spec object or the path of a hardware YAML file")
     return _hardware(name)
+
+
+def system_of(spec) -> tuple:
+    """(system, wafer) specs for a wafer system (cs2, cs3) or a bare wafer, which runs in
+    the system its spec names (`system:`)."""
+    if isinstance(spec, SystemSpec):
+        return spec, load_hardware(spec.wafer, arg=f"{spec.name}.wafer")
+    if not spec.system:
+        raise InputError(f"hardware={spec.name!r} is a bare wafer without `system:`; allowed: a wafer spec "
+                         "naming the CS system that houses it, or a system spec")
+    return load_hardware(spec.system, arg=f"{spec.name}.system"), spec
+
+
+# Model fields a user may override (model_overrides; a list sweeps them): the sizes that
+# model-size asymptotics vary. `top_k` is the routed experts per token (n_active_experts).
+MODEL_KNOBS = {"n_layers": "n_layers", "d_model": "d_model", "n_heads": "n_heads", "n_kv_heads": "n_kv_heads",
+               "head_dim": "head_dim", "d_ff": "d_ff", "d_ff_expert": "d_ff_expert", "n_experts": "n_experts",
+               "top_k": "n_active_experts", "vocab_size": "vocab_size"}
+
+
+def with_model_knobs(spec: ModelSpec, overrides: dict) -> ModelSpec:
+    """`spec` with the MODEL_KNOBS in `overrides` set (one value each); the name says so."""
+    import dataclasses
+    unknown = [k for k in overrides if k not in MODEL_KNOBS]
+    if unknown:
+        raise InputError(f"model_overrides key {unknown[0]!r} is not a model knob; allowed: {', '.join(MODEL_KNOBS)}")
+    changes = {}
+    for k, v in overrides.items():
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or v != int(v) or v < 0:
+            raise InputError(f"model_overrides {k}={v!r} is not allowed; allowed: an integer >= 0")
+        changes[MODEL_KNOBS[k]] = int(v)
+    label = ",".join(f"{k}={int(v)}" for k, v in overrides.items())
+    try:
+        return dataclasses.replace(spec, name=f"{spec.name}[{label}]", **changes)
+    except SpecError as e:
+        raise InputError(f"model_overrides {label}: {e}") from None
 
 
 def load_model(name, *, arg: str = "model") -> ModelSpec:

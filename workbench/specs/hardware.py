@@ -35,12 +35,11 @@ class EfficiencyTable:
             raise SpecError("efficiency table", "eff", list(self.eff), "values in (0, 1]")
 
     def __call__(self, size):
-        from ..primitives._array import elementwise
+        """The table at `size` (numbers or ndarrays; the primitives use their own copy,
+        primitives.hardware_numbers.EffCurve, which also keeps DataArray dimensions)."""
         xp = np.log10(np.asarray(self.size, float))
         fp = np.log(np.asarray(self.eff, float))
-        # log-log interpolation: every segment's slope stays below 1 when the table rises
-        # less steeply than size, so time = size / (peak · eff) never falls as size grows.
-        return elementwise(lambda s: np.exp(np.interp(np.log10(np.maximum(s, 1.0)), xp, fp)), size)
+        return np.exp(np.interp(np.log10(np.maximum(np.asarray(size, float), 1.0)), xp, fp))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,7 @@ class WaferSpec:
     vendor: str
     source: str
     kind: str = "wafer"
+    system: str = ""  # the CS system that houses it (a bare wafer given as hardware runs in that system)
     n_pes: int  # marketed core count
     fabric_cols: int  # fabric as the SDK addresses it
     fabric_rows: int
@@ -90,10 +91,11 @@ class SystemSpec:
     io_latency_s: float  # one crossing of the system boundary
     power_w: float
     memoryx_capacity_bytes: tuple  # capacity options of the external weight store
+    weight_store_bandwidth_bytes_per_s: float  # MemoryX -> wafer while weights stream
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        require(self, ("io_bytes_per_s", "io_latency_s", "power_w"), "positive")
+        require(self, ("io_bytes_per_s", "io_latency_s", "power_w", "weight_store_bandwidth_bytes_per_s"), "positive")
 
 
 def wafer_from_dict(data: dict, origin: str):

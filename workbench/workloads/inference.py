@@ -19,7 +19,8 @@ from ..primitives._array import choose, where
 from ..primitives.collectives import collective
 from ..primitives.gemm import gemm
 from ..primitives.kv_cache import kv_cache_bytes, kv_share_per_device
-from ..specs import HardwareSpec, ModelSpec
+from ..primitives.hardware_numbers import GpuNumbers
+from ..specs import ModelSpec
 from ..units import DTYPE_BYTES
 from .layers import add, layer_decode, layer_prefill
 
@@ -59,7 +60,7 @@ def _pp_transfer(hw, model, *, tokens, tp, pp, stream_bytes) -> dict:
     return {"comm_s": (pp - 1.0) * t, "time_s": (pp - 1.0) * t}
 
 
-def memory_per_device(hw: HardwareSpec, model: ModelSpec, *, batch, prompt, generate, tp, pp,
+def memory_per_device(hw: GpuNumbers, model: ModelSpec, *, batch, prompt, generate, tp, pp,
                       w_bytes, kv_bytes, stream_bytes) -> dict:
     """Weights, KV cache and activation bytes on one device."""
     weights = model.n_params * w_bytes / (tp * pp)
@@ -79,14 +80,14 @@ def memory_per_device(hw: HardwareSpec, model: ModelSpec, *, batch, prompt, gene
             "per_seq_bytes": kv_per_seq + logits_per_seq}
 
 
-def max_batch(hw: HardwareSpec, model: ModelSpec, **kw):
+def max_batch(hw: GpuNumbers, model: ModelSpec, **kw):
     """Largest batch whose weights + KV + activations fit (0 when none fits)."""
     m = memory_per_device(hw, model, batch=1.0, **kw)
-    usable = hw.hbm.capacity_bytes * MEMORY_UTILIZATION
+    usable = hw.hbm_capacity_bytes * MEMORY_UTILIZATION
     return np.maximum(np.floor((usable - m["fixed_bytes"]) / m["per_seq_bytes"]), 0.0)
 
 
-def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, generate,
+def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, generate,
               weights: str, activations: str, kv: str, ep=1.0, imbalance=1.0) -> dict:
     """Prefill + static-batch decode. Returns the public outputs and their named parts."""
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
@@ -113,7 +114,7 @@ def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, 
     mem = memory_per_device(hw, model, batch=batch, prompt=prompt, generate=generate, tp=tp, pp=pp,
                             w_bytes=w_bytes, kv_bytes=kv_bytes, stream_bytes=stream_bytes)
     used = mem["weights_bytes"] + mem["kv_cache_bytes"] + mem["activation_bytes"]
-    capacity = hw.hbm.capacity_bytes * MEMORY_UTILIZATION
+    capacity = hw.hbm_capacity_bytes * MEMORY_UTILIZATION
     supported = np.isfinite(hw.peak(math))
     fits = (used <= capacity) & supported
 
@@ -123,7 +124,7 @@ def inference(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, batch, prompt, 
     dec_upper = dec["compute_s"] + dec["memory_s"] + dec_comm + dec["overhead_s"]
     bound = choose([(dec["compute_s"] >= np.maximum(dec["memory_s"], dec_comm), "compute"),
                     (dec["memory_s"] >= dec_comm, "memory")], "communication")
-    reason = choose([(np.broadcast_to(~supported, np.shape(used)), f"no {math} math units on {hw.name}"),
+    reason = choose([(np.broadcast_to(~supported, np.shape(used)), f"no {math} math units on {hw.label}"),
                      (used > capacity, "weights + KV cache + activations exceed memory")], "")
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,

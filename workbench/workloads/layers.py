@@ -12,7 +12,8 @@ import numpy as np
 from ..primitives.attention import attention_decode, attention_prefill
 from ..primitives.collectives import collective
 from ..primitives.gemm import elementwise, gemm
-from ..specs import HardwareSpec, ModelSpec
+from ..primitives.hardware_numbers import GpuNumbers
+from ..specs import ModelSpec
 
 # Attention runs in 16-bit even when the GEMMs run in FP8/INT8/FP4: TensorRT-LLM's
 # context FMHA and vLLM's default attention backends take bf16/fp16 Q, K, V (an FP8 KV
@@ -49,7 +50,7 @@ def expected_experts_touched(*, n_experts, top_k, tokens):
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)
 
 
-def layer_gemms(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, math: str, w_bytes, a_bytes,
+def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_bytes, a_bytes,
                 moe: bool, ep=1.0, imbalance=1.0) -> dict:
     """Matmuls of one layer (attention projections and the MLP or MoE) on one TP rank."""
     D, H, K, h, hv = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim, model.v_dim
@@ -86,7 +87,7 @@ def layer_gemms(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, math: str, w_
     return add(*parts)
 
 
-def layer_elementwise(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, a_bytes, moe: bool) -> dict:
+def layer_elementwise(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, moe: bool) -> dict:
     """Norms, residual adds, rotary embedding and the MLP activation: memory-bound.
     Bytes: two norms (read + write D), two residual adds (2 reads + 1 write of D), rotary
     on Q and K (read + write), the gated activation (read 2F, write F) per token."""
@@ -96,14 +97,14 @@ def layer_elementwise(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, a_bytes
     return elementwise(hw=hw, nbytes=tokens * per_token * a_bytes, count=5.0)
 
 
-def tp_allreduce(hw: HardwareSpec, model: ModelSpec, *, tokens, tp, a_bytes) -> dict:
+def tp_allreduce(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes) -> dict:
     """Two all-reduces of the [T, D] activations per layer (after attention and after the
     MLP) across the TP group (Megatron-LM tensor parallelism)."""
     c = collective(hw=hw, op="all_reduce", size=tokens * model.d_model * a_bytes, devices=tp)
     return {"comm_s": 2.0 * c["time_s"], "time_s": 2.0 * c["time_s"]}
 
 
-def expert_all_to_all(hw: HardwareSpec, model: ModelSpec, *, tokens, ep, a_bytes) -> dict:
+def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) -> dict:
     """Dispatch and combine of an MoE layer across `ep` ranks: each token's hidden state
     goes to its k experts and comes back (two all-to-alls of T·k·D values)."""
     size = tokens * model.n_active_experts * model.d_model * max(a_bytes, 2.0)

@@ -19,15 +19,14 @@ def expected_tokens_per_step(*, acceptance, draft_len):
     return np.where(a < 1.0, (1.0 - safe ** (k + 1.0)) / (1.0 - safe), k + 1.0)
 
 
-def verify_step_s(*, per_row_s, per_sequence_s, fixed_s, batch, draft_len):
-    """Target step over k+1 positions: row-proportional work (matmuls, elementwise, comm)
-    scales with batch·(k+1) through `per_row_s(rows)`, the KV read stays per sequence."""
-    return per_row_s(batch * (draft_len + 1.0)) + per_sequence_s + fixed_s
-
-
-def speculative(*, acceptance, draft_len, draft_step_s, verify_s) -> dict:
-    """Tokens per second per user and the step breakdown for drafts of length k."""
-    e = expected_tokens_per_step(acceptance=acceptance, draft_len=draft_len)
-    step = draft_len * draft_step_s + verify_s
-    return {"tokens_per_step": e, "step_s": step, "tokens_per_s_per_user": e / step,
-            "draft_s": draft_len * draft_step_s, "verify_s": verify_s + 0.0 * e}
+def time_per_token_s(*, batches, step_s, row_s, draft_step_s, draft_len, acceptance):
+    """Seconds per emitted token at each batch of `batches` (ascending), speculating
+    `draft_len` = k tokens at per-token `acceptance`: k draft steps, then one target step
+    over k+1 positions, whose row-proportional part `row_s` (matmuls, elementwise, comm:
+    the step less its KV read) is taken at batch·(k+1) rows while the KV read stays per
+    sequence; divided by the tokens the step emits on average."""
+    k = float(draft_len)
+    rows_k = np.interp(batches * (k + 1.0), batches, row_s)
+    verify = rows_k + (step_s - row_s)
+    e = float(expected_tokens_per_step(acceptance=acceptance, draft_len=k))
+    return (k * draft_step_s + verify) / e

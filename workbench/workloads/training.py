@@ -34,7 +34,8 @@ from ..primitives._array import choose
 from ..primitives.attention import attention_prefill
 from ..primitives.collectives import collective, strided_collective
 from ..primitives.gemm import elementwise, gemm
-from ..specs import HardwareSpec, ModelSpec
+from ..primitives.hardware_numbers import GpuNumbers
+from ..specs import ModelSpec
 from .inference import MEMORY_UTILIZATION
 from .layers import attention_math, layer_elementwise, layer_gemms, tp_allreduce
 
@@ -90,7 +91,7 @@ def output_layer(hw, model, *, tokens, tp, math) -> dict:
     return {"forward_s": t(logits, ce["forward"], emb_fwd), "backward_s": t(d_x, d_w, ce["backward"], emb_bwd)}
 
 
-def overlap_penalty(hw: HardwareSpec, overlapped_comm_s):
+def overlap_penalty(hw: GpuNumbers, overlapped_comm_s):
     """Extra compute time while collectives run beside it: NCCL's CTAs hold collective_sms
     SMs, so compute advances at (n - c)/n of its rate for the overlapped seconds t and
     finishes t·c/n later. (H100: 24 of 132 SMs, +22% per overlapped second of compute;
@@ -123,7 +124,7 @@ def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str
     return (2.0 * per_token - fp8_saved + scores) / (tp * cp)
 
 
-def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
+def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
              precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2") -> dict:
     S, mb = seq_len, micro_batch
     n_micro = global_batch / (dp * mb)
@@ -217,10 +218,10 @@ def training(*, hw: HardwareSpec, model: ModelSpec, tp, pp, dp, cp, ep, seq_len,
         * mb * S * (L / pp) * in_flight
     logits = mb * S / cp * model.vocab_size / tp * 4.0
     used = state + act + logits
-    capacity = hw.hbm.capacity_bytes * MEMORY_UTILIZATION
+    capacity = hw.hbm_capacity_bytes * MEMORY_UTILIZATION
     supported = np.isfinite(peak)
     fits = (used <= capacity) & supported & (n_micro >= 1)
-    reason = choose([(np.broadcast_to(~supported, np.shape(used)), f"no {math} math units on {hw.name}"),
+    reason = choose([(np.broadcast_to(~supported, np.shape(used)), f"no {math} math units on {hw.label}"),
                      (n_micro < 1, "global_batch < dp x micro_batch"),
                      (used > capacity, "weights + optimizer + activations exceed memory")], "")
     return {

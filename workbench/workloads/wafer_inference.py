@@ -18,21 +18,21 @@ import numpy as np
 
 from ..primitives._array import choose
 from ..primitives.mesh import mesh_gemv
-from ..specs import ModelSpec, load_hardware
-from ..specs.wafer import SystemSpec, WaferSpec
+from ..primitives.hardware_numbers import WaferNumbers
+from ..specs import ModelSpec
 from ..units import DTYPE_BYTES
 from .wafer_layers import decode_layer, layer_memory_per_pe, prefill_layer
 
 GRID_CHUNK = 64  # candidate grid sides evaluated together (bounds the search's memory)
 
 
-def grid_candidates(w: WaferSpec):
+def grid_candidates(w: WaferNumbers):
     """Every integer grid side that fits in the program rectangle: tile padding makes the
     cost jump between neighbouring sides, so a coarser ladder misses the fastest."""
-    return np.arange(1, w.max_square_grid + 1, dtype=float)
+    return np.arange(1, np.max(w.max_square_grid) + 1, dtype=float)
 
 
-def regions(w: WaferSpec, P):
+def regions(w: WaferNumbers, P):
     """Layer regions of P² PEs in one wafer's program rectangle. Regions need not be
     square (a P x P grid may be laid out as any rectangle of the same area), so the
     count is by area; the tiling loss of real layouts is not modelled."""
@@ -47,7 +47,7 @@ def _lm_head_regions(model: ModelSpec, P, free_per_pe, w_bytes):
     return np.ceil(_lm_head_bytes(model, w_bytes) / np.maximum(P * P * free_per_pe, 1.0))
 
 
-def placement(w: WaferSpec, model: ModelSpec, *, P, devices, batch, tokens, generated, w_bytes,
+def placement(w: WaferNumbers, model: ModelSpec, *, P, devices, batch, tokens, generated, w_bytes,
               kv_bytes, mapping) -> dict:
     """Per-PE memory of a layer region and whether all regions fit on `devices` wafers."""
     mem = layer_memory_per_pe(w, model, P=P, batch=batch, tokens=tokens, generated=generated,
@@ -55,7 +55,7 @@ def placement(w: WaferSpec, model: ModelSpec, *, P, devices, batch, tokens, gene
     free = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes - mem["activation_bytes"]
     needed = model.n_layers + _lm_head_regions(model, P, free, w_bytes)
     fits_pe = mem["total_bytes"] <= w.sram_per_pe_bytes
-    fits_regions = needed <= devices * regions(w, P)
+    fits_regions = (needed <= devices * regions(w, P)) & (P <= w.max_square_grid)
     return {"pe_bytes": mem["total_bytes"], "regions_needed": needed, "fits_pe": fits_pe,
             "fits_regions": fits_regions, "fits": fits_pe & fits_regions}
 
@@ -78,19 +78,19 @@ def _best_grid(cost, candidates, shape):
     return best
 
 
-def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, devices, batch, prompt,
+def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt,
                     generate, weights: str, kv: str, pe_grid=None, prefill_pe_grid=None,
                     mapping: str = "mesh", clock_hz=None) -> dict:
     """Prefill + static-batch decode on `devices` CS systems. Sizes are ndarrays."""
-    w, clock = wafer, (clock_hz if clock_hz is not None else wafer.clock_hz)
+    clock = clock_hz if clock_hz is not None else w.clock_hz
     w_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[kv]
     context = prompt + generate / 2.0  # mean decode context (steps are linear in it)
-    shape = np.broadcast(devices, batch, prompt, generate, 0.0 if pe_grid is None else pe_grid,
-                         0.0 if prefill_pe_grid is None else prefill_pe_grid).shape
+    shape = np.broadcast_shapes(np.broadcast(devices, batch, prompt, generate, 0.0 if pe_grid is None else pe_grid,
+                                             0.0 if prefill_pe_grid is None else prefill_pe_grid).shape, w.shape)
     kw = dict(devices=devices, batch=batch, tokens=prompt + generate, generated=generate,
               w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
 
-    def decode_parts(P, b, c):  # one layer's decode step and the lm_head GEMV
+    def decode_parts(P, b, c, w=w):  # one layer's decode step and the lm_head GEMV
         return (decode_layer(w, model, P=P, batch=b, context=c, mapping=mapping),
                 mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=b, mapping=mapping))
 
@@ -98,14 +98,15 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
         cand = grid_candidates(w)
         ex = lambda a: np.expand_dims(np.asarray(a, dtype=float), -1)  # noqa: E731
         kwc = {k: (v if isinstance(v, (float, str)) else ex(v)) for k, v in kw.items()}
+        wc = w.with_trailing_axis()  # knob arrays broadcast against the candidate axis
 
         def decode_cost(Pc):  # the whole decode step: every layer and the lm_head
-            layer, head = decode_parts(Pc, ex(batch), ex(context))
-            return model.n_layers * layer["cycles"] + head["cycles"], placement(w, model, P=Pc, **kwc)["fits"]
+            layer, head = decode_parts(Pc, ex(batch), ex(context), wc)
+            return model.n_layers * layer["cycles"] + head["cycles"], placement(wc, model, P=Pc, **kwc)["fits"]
 
         def prefill_cost(Pc):
-            pre = prefill_layer(w, model, P=Pc, batch=ex(batch), prompt=ex(prompt), mapping=mapping)
-            return pre["cycles"], placement(w, model, P=Pc, **kwc)["fits"]
+            pre = prefill_layer(wc, model, P=Pc, batch=ex(batch), prompt=ex(prompt), mapping=mapping)
+            return pre["cycles"], placement(wc, model, P=Pc, **kwc)["fits"]
 
         # Where nothing fits, report the largest grid (the closest to fitting) as infeasible.
         P_dec = np.nan_to_num(_best_grid(decode_cost, cand, shape), nan=cand[-1])
@@ -124,8 +125,8 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
     # Crossing between systems: one activation row per sequence per crossing.
     crossings = devices - 1.0
     act_bytes = model.d_model * 2.0
-    io_dec = crossings * (system.io_latency_s + batch * act_bytes / system.io_bytes_per_s)
-    io_pre = crossings * (system.io_latency_s + batch * prompt * act_bytes / system.io_bytes_per_s)
+    io_dec = crossings * (w.io_latency_s + batch * act_bytes / w.io_bytes_per_s)
+    io_pre = crossings * (w.io_latency_s + batch * prompt * act_bytes / w.io_bytes_per_s)
 
     L = model.n_layers
     dec_compute_s = (L * layer["compute_cycles"] + head["compute_cycles"]) / clock
@@ -144,8 +145,7 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
     # memory ports' rate the SIMD unit idles and local memory bandwidth is the bound.
     port_bound = 2 * 2.0 / w.mem_read_bytes_per_cycle > 1.0 / w.fmas_per_cycle("fp16")
     bound = choose([(~fits, "capacity"), (io_dec >= np.maximum(dec_compute_s, dec_reduce_s), "inter_system_io"),
-                    (dec_reduce_s >= dec_compute_s, "mesh_reduction")],
-                   "local_memory" if port_bound else "compute")
+                    (dec_reduce_s >= dec_compute_s, "mesh_reduction"), (port_bound, "local_memory")], "compute")
     pes_used = place["regions_needed"] * P_dec * P_dec
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
@@ -164,29 +164,19 @@ def wafer_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, d
     }
 
 
-# The system that houses each wafer, for a bare wafer name given as hardware.
-_SYSTEM_OF = {"wse2": "cs2", "wse3": "cs3"}
-
-
-def wafer_system(spec) -> tuple[SystemSpec, WaferSpec]:
-    """(system, wafer) for a SystemSpec (cs2, cs3) or a bare WaferSpec (wse2, wse3)."""
-    if isinstance(spec, SystemSpec):
-        return spec, load_hardware(spec.wafer)
-    return load_hardware(_SYSTEM_OF[spec.name]), spec
-
-
-def wafer_max_batch(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, devices, prompt, generate,
+def wafer_max_batch(*, w: WaferNumbers, model: ModelSpec, devices, prompt, generate,
                     weights: str, kv: str, pe_grid=None, mapping: str = "mesh", **_) -> np.ndarray:
     """Largest batch whose layer regions fit: per-PE bytes are linear in the batch, so for
     each grid side the bound is closed form, and so is the bound from the lm_head, whose
     regions have fewer free bytes per PE as the activations grow with the batch; the
     best grid side is taken (0: none fits)."""
-    w = wafer
-    shape = np.broadcast(devices, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape
+    shape = np.broadcast_shapes(np.broadcast(devices, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape,
+                                w.shape)
     cand = grid_candidates(w) if pe_grid is None else np.atleast_1d(np.asarray(pe_grid, float))
     P = cand.reshape((1,) * len(shape) + (-1,)) if pe_grid is None else np.expand_dims(
         np.broadcast_to(np.asarray(pe_grid, float), shape), -1)
     ex = lambda a: np.expand_dims(np.broadcast_to(np.asarray(a, float), shape), -1)  # noqa: E731
+    w = w.with_trailing_axis()  # knob arrays broadcast against the candidate axis
     kw = dict(P=P, tokens=ex(prompt + generate), generated=ex(generate), w_bytes=DTYPE_BYTES[weights],
               kv_bytes=DTYPE_BYTES[kv], mapping=mapping)
     one = layer_memory_per_pe(w, model, batch=1.0, **kw)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..primitives.mesh import elementwise_cycles, line_allreduce, mesh_gemm, mesh_gemv, tiles
 from ..specs import ModelSpec
-from ..specs.wafer import WaferSpec
+from ..primitives.hardware_numbers import WaferNumbers
 
 REDUCE_BYTES = 4.0  # fp32 row statistics (norm sums, softmax max/sum)
 
@@ -30,7 +30,7 @@ def _sum(parts: list[dict], key: str):
     return sum(p.get(key, 0.0) for p in parts)
 
 
-def decode_layer(w: WaferSpec, model: ModelSpec, *, P, batch, context, mapping="mesh") -> dict:
+def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mapping="mesh") -> dict:
     """Cycles of one decode step of one layer for `batch` sequences at `context` tokens."""
     D, H, K, h, hv = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim, model.v_dim
     F = _mlp_width(model)
@@ -61,7 +61,7 @@ def decode_layer(w: WaferSpec, model: ModelSpec, *, P, batch, context, mapping="
             "flops": _sum(gemvs, "flops")}
 
 
-def prefill_layer(w: WaferSpec, model: ModelSpec, *, P, batch, prompt, mapping="mesh") -> dict:
+def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mapping="mesh") -> dict:
     """Cycles of one layer's prefill of `batch` x `prompt` tokens with MeshGEMM."""
     D, H, K, h, hv = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim, model.v_dim
     F = _mlp_width(model)
@@ -107,7 +107,7 @@ def layer_weight_matrices(model: ModelSpec) -> list[tuple[int, int, int]]:
     return attn + [(D, F, (model.mlp_matrices - 1) * count), (F, D, count)]
 
 
-def layer_memory_per_pe(w: WaferSpec, model: ModelSpec, *, P, batch, tokens, w_bytes, kv_bytes,
+def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, w_bytes, kv_bytes,
                         generated=0.0, mapping="mesh") -> dict:
     """Bytes per PE of one layer's region: weights, KV cache, activations.
     Each weight matrix is tiled over the P x P PEs in whole tiles (ceil(k/P) x ceil(n/P),

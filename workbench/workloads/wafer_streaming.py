@@ -14,21 +14,22 @@ import numpy as np
 from ..primitives._array import choose
 from ..primitives.mesh import mesh_gemv
 from ..primitives.weight_streaming import streamed_layer
+from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
-from ..specs.wafer import SystemSpec, WaferSpec
 from ..units import DTYPE_BYTES
 from .wafer_layers import decode_layer, layer_memory_per_pe, prefill_layer
 
 
-def streaming_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, devices, batch, prompt,
+def streaming_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt,
                         generate, weights: str, kv: str, pe_grid=None, mapping: str = "mesh", **_) -> dict:
-    w, clock = wafer, wafer.clock_hz
+    clock = w.clock_hz
     w_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[kv]
-    shape = np.broadcast(devices, batch, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape
+    shape = np.broadcast_shapes(np.broadcast(devices, batch, prompt, generate,
+                                             0.0 if pe_grid is None else pe_grid).shape, w.shape)
     P = np.broadcast_to(np.asarray(w.max_square_grid if pe_grid is None else pe_grid, float), shape) * 1.0
     layer_bytes = (model.n_params - model.embedding_params) / model.n_layers * w_bytes
     head_bytes = model.vocab_size * model.d_model * w_bytes
-    io = dict(io_bytes_per_s=system.io_bytes_per_s)
+    io = dict(io_bytes_per_s=np.minimum(w.io_bytes_per_s, w.weight_store_bandwidth_bytes_per_s))
 
     dec = decode_layer(w, model, P=P, batch=batch, context=prompt + generate / 2.0, mapping=mapping)
     head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=batch, mapping=mapping)
@@ -46,7 +47,7 @@ def streaming_inference(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpe
                               w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
     pe_bytes = model.n_layers * mem["kv_bytes"] + 2 * mem["weights_bytes"] + mem["activation_bytes"] \
         + w.sram_reserved_per_pe_bytes
-    fits = pe_bytes <= w.sram_per_pe_bytes
+    fits = (pe_bytes <= w.sram_per_pe_bytes) & (P <= w.max_square_grid)
     io_s = model.n_layers * dec_layer["io_s"] + dec_head["io_s"]
     compute_s = (model.n_layers * dec["compute_cycles"] + head["compute_cycles"]) / clock
     comm_s = (model.n_layers * dec["reduce_cycles"] + head["comm_cycles"]) / clock

@@ -17,8 +17,8 @@ import numpy as np
 from ..primitives._array import choose
 from ..primitives.mesh import mesh_gemm
 from ..primitives.weight_streaming import streamed_layer
+from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
-from ..specs.wafer import SystemSpec, WaferSpec
 from .training import activation_bytes_per_token_layer
 from .wafer_inference import grid_candidates
 from .wafer_layers import prefill_layer
@@ -26,9 +26,8 @@ from .wafer_layers import prefill_layer
 BACKWARD_FACTOR = 2.0  # backward GEMMs: dgrad + wgrad
 
 
-def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, devices, seq_len, global_batch,
+def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, global_batch,
                    precision: str = "bf16", recompute: str = "none", **_) -> dict:
-    w = wafer
     per_system = global_batch / devices
     act_per_seq = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) \
         * seq_len * model.n_layers
@@ -40,19 +39,22 @@ def wafer_training(*, system: SystemSpec, wafer: WaferSpec, model: ModelSpec, de
     # large grid's tiles); candidates along a trailing axis, one vectorized call.
     cand = grid_candidates(w)
     ex = lambda a: np.expand_dims(np.asarray(a, dtype=float), -1)  # noqa: E731
-    cycles = prefill_layer(w, model, P=cand, batch=ex(micro), prompt=ex(seq_len))["cycles"]
+    wc = w.with_trailing_axis()  # knob arrays broadcast against the candidate axis
+    cycles = prefill_layer(wc, model, P=cand, batch=ex(micro), prompt=ex(seq_len))["cycles"]
+    cycles = np.where(cand <= wc.max_square_grid, cycles, np.inf)  # sides the mesh holds
     P = np.take(cand, np.argmin(cycles, axis=-1))
     fwd_cycles = np.min(cycles, axis=-1)
     head = mesh_gemm(w, P=P, m=micro * seq_len, k=model.d_model, n=model.vocab_size)  # logits of every token
+    stream_bw = np.minimum(w.io_bytes_per_s, w.weight_store_bandwidth_bytes_per_s)  # weights and gradients
     layer_params = (model.n_params - model.embedding_params) / model.n_layers
     passes = 1.0 + BACKWARD_FACTOR + (1.0 if recompute == "full" else 0.0)  # forward, backward, recompute
     layer = streamed_layer(compute_s=passes * fwd_cycles / w.clock_hz,
                            weight_bytes=2 * 2.0 * layer_params, gradient_bytes=2.0 * layer_params,
-                           io_bytes_per_s=system.io_bytes_per_s)
+                           io_bytes_per_s=stream_bw)
     head_params = model.vocab_size * model.d_model
     head_t = streamed_layer(compute_s=(1.0 + BACKWARD_FACTOR) * head["cycles"] / w.clock_hz,
                             weight_bytes=2 * 2.0 * head_params, gradient_bytes=2.0 * head_params,
-                            io_bytes_per_s=system.io_bytes_per_s)
+                            io_bytes_per_s=stream_bw)
     step = n_micro * (model.n_layers * layer["time_s"] + head_t["time_s"])
     tokens = global_batch * seq_len
     attn_flops = 12.0 * model.n_layers * model.n_heads * model.head_dim * seq_len * tokens

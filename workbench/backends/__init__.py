@@ -1,0 +1,117 @@
+"""Backends: one per hardware kind, registered by the spec's `kind` (gpu; wafer and system
+for Cerebras). A backend turns a spec and the user's knob overrides into the numbers the
+primitives read (primitives/hardware_numbers.py), checks a layout, and evaluates each
+predict.* workload on that hardware. predict resolves specs, checks input and dispatches
+here; it never asks which kind a chip is.
+
+A new chip family is a backend module that calls `register` plus its YAML files.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..specs import kind_of, load_hardware
+
+BACKENDS: dict = {}
+
+
+def register(backend, *kinds: str) -> None:
+    """Make `backend` evaluate specs whose `kind` is one of `kinds`."""
+    for k in kinds:
+        BACKENDS[k] = backend
+
+
+def backend_for(hardware):
+    """The backend of a catalog name, YAML path or spec object."""
+    spec = load_hardware(hardware)
+    kind = kind_of(spec)
+    if kind not in BACKENDS:
+        raise InputError(f"hardware={getattr(spec, 'name', spec)!r} has kind {kind!r}; allowed kinds: "
+                         f"{', '.join(sorted(BACKENDS))}")
+    return BACKENDS[kind]
+
+
+def knobs(hardware) -> dict:
+    """Knob name -> (unit, value) of a hardware spec, as its backend reads them."""
+    spec = load_hardware(hardware)
+    return backend_for(spec).knobs(spec)
+
+
+def list_knobs(hardware) -> list[tuple[str, str, float]]:
+    """(name, unit, current value) of every knob of `hardware`, for `workbench list knobs`."""
+    return [(k, unit, v) for k, (unit, v) in knobs(hardware).items()]
+
+
+def numbers(hardware, overrides: dict | None = None):
+    """The numbers record of `hardware` with `overrides` (knob -> value or array) set."""
+    spec = load_hardware(hardware)
+    be = backend_for(spec)
+    overrides = dict(overrides or {})
+    check_knobs(spec, overrides)
+    return be.numbers(spec, overrides)
+
+
+def as_numbers(hardware):
+    """A numbers record as it is; anything else (name, path, spec) through `numbers`."""
+    from ..primitives.hardware_numbers import GpuNumbers, WaferNumbers
+    return hardware if isinstance(hardware, (GpuNumbers, WaferNumbers)) else numbers(hardware)
+
+
+def check_knobs(spec, overrides: dict, *, arg: str = "hardware_overrides") -> None:
+    """Every key must be a knob of this hardware and every value a positive number."""
+    own = backend_for(spec).knobs(spec, every=True)
+    for k, v in overrides.items():
+        if k not in own:
+            raise InputError(f"{arg} key {k!r} is not a knob of hardware={spec.name!r}; allowed: "
+                             f"{', '.join(own)}")
+        raw = np.asarray(getattr(v, "values", v))
+        if raw.dtype == bool or raw.dtype.kind not in "iuf" or raw.size == 0 or np.any(~np.isfinite(raw)) \
+                or np.any(raw <= 0):
+            raise InputError(f"{arg} {k}={v!r} is not allowed; allowed: positive numbers ({own[k][0]})")
+
+
+def flag_invalid(result: dict, invalid, reason: str, keep=("batch", "devices")) -> dict:
+    """Mark the points where `invalid` holds (a layout that cannot run) as fits=False with
+    `reason` (ahead of any other reason), their float outputs NaN: they are no
+    configuration, so they must not be plotted as one."""
+    invalid = np.asarray(invalid, dtype=bool)
+    if not invalid.any():
+        return result
+    out = {}
+    for k, v in result.items():
+        a = np.asarray(v)
+        if k == "fits":
+            out[k] = a & ~invalid
+        elif k == "reason":
+            out[k] = np.where(invalid, reason, a).astype(object)
+        elif a.dtype.kind == "f" and k not in keep:
+            out[k] = np.where(invalid, np.nan, a)
+        else:
+            out[k] = v
+    return out
+
+
+def flag_each(result: dict, invalid, values: dict, message) -> dict:
+    """flag_invalid once per distinct combination of `values` (name -> array) among the
+    invalid points, the reason `message(**combination)` naming them (tp=3, not tp)."""
+    invalid = np.asarray(invalid, dtype=bool)
+    if not invalid.any():
+        return result
+    arrays = {k: np.broadcast_to(np.asarray(v, float), invalid.shape) for k, v in values.items()}
+    combos = {tuple(a[i] for a in arrays.values()) for i in zip(*np.nonzero(invalid))}
+    for combo in sorted(combos):
+        here = invalid.copy()
+        for a, v in zip(arrays.values(), combo):
+            here &= a == v
+        result = flag_invalid(result, here, message(**{k: f"{v:g}" for k, v in zip(arrays, combo)}))
+    return result
+
+
+def _register_builtins() -> None:
+    from . import gpu, wafer
+    register(gpu.BACKEND, "gpu")
+    register(wafer.BACKEND, "wafer", "system")
+
+
+_register_builtins()

@@ -1,0 +1,179 @@
+"""The GPU backend: a HardwareSpec and knob overrides -> GpuNumbers, layout checks, and
+the predict.* workloads on GPUs (workloads/inference.py, training.py; the primitives).
+
+Layouts (tp, pp, dp, cp, ep) that cannot run are flagged points (fits=False and a reason),
+never exceptions: TP not dividing the heads, PP beyond the layers, devices not a multiple
+of the model-parallel group, EP not dividing TP (inference) or the experts.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives.attention import attention_prefill
+from ..primitives.collectives import collective
+from ..primitives.gemm import gemm
+from ..primitives.hardware_numbers import EffCurve, GpuNumbers, LinkNumbers
+from ..units import DTYPE_BYTES, DTYPES
+from . import flag_each, flag_invalid
+
+_LINK_KNOBS = ("bandwidth_bytes_per_s", "latency_s", "domain_size")
+
+
+def _knobs(spec, every: bool = False) -> dict:
+    """Knob -> (unit, value). Peaks are listed for the chip's dtypes; with `every`, the
+    dtypes it lacks too (a hypothetical unit may be given a peak)."""
+    out = {f"peak_flops_per_s_{dt}": ("FLOP/s", float(spec.peak_flops_per_s.get(dt, np.nan)))
+           for dt in DTYPES if dt in spec.peak_flops_per_s or every}
+    out["hbm_bandwidth_bytes_per_s"] = ("B/s", spec.hbm.bandwidth_bytes_per_s)
+    out["hbm_capacity_bytes"] = ("B", spec.hbm.capacity_bytes)
+    for scope in ("scale_up", "scale_out"):
+        ln = spec.link(scope)
+        out[f"{scope}_bandwidth_bytes_per_s"] = ("B/s per direction", ln.unidir_bytes_per_s)
+        out[f"{scope}_latency_s"] = ("s", ln.latency_s)
+        out[f"{scope}_domain_size"] = ("devices", float(ln.domain_size))
+    out.update({"kernel_launch_s": ("s", spec.kernel_launch_s), "memory_latency_s": ("s", spec.memory_latency_s),
+                "n_sms": ("SMs", float(spec.n_sms)), "collective_sms": ("SMs", float(spec.collective_sms)),
+                "tdp_w": ("W", spec.tdp_w)})
+    return out
+
+
+def _numbers(spec, overrides: dict) -> GpuNumbers:
+    """The spec's numbers with the overrides (knob -> scalar or array) in their place."""
+    v = {k: val for k, (_, val) in _knobs(spec).items()}
+    v.update(overrides)
+    peaks = {dt: v[f"peak_flops_per_s_{dt}"] for dt in DTYPES if f"peak_flops_per_s_{dt}" in v}
+
+    def link(scope):
+        ln = spec.link(scope)
+        domain = v[f"{scope}_domain_size"] if f"{scope}_domain_size" in overrides else ln.domain_size
+        return LinkNumbers(unidir_bytes_per_s=v[f"{scope}_bandwidth_bytes_per_s"], latency_s=v[f"{scope}_latency_s"],
+                           domain_size=domain, busbw_eff=EffCurve(ln.busbw_eff.size, ln.busbw_eff.eff),
+                           in_network_reduction=ln.in_network_reduction)
+    return GpuNumbers(
+        label=spec.name, peak_flops_per_s=peaks, gemm_peak_eff=dict(spec.gemm_peak_eff),
+        attention_peak_eff=dict(spec.attention_peak_eff),
+        gemm_eff=EffCurve(spec.gemm_eff.size, spec.gemm_eff.eff),
+        memory_eff=EffCurve(spec.memory_eff.size, spec.memory_eff.eff),
+        hbm_bandwidth_bytes_per_s=v["hbm_bandwidth_bytes_per_s"], hbm_capacity_bytes=v["hbm_capacity_bytes"],
+        memory_latency_s=v["memory_latency_s"], kernel_launch_s=v["kernel_launch_s"],
+        n_sms=v["n_sms"] if "n_sms" in overrides else spec.n_sms,
+        collective_sms=v["collective_sms"] if "collective_sms" in overrides else spec.collective_sms,
+        gemm_tile_m=spec.gemm_tile_m, gemm_tile_n=spec.gemm_tile_n,
+        scale_up=link("scale_up"), scale_out=link("scale_out"), tdp_w=v["tdp_w"])
+
+
+def default_activations(weights: str, hw: GpuNumbers) -> str:
+    """Math dtype implied by the weight format: FP8 and INT8 deployments quantize
+    activations too (W8A8); int4 is weight-only (W4A16); fp4 runs as NVFP4 (W4A4) where
+    the chip has FP4 units and W4A16 elsewhere."""
+    if weights in ("fp8", "int8", "fp16", "fp32"):
+        return weights
+    if weights == "fp4" and np.all(np.isfinite(hw.peak("fp4"))):
+        return "fp4"
+    return "bf16"
+
+
+def _whole(x) -> np.ndarray:
+    return np.asarray(x, float) == np.floor(np.asarray(x, float))
+
+
+def _model_parallel_flags(r: dict, model, *, tp, pp) -> dict:
+    """TP must divide the query heads, PP must not exceed the layers."""
+    shape = np.broadcast(r["fits"], tp, pp).shape
+    r = flag_each(r, np.broadcast_to(np.asarray(pp) > model.n_layers, shape), {"pp": pp},
+                  lambda pp: f"pp={pp} exceeds n_layers={model.n_layers} of {model.name}")
+    heads = model.n_heads
+    divisors = ", ".join(str(d) for d in range(1, heads + 1) if heads % d == 0)
+    return flag_each(r, np.broadcast_to(np.mod(heads, tp) != 0, shape), {"tp": tp},
+                     lambda tp: f"tp={tp} does not divide n_heads={heads} of {model.name}; allowed: {divisors}")
+
+
+class GpuBackend:
+    kind = "gpu"
+    layout_args = ("tp", "pp", "dp", "cp", "ep")
+
+    knobs = staticmethod(_knobs)
+    numbers = staticmethod(_numbers)
+
+    def inference(self, hw: GpuNumbers, model, *, weights, activations, kv, tp, pp, prompt, generate, batch=None,
+                  devices=None, ep=1.0, imbalance=1.0, **_) -> dict:
+        from ..workloads import inference as _inf
+        act = activations or default_activations(weights, hw)
+        kvd = kv or ("fp16" if act == "fp16" else "bf16")
+        devices = tp * pp if devices is None else devices
+        dp = devices / (tp * pp)
+        common = dict(hw=hw, model=model, tp=tp, pp=pp, dp=dp, prompt=prompt, generate=generate,
+                      weights=weights, activations=act, kv=kvd, ep=ep, imbalance=imbalance)
+        if batch is None:
+            batch = _inf.max_batch(hw, model, prompt=prompt, generate=generate, tp=tp, pp=pp,
+                                   w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kvd],
+                                   stream_bytes=max(DTYPE_BYTES[act], 2.0))
+            r = _inf.inference(batch=np.maximum(batch, 1.0), **common)
+            r["fits"] = r["fits"] & (batch >= 1)
+            r["batch"] = batch
+        else:
+            r = _inf.inference(batch=batch, **common)
+        r["activations"] = np.array(act, dtype=object)  # constant per call: broadcast as a view
+        r["kv"] = np.array(kvd, dtype=object)
+        shape = np.broadcast(r["fits"], tp, pp, ep, dp, devices).shape
+        r = flag_each(r, np.broadcast_to(model.is_moe & (np.mod(tp, ep) != 0), shape), {"ep": ep, "tp": tp},
+                      lambda ep, tp: f"ep={ep} does not divide tp={tp} (experts are spread over the TP devices)")
+        r = flag_each(r, np.broadcast_to(~_whole(dp) | (dp < 1), shape), {"devices": devices, "tp_pp": tp * pp},
+                      lambda devices, tp_pp: f"devices={devices} is not a multiple of tp*pp={tp_pp} (the extra "
+                      "devices are data-parallel replicas)")
+        return _model_parallel_flags(r, model, tp=tp, pp=pp)
+
+    def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
+                 global_batch, micro_batch, virtual_stages, devices=None, dp=None, **_) -> dict:
+        from ..workloads.training import training
+        group = tp * pp * cp
+        if dp is None:
+            dp = (group if devices is None else devices) / group
+        r = training(hw=hw, model=model, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, seq_len=seq_len,
+                     global_batch=global_batch, micro_batch=micro_batch, precision=precision, zero=int(zero),
+                     recompute=recompute, virtual_stages=virtual_stages, attention=attention)
+        shape = np.broadcast(r["fits"], tp, pp, cp, ep, dp, 1.0 if devices is None else devices).shape
+        if model.is_moe:
+            r = flag_each(r, np.broadcast_to(np.mod(model.n_experts, ep) != 0, shape), {"ep": ep},
+                          lambda ep: f"ep={ep} does not divide n_experts={model.n_experts} of {model.name}")
+        if devices is not None:
+            r = flag_each(r, np.broadcast_to(np.asarray(devices) != tp * pp * dp * cp, shape),
+                          {"devices": devices, "layout": tp * pp * dp * cp},
+                          lambda devices, layout: f"devices={devices} != tp*pp*dp*cp={layout}")
+        r = flag_each(r, np.broadcast_to(~_whole(dp) | (dp < 1), shape), {"group": group},
+                      lambda group: f"devices is not a multiple of tp*pp*cp={group}")
+        return _model_parallel_flags(r, model, tp=tp, pp=pp)
+
+    def gemm(self, hw: GpuNumbers, *, dtype, m, n, k, **_) -> dict:
+        b = DTYPE_BYTES[dtype]
+        g = gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=b, b_bytes=b, c_bytes=b)
+        return {"time_s": g["time_s"], "flops_per_s": g["flops"] / g["time_s"],
+                "compute_s": g["compute_s"], "memory_s": g["memory_s"], "flops": g["flops"],
+                "bytes": g["bytes"], "bound": np.where(g["compute_bound"], "compute", "memory")}
+
+    def attention(self, hw: GpuNumbers, *, dtype, causal, kernel, batch, seq_len, n_heads, head_dim, **_) -> dict:
+        a = attention_prefill(hw=hw, batch=batch, seq_len=seq_len, n_heads=n_heads, head_dim=head_dim,
+                              causal=bool(causal), dtype=dtype, act_bytes=DTYPE_BYTES[dtype], kernel=kernel)
+        return {"time_s": a["time_s"], "flops_per_s": a["flops"] / a["time_s"], "flops": a["flops"],
+                "bytes": a["bytes"], "compute_s": a["compute_s"], "memory_s": a["memory_s"],
+                "backward_s": a["backward_s"]}
+
+    def collective(self, hw: GpuNumbers, *, op, devices, size_bytes, **_) -> dict:
+        c = collective(hw=hw, op=op, size=size_bytes, devices=devices)
+        return {"time_s": c["time_s"], "bus_bandwidth_bytes_per_s": c["bus_bandwidth_bytes_per_s"],
+                "algorithm_bandwidth_bytes_per_s": c["algorithm_bandwidth_bytes_per_s"]}
+
+    def instance_devices(self, *, tp=1, pp=1, devices=None) -> float:
+        """Devices one serving instance occupies."""
+        return float(tp * pp)
+
+    def kv_link_bytes_per_s(self, hw: GpuNumbers, *, tp=1, devices=None) -> float:
+        """Rate at which an instance ships KV caches out: every GPU its own NIC."""
+        return hw.link("scale_out").unidir_bytes_per_s * tp
+
+    def serving_layout(self, *, tp=1, pp=1, devices=None) -> dict:
+        """The inference arguments of one serving instance."""
+        return dict(tp=tp, pp=pp)
+
+
+BACKEND = GpuBackend()

@@ -1,0 +1,143 @@
+"""The wafer backend (Cerebras WSE in a CS system): a WaferSpec or SystemSpec and knob
+overrides -> WaferNumbers, and the predict.* workloads on wafers (workloads/wafer_*.py,
+primitives/mesh.py).
+
+A wafer model is laid out by `devices` (CS systems), `pe_grid` and `mapping`; the GPU
+layout arguments (tp, pp, cp, ep, zero, ...) do not apply and are refused by name.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..primitives.hardware_numbers import WaferNumbers
+from ..primitives.mesh import mesh_gemm, mesh_gemv
+from ..specs import system_of
+from ..units import DTYPES
+
+_WAFER_KNOBS = {  # knob -> (unit, WaferSpec field)
+    "sram_per_pe_bytes": ("B", "sram_per_pe_bytes"),
+    "sram_reserved_per_pe_bytes": ("B", "sram_reserved_per_pe_bytes"),
+    "mesh_width": ("PEs", "program_cols"), "mesh_height": ("PEs", "program_rows"),
+    "clock_hz": ("Hz", "clock_hz"),
+    "mem_read_bytes_per_cycle": ("B/cycle per PE", "mem_read_bytes_per_cycle"),
+    "mem_write_bytes_per_cycle": ("B/cycle per PE", "mem_write_bytes_per_cycle"),
+    "link_bytes_per_cycle": ("B/cycle per link", "link_bytes_per_cycle"),
+    "hop_cycles": ("cycles", "hop_cycles"), "stage_cycles": ("cycles", "stage_cycles"),
+    "map_call_cycles": ("cycles", "map_call_cycles"),
+}
+_SYSTEM_KNOBS = {"io_bytes_per_s": ("B/s", "io_bytes_per_s"), "io_latency_s": ("s", "io_latency_s"),
+                 "weight_store_bandwidth_bytes_per_s": ("B/s", "weight_store_bandwidth_bytes_per_s")}
+
+
+def _knobs(spec, every: bool = False) -> dict:
+    system, wafer = system_of(spec)
+    out = {k: (unit, getattr(wafer, f)) for k, (unit, f) in _WAFER_KNOBS.items()}
+    out.update({f"fmas_per_cycle_{dt}": ("FMA/cycle per PE", float(wafer.simd_fmas_per_cycle.get(dt, np.nan)))
+                for dt in DTYPES if dt in wafer.simd_fmas_per_cycle or (every and dt != "bf16")})
+    out.update({k: (unit, getattr(system, f)) for k, (unit, f) in _SYSTEM_KNOBS.items()})
+    return out
+
+
+def _numbers(spec, overrides: dict) -> WaferNumbers:
+    system, wafer = system_of(spec)
+    v = {k: val for k, (_, val) in _knobs(spec).items()}
+    v.update(overrides)
+    fmas = {dt: v[f"fmas_per_cycle_{dt}"] for dt in DTYPES if f"fmas_per_cycle_{dt}" in v}
+    return WaferNumbers(label=spec.name, fmas_per_cycle_by_dtype=fmas,
+                        **{k: v[k] for k in _WAFER_KNOBS}, **{k: v[k] for k in _SYSTEM_KNOBS})
+
+
+def _refuse(args: dict, hardware: str) -> None:
+    """GPU layout arguments given to a wafer: an error naming them (they would be ignored)."""
+    for name, (value, default) in args.items():
+        values = np.atleast_1d(np.asarray(getattr(value, "values", value), dtype=object)).ravel()
+        if any(v != default for v in values):
+            raise InputError(f"{name}={values[0]!r} is not allowed on {hardware!r}; allowed: {name}={default!r} "
+                             "(a wafer model is laid out by devices, pe_grid and mapping)")
+
+
+class WaferBackend:
+    kind = "wafer"
+    layout_args = ("devices", "pe_grid", "mapping", "placement")
+
+    knobs = staticmethod(_knobs)
+    numbers = staticmethod(_numbers)
+
+    def check_inference(self, name: str, *, tp, pp, ep, activations, batch_max: bool, placement) -> None:
+        _refuse({"tp": (tp, 1), "pp": (pp, 1), "ep": (ep, 1)}, name)
+        acts = [a for a in np.atleast_1d(np.asarray(activations, dtype=object)).ravel() if a is not None]
+        bad = [a for a in acts if a not in ("fp16", "bf16")]
+        if bad:
+            raise InputError(f"activations={bad[0]!r} is not allowed on {name!r}; allowed: fp16, bf16 "
+                             "(the PE datapath is FP16/FP32; narrower weights are a storage format)")
+        if batch_max and "streaming" in np.atleast_1d(np.asarray(placement, dtype=object)):
+            raise InputError("batch='max' is not allowed with placement='streaming'; allowed: a positive integer")
+
+    def check_training(self, name: str, **args) -> None:
+        _refuse(args, name)
+
+    def inference(self, w: WaferNumbers, model, *, weights, kv, mapping, placement, prompt, generate, batch=None,
+                  devices=None, pe_grid=None, tp=1.0, **_) -> dict:
+        from ..workloads.wafer_inference import wafer_inference, wafer_max_batch
+        from ..workloads.wafer_streaming import streaming_inference
+        kvd = kv or "fp16"
+        devices = 1.0 + 0.0 * tp if devices is None else devices
+        common = dict(w=w, model=model, devices=devices, prompt=prompt, generate=generate,
+                      weights=weights, kv=kvd, pe_grid=pe_grid, mapping=mapping)
+        if placement == "streaming":
+            r = streaming_inference(batch=batch, **common)
+        elif batch is None:
+            batch = wafer_max_batch(**common)
+            r = wafer_inference(batch=np.maximum(batch, 1.0), **common)
+            r["fits"] = r["fits"] & (batch >= 1)
+            r["batch"] = batch
+        else:
+            r = wafer_inference(batch=batch, **common)
+        r["activations"] = np.array("fp16", dtype=object)
+        r["kv"] = np.array(kvd, dtype=object)
+        return r
+
+    def training(self, w: WaferNumbers, model, *, precision, recompute, seq_len, global_batch, devices=None,
+                 **_) -> dict:
+        from ..workloads.wafer_training import wafer_training
+        return wafer_training(w=w, model=model, devices=1.0 if devices is None else devices, seq_len=seq_len,
+                              global_batch=global_batch, precision=precision, recompute=recompute)
+
+    def gemm(self, w: WaferNumbers, *, dtype, mapping, m, n, k, pe_grid=None, **_) -> dict:
+        """On a pe_grid x pe_grid region (default: the largest square), as MeshGEMV when
+        m == 1 and MeshGEMM otherwise."""
+        grid = w.max_square_grid
+        P = np.minimum(pe_grid if pe_grid is not None else grid + 0.0 * m, grid)
+        gemv = mesh_gemv(w, P=P, k=k, n=n, rows=m, dtype=dtype, mapping=mapping)
+        gemm_ = mesh_gemm(w, P=P, m=m, k=k, n=n, dtype=dtype, mapping=mapping)
+        use_gemv = m == 1
+        cycles = np.where(use_gemv, gemv["cycles"], gemm_["cycles"])
+        compute = np.where(use_gemv, gemv["compute_cycles"], gemm_["compute_cycles"])
+        comm = np.where(use_gemv, gemv["comm_cycles"], gemm_["comm_cycles"])
+        t = cycles / w.clock_hz
+        flops = 2.0 * m * n * k
+        return {"time_s": t, "flops_per_s": flops / t, "compute_s": compute / w.clock_hz,
+                "comm_s": comm / w.clock_hz, "flops": flops, "pe_grid": P + 0.0 * t,
+                "bound": np.where(compute >= comm, "compute", "mesh_reduction")}
+
+    def attention(self, w, **_):
+        raise InputError(f"predict.attention on {w.label!r} is not modelled; allowed: a GPU (wafer attention "
+                         "runs inside predict.inference's layer model)")
+
+    def collective(self, w, **_):
+        raise InputError(f"predict.collective on {w.label!r} is not modelled; allowed: a GPU (wafer "
+                         "reductions are part of the mesh model)")
+
+    def instance_devices(self, *, tp=1, pp=1, devices=None) -> float:
+        return float(devices or 1)
+
+    def kv_link_bytes_per_s(self, w: WaferNumbers, *, tp=1, devices=None) -> float:
+        """KV caches leave over the system I/O."""
+        return w.io_bytes_per_s
+
+    def serving_layout(self, *, tp=1, pp=1, devices=None) -> dict:
+        return dict(devices=devices or 1)
+
+
+BACKEND = WaferBackend()

@@ -1,0 +1,144 @@
+"""The numbers of a piece of hardware as the primitives read them: flat records of SI
+values (or arrays of them, one value per sweep point), built by a backend from a spec and
+the user's knob overrides (backends/). Nothing here knows about spec files: a record holds
+numbers and the efficiency curves that are data, never a source, a name lookup or a file.
+
+Every field whose name is a knob (backends list them: `workbench list knobs HARDWARE`)
+may be a scalar or an array; the primitives broadcast it like any other size argument.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._array import elementwise
+
+
+@dataclass(frozen=True)
+class EffCurve:
+    """Achieved fraction of a peak against a size (FLOPs or bytes): linear in log(eff)
+    against log10(size) between the measured knots, held constant beyond the ends.
+    Every segment's slope stays below 1 when the table rises less steeply than size, so
+    time = size / (peak · eff) never falls as size grows."""
+    size: tuple
+    eff: tuple
+
+    def __call__(self, size):
+        xp = np.log10(np.asarray(self.size, float))
+        fp = np.log(np.asarray(self.eff, float))
+        return elementwise(lambda s: np.exp(np.interp(np.log10(np.maximum(s, 1.0)), xp, fp)), size)
+
+
+@dataclass(frozen=True)
+class LinkNumbers:
+    """One link class of a device, per device and per direction."""
+    unidir_bytes_per_s: object
+    latency_s: object  # per message step (alpha)
+    domain_size: object  # devices reachable over this link class
+    busbw_eff: EffCurve  # message size -> achieved fraction of the line rate
+    in_network_reduction: bool = False  # NVLS / SHARP: the switch reduces all-reduce data
+
+
+@dataclass(frozen=True)
+class GpuNumbers:
+    """A GPU: tensor-core peaks per dtype, main memory, the SM grid the GEMM tiles are
+    scheduled on, the two link classes, and the efficiency data of its kernels."""
+    label: str  # for messages only
+    peak_flops_per_s: dict  # dtype -> dense FLOP/s (scalar or array)
+    gemm_peak_eff: dict  # dtype -> best fraction of peak for large GEMMs
+    attention_peak_eff: dict  # dtype -> flash-attention kernel's best fraction of peak
+    gemm_eff: EffCurve  # executed GEMM FLOPs -> fraction of that best
+    memory_eff: EffCurve  # bytes moved -> fraction of peak memory bandwidth
+    hbm_bandwidth_bytes_per_s: object
+    hbm_capacity_bytes: object
+    memory_latency_s: object
+    kernel_launch_s: object
+    n_sms: object
+    collective_sms: object
+    gemm_tile_m: object
+    gemm_tile_n: object
+    scale_up: LinkNumbers
+    scale_out: LinkNumbers
+    tdp_w: object
+
+    def peak(self, dtype: str):
+        """Dense peak FLOP/s for math in `dtype`; NaN where the chip has no such unit."""
+        return self.peak_flops_per_s.get(dtype, np.nan)
+
+    def gemm_peak_eff_for(self, dtype: str):
+        """Large-GEMM efficiency for `dtype`; dtypes without a measurement use bf16's."""
+        return self.gemm_peak_eff.get(dtype, self.gemm_peak_eff["bf16"])
+
+    def attention_peak_eff_for(self, dtype: str):
+        """Flash-attention efficiency for `dtype`; dtypes without a figure use bf16's."""
+        return self.attention_peak_eff.get(dtype, self.attention_peak_eff["bf16"])
+
+    def link(self, scope: str) -> LinkNumbers:
+        if scope == "scale_up":
+            return self.scale_up
+        if scope == "scale_out":
+            return self.scale_out
+        raise ValueError(f"scope={scope!r} is not known; allowed: scale_up, scale_out")
+
+
+@dataclass(frozen=True)
+class WaferNumbers:
+    """A wafer-scale engine in the system that houses it (PLMR terms, per-PE rates per
+    clock cycle), with the system's I/O and external weight store."""
+    label: str
+    fmas_per_cycle_by_dtype: dict  # dtype -> FMAs per cycle per PE (SIMD width)
+    mem_read_bytes_per_cycle: object  # per PE
+    mem_write_bytes_per_cycle: object
+    link_bytes_per_cycle: object  # per link, per direction
+    hop_cycles: object  # router-to-router latency per hop (alpha)
+    stage_cycles: object  # software cost per routing stage (beta)
+    map_call_cycles: object  # per-element cost of a @map-driven vector op
+    sram_per_pe_bytes: object
+    sram_reserved_per_pe_bytes: object
+    mesh_width: object  # PEs a program may use, columns
+    mesh_height: object  # rows
+    clock_hz: object
+    io_bytes_per_s: object  # wafer <-> outside (other systems, host, SwarmX)
+    io_latency_s: object
+    weight_store_bandwidth_bytes_per_s: object  # MemoryX -> wafer, weight streaming
+
+    @property
+    def program_pes(self):
+        return self.mesh_width * self.mesh_height
+
+    @property
+    def max_square_grid(self):
+        return np.minimum(self.mesh_width, self.mesh_height)
+
+    def fmas_per_cycle(self, dtype: str):
+        """FMAs per cycle per PE for math in `dtype`; NaN where the PE has no such unit.
+        bf16 runs on the fp16 datapath (Cerebras' cbfloat16 training format)."""
+        key = "fp16" if dtype == "bf16" else dtype
+        return self.fmas_per_cycle_by_dtype.get(key, np.nan)
+
+    def peak(self, dtype: str):
+        """Dense peak FLOP/s of the program rectangle, from the per-PE SIMD rate."""
+        return 2.0 * self.fmas_per_cycle(dtype) * self.program_pes * self.clock_hz
+
+    def with_trailing_axis(self) -> "WaferNumbers":
+        """The same numbers with a trailing axis of length 1 on every array, so they
+        broadcast against candidates laid along a trailing axis (the grid searches)."""
+        import dataclasses
+
+        def ex(v):
+            return np.expand_dims(v, -1) if np.ndim(v) else v
+        changes = {f.name: ex(getattr(self, f.name)) for f in dataclasses.fields(self)
+                   if f.name not in ("label", "fmas_per_cycle_by_dtype")}
+        return dataclasses.replace(self, fmas_per_cycle_by_dtype={k: ex(v) for k, v in
+                                                                  self.fmas_per_cycle_by_dtype.items()}, **changes)
+
+    @property
+    def shape(self) -> tuple:
+        """Broadcast shape of the numbers (knob sweeps make some of them arrays)."""
+        fields = (self.sram_per_pe_bytes, self.mesh_width, self.mesh_height, self.clock_hz, self.io_bytes_per_s,
+                  self.weight_store_bandwidth_bytes_per_s, self.hop_cycles, self.stage_cycles,
+                  self.link_bytes_per_cycle, self.sram_reserved_per_pe_bytes, self.map_call_cycles,
+                  self.mem_read_bytes_per_cycle, self.mem_write_bytes_per_cycle, self.io_latency_s,
+                  *self.fmas_per_cycle_by_dtype.values())
+        return np.broadcast_shapes(*(np.shape(f) for f in fields))
