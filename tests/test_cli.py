@@ -2,15 +2,18 @@
 exits 2 with one line naming the argument, and no traceback."""
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
+import xarray as xr
 
-from workbench import predict
+from workbench import cli, predict
 from workbench.cli import main
 from workbench.specs import list_hardware, list_models
 
@@ -117,7 +120,6 @@ def test_list(capsys, what, expected):
 @pytest.mark.parametrize("argv, arg, value", [
     (["predict", "inference", "--hardware", "h800", "--model", "llama_3_1_8b"], "hardware", "h800"),
     (["predict", "inference", "--hardware", "h100_sxm", "--model", "gpt5"], "model", "gpt5"),
-    (["predict", "inference", "--hardware", "h100_sxm", "--model", "llama_3_1_70b", "--tp", "3"], "tp", "3"),
     (["predict", "inference", "--hardware", "h100_sxm", "--model", "llama_3_1_70b", "--tp", "abc"], "tp", "abc"),
     (["predict", "inference", "--hardware", "h100_sxm", "--model", "llama_3_1_8b", "--batch", "0"], "batch", "0"),
     (["predict", "inference", "--hardware", "h100_sxm", "--model", "llama_3_1_8b", "--batch", "maximum"],
@@ -232,3 +234,160 @@ def test_predict_serving_and_disaggregated_json(capsys):
                  "--model", "llama_3_1_8b", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["goodput_tokens_per_s_per_device"] > 0 and out["n_prefill_instances"] >= 1
+
+
+# The generated CLI: every keyword argument of every predict.* function is an option.
+
+@pytest.mark.parametrize("kind", cli.KINDS)
+def test_help_lists_every_parameter_of_the_function(capsys, kind):
+    with pytest.raises(SystemExit) as exit_:
+        main(["predict", kind, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    params = inspect.signature(getattr(predict, kind)).parameters
+    missing = [p for p in params if f"--{p.replace('_', '-')} " not in out]
+    assert not missing, f"predict.{kind} arguments not in --help: {missing}"
+
+
+def test_sweep_functions_are_the_generated_table(tmp_path, capsys):
+    assert set(cli.signature_table()) == set(cli.KINDS)
+    spec = tmp_path / "s.yaml"
+    spec.write_text("function: predict_everything\naxes: {batch: [1]}\n")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "x.nc")]) == 2
+    err = capsys.readouterr().err
+    assert "predict_everything" in err and all(k in err for k in cli.KINDS)
+
+
+MOE = ["predict", "inference", "--hardware", "h100_sxm", "--model", "mixtral_8x7b", "--tp", "8"]
+
+
+def test_ep_and_imbalance_reach_inference(capsys):
+    rc, out, err = _run(capsys, MOE + ["--ep", "2", "--imbalance", "1.2", "--json"])
+    assert rc == 0 and err == ""
+    ref = predict.inference(hardware="h100_sxm", model="mixtral_8x7b", tp=8, ep=2, imbalance=1.2)
+    base = predict.inference(hardware="h100_sxm", model="mixtral_8x7b", tp=8)
+    assert json.loads(out)["tpot_s"] == pytest.approx(float(ref.tpot_s), rel=1e-12)
+    assert float(ref.tpot_s) != pytest.approx(float(base.tpot_s), rel=1e-6)  # the arguments matter
+
+
+def test_comma_list_of_a_new_argument_is_a_dimension(capsys):
+    rc, out, _ = _run(capsys, MOE + ["--ep", "1,2,4", "--imbalance", "1,1.5", "--json"])
+    assert rc == 0
+    records = json.loads(out)
+    assert sorted({(r["ep"], r["imbalance"]) for r in records}) == [(e, i) for e in (1, 2, 4) for i in (1.0, 1.5)]
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--imbalance", "abc"], ("imbalance", "abc")),
+    (["--imbalance", "0.5"], ("imbalance", "0.5")),
+    (["--ep", "0"], ("ep=0",)),
+    (["--ep", "2,x"], ("ep", "'x'")),
+    (["--bogus", "1"], ("--bogus",)),
+    (["--tp"], ("--tp",)),
+    (["--set", "n_layers"], ("set", "n_layers")),
+    (["--model-file", "m.yaml"], ("model", "mixtral_8x7b", "model_file", "m.yaml")),
+])
+def test_bad_value_is_one_line_and_exit_2(capsys, extra, words):
+    rc, out, err = _run(capsys, MOE + extra)
+    assert rc == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("workbench: error: "), err
+    assert all(w in lines[0] for w in words), lines[0]
+    assert "Traceback" not in err and "usage:" not in err
+
+
+def test_parse_error_from_the_console_script_is_one_line():
+    exe = Path(sys.executable).with_name("workbench")
+    if not exe.exists():
+        pytest.skip(f"console script not installed next to {sys.executable}")
+    proc = subprocess.run([str(exe), "predict", "gemm", "--hardware", "h100_sxm", "--m", "8"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "--n" in proc.stderr
+    assert "usage:" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_set_hardware_knob_is_a_sweep_dimension(capsys):
+    rc, out, err = _run(capsys, ["predict", "inference", "--hardware", "h100_sxm", "--model", "llama_3_1_8b",
+                                 "--set", "hbm_bandwidth_bytes_per_s=2e12,4e12", "--json"])
+    assert rc == 0, err
+    records = json.loads(out)
+    assert [r["hbm_bandwidth_bytes_per_s"] for r in records] == [2e12, 4e12]
+    assert records[1]["tpot_s"] < records[0]["tpot_s"]  # decode reads the weights from HBM
+
+
+@pytest.fixture
+def fake_inference(monkeypatch):
+    """predict.inference replaced by a stand-in with arguments the real one may not have yet:
+    what the CLI generates from a signature, and what reaches the function."""
+    calls = []
+
+    def inference(*, hardware, model, batch=1, new_knob=0.5, verbose=False, hardware_overrides: dict | None = None,
+                  model_overrides: dict | None = None):
+        """A stand-in. `new_knob` is a new argument the CLI has never seen."""
+        calls.append(dict(hardware=hardware, model=model, batch=batch, new_knob=new_knob, verbose=verbose,
+                          hardware_overrides=hardware_overrides, model_overrides=model_overrides))
+        return xr.Dataset({"tpot_s": 1.0})
+    monkeypatch.setattr(predict, "inference", inference)
+    return calls
+
+
+def test_new_argument_needs_no_cli_edit(capsys, fake_inference):
+    with pytest.raises(SystemExit):
+        main(["predict", "inference", "--help"])
+    out = capsys.readouterr().out
+    assert "--new-knob" in out and "is a new argument the CLI has never seen" in out  # help from the docstring
+    assert "--verbose true|false" in out and "--hardware-overrides" in out
+    assert main(["predict", "inference", "--hardware", "b200", "--model", "m", "--new-knob", "1,2.5",
+                 "--verbose", "TRUE", "--batch", "max"]) == 0
+    assert fake_inference[-1] == dict(hardware="b200", model="m", batch="max", new_knob=[1, 2.5], verbose=True,
+                                      hardware_overrides=None, model_overrides=None)
+
+
+def test_set_routes_knobs_and_files_pass_through(capsys, tmp_path, fake_inference):
+    config = tmp_path / "config.json"
+    config.write_text("{}")
+    assert main(["predict", "inference", "--hardware-file", "chip.yaml", "--model-file", str(config),
+                 "--set", "hbm_bandwidth_bytes_per_s=2e12,4e12", "--set", "n_layers=4,8",
+                 "--set", "top_k=2", "--set", "nvlink_unidir_bytes_per_s=4.5e11"]) == 0
+    call = fake_inference[-1]
+    assert call["hardware"] == "chip.yaml" and call["model"] == str(config)
+    assert call["hardware_overrides"] == {"hbm_bandwidth_bytes_per_s": [2e12, 4e12],
+                                          "nvlink_unidir_bytes_per_s": 4.5e11}
+    assert call["model_overrides"] == {"n_layers": [4, 8], "top_k": 2}
+    rc, _, err = _run(capsys, ["predict", "inference", "--hardware", "b200", "--hardware-file", "chip.yaml",
+                               "--model", "m"])
+    assert rc == 2 and "hardware='b200'" in err and "hardware_file='chip.yaml'" in err
+    rc, _, err = _run(capsys, ["predict", "inference", "--model", "m"])
+    assert rc == 2 and "hardware is required" in err and len(err.strip().splitlines()) == 1
+
+
+def test_list_knobs_aligned(capsys, monkeypatch):
+    rows = [("hbm_bandwidth_bytes_per_s", "bytes/s", 3.35e12), ("n_sms", "", 132), ("name", "", "h100_sxm")]
+    monkeypatch.setitem(sys.modules, "workbench.backends",
+                        types.SimpleNamespace(list_knobs=lambda hw: rows if hw == "h100_sxm" else []))
+    rc, out, _ = _run(capsys, ["list", "knobs", "h100_sxm"])
+    assert rc == 0
+    lines = out.splitlines()
+    assert [line.split() for line in lines] == [["hbm_bandwidth_bytes_per_s", "bytes/s", "3.35e+12"],
+                                                ["n_sms", "132"], ["name", "h100_sxm"]]
+    assert len({line.index(v) for line, v in zip(lines, ("3.35e+12", "132", "h100_sxm"))}) == 1  # one column
+    rc, _, err = _run(capsys, ["list", "knobs"])
+    assert rc == 2 and "HARDWARE" in err
+
+
+def test_list_knobs_of_real_hardware(capsys):
+    backends = pytest.importorskip("workbench.backends")
+    if not hasattr(backends, "list_knobs"):
+        pytest.skip("workbench.backends.list_knobs landing concurrently")
+    rc, out, _ = _run(capsys, ["list", "knobs", "h100_sxm"])
+    assert rc == 0 and len(out.splitlines()) == len(backends.list_knobs("h100_sxm")) > 0
+    assert "hbm_bandwidth_bytes_per_s" in out
+
+
+def test_a_layout_that_cannot_run_is_a_flagged_point_not_an_error(capsys):
+    from workbench.cli import main
+    rc = main(["predict", "inference", "--hardware", "h100_sxm", "--model", "llama_3_1_70b", "--tp", "3",
+               "--batch", "1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["fits"] is False and "tp=3 does not divide n_heads=64" in out["reason"]

@@ -91,16 +91,16 @@ def test_compute_equals_predict_for_gpus_and_wafers_side_by_side():
     assert ds.tpot_s.attrs["units"] == "s" and ds.decode_io_s.attrs["units"] == "s"
 
 
-def test_invalid_group_is_a_problem_and_the_other_group_still_shows():
-    ds = explore.compute(dict(hardware=["h100_sxm", "cs3"], tp=3))
-    assert list(ds.hardware.values) == ["cs3"]
-    assert len(ds.attrs["problems"]) == 1 and "tp=3 does not divide n_heads=64" in ds.attrs["problems"][0]
-    assert ds.attrs["problems"][0].startswith("h100_sxm:")
+def test_a_layout_that_cannot_run_is_a_flagged_row_and_the_other_group_still_shows():
+    ds = explore.compute(dict(hardware=["h100_sxm", "cs3"], tp=3))  # 64 heads: tp=3 cannot run
+    assert list(ds.hardware.values) == ["h100_sxm", "cs3"]
+    assert not bool(ds.fits.sel(hardware="h100_sxm")) and bool(ds.fits.sel(hardware="cs3"))
+    assert "tp=3 does not divide n_heads=64" in str(ds.reason.sel(hardware="h100_sxm").values)
     ds = explore.compute(dict(hardware=["h100_sxm", "cs3"], activations="fp8"))
     assert list(ds.hardware.values) == ["h100_sxm"]
     assert "activations='fp8' is not allowed on 'cs3'" in ds.attrs["problems"][0]
-    with pytest.raises(InputError, match="tp=3 does not divide"):
-        explore.compute(dict(hardware=["h100_sxm", "b200"], tp=3))
+    gpus = explore.compute(dict(hardware=["h100_sxm", "b200"], tp=3))
+    assert not gpus.fits.any()
 
 
 def test_infeasible_points_stay_flagged_with_their_reason():
@@ -187,8 +187,8 @@ def test_memory_figure_marks_what_does_not_fit_and_roofline_names_missing_units(
     assert "a100_sxm (fp8: no such math units)" in _texts(figs["roofline"])
     only_wafers = explore.figures(explore.compute(dict(hardware=["cs2"], model="llama_3_1_8b", systems=1)))
     assert "no GPU selected" in _texts(only_wafers["roofline"])
-    state = dict(hardware=["h100_sxm", "cs3"], tp=3)  # the GPUs were asked for but failed
-    assert "no GPU result" in _texts(explore.figures(explore.compute(state), state)["roofline"])
+    state = dict(hardware=["h100_sxm", "cs3"], activations="fp8")  # the wafer was asked for but failed
+    assert "h100_sxm" in _texts(explore.figures(explore.compute(state), state)["roofline"])
 
 
 # --------------------------------------------------------------------------- sweep
@@ -266,12 +266,9 @@ def test_explorer_widgets_update_the_outputs_to_the_api_values():
 def test_explorer_shows_invalid_settings_as_messages():
     ex = explore.Explorer(hardware=["h100_sxm", "cs3"])
     c, o = ex.controls, ex.outputs
-    c["tp"].value = 3  # does not divide the 64 heads: GPUs gone, the wafer stays
-    assert "tp=3 does not divide n_heads=64" in o["messages"].value and "wb-error" in o["messages"].value
-    assert list(_shown(o["table"].value)) == ["cs3"]
-    c["hardware"].value = ("h100_sxm",)  # nothing left to compute
-    assert "no result" in o["table"].value and "does not divide" in o["messages"].value
-    assert ex.ds is None
+    c["tp"].value = 3  # does not divide the 64 heads: the GPU row is flagged, the wafer row computed
+    assert "h100_sxm: does not fit (tp=3 does not divide n_heads=64" in o["messages"].value
+    assert list(_shown(o["table"].value)) == ["h100_sxm", "cs3"]
     c["hardware"].value = ()  # nothing selected
     assert "hardware=() is not allowed" in o["messages"].value and ex.ds is None
     c["tp"].value = 8

@@ -2,19 +2,25 @@
 
     workbench predict inference --hardware h100_sxm --devices 8 --model llama_3_1_70b \\
         --tp 8 --batch 64 --prompt 2048 --generate 256 --weights fp8 --json
-    workbench list hardware|models
+    workbench predict inference --hardware-file my_chip.yaml --set hbm_bandwidth_bytes_per_s=4e12,8e12 ...
+    workbench list hardware|models|knobs HARDWARE
     workbench sweep SPEC.yaml --out FILE.nc
     workbench run STUDY [--smoke] [-p name=value] | --all;  workbench report STUDY
     workbench demo
 
-A comma-separated value (--batch 1,8,64) is a sweep dimension, as a list is in Python.
-Bad input prints one line naming the argument, the value and what is allowed, and
-exits with status 2 (no traceback).
+`workbench predict KIND` is generated from the signature and docstring of predict.KIND:
+every keyword argument is an option (`pe_grid` -> `--pe-grid`), so a new argument needs
+no edit here. A comma-separated value (--batch 1,8,64) is a sweep dimension, as a list
+is in Python. Bad input prints one line naming the argument, the value and what is
+allowed, and exits with status 2 (no traceback, no usage dump).
 """
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import os
+import re
 import sys
 import time
 
@@ -24,79 +30,146 @@ from . import predict
 from .errors import InputError
 from .specs import list_hardware, list_models
 
-# argument -> (type, default or None for required, help)
-_ARGS = {
-    "inference": {
-        "hardware": (str, None, "hardware spec name(s)"), "model": (str, None, "model spec name(s)"),
-        "devices": (int, "", "devices in all (default tp*pp)"), "tp": (int, 1, "tensor parallel"),
-        "pp": (int, 1, "pipeline parallel"), "batch": ("batch", 1, "sequences, or 'max'"),
-        "prompt": (int, 2048, "prompt tokens"), "generate": (int, 256, "generated tokens"),
-        "weights": (str, "bf16", "weight dtype"), "activations": (str, "", "math dtype"),
-        "kv": (str, "", "KV-cache dtype"),
-        "pe_grid": (int, "", "wafers: side of each layer's PE region (default: fastest that fits)"),
-        "mapping": (str, "mesh", "wafers: mesh (WaferLLM) or gpu_style"),
-        "placement": (str, "regions", "wafers: regions (weights resident) or streaming (MemoryX)")},
-    "training": {
-        "hardware": (str, None, "hardware spec name(s)"), "model": (str, None, "model spec name(s)"),
-        "devices": (int, "", "devices in all (GPUs) or CS systems"), "tp": (int, 1, "tensor parallel"),
-        "pp": (int, 1, "pipeline parallel"), "dp": (int, "", "data parallel (default: devices / tp·pp·cp)"),
-        "cp": (int, 1, "context parallel"), "ep": (int, 1, "expert parallel"),
-        "seq_len": (int, 2048, "tokens per sequence"), "global_batch": (int, 512, "sequences per step"),
-        "micro_batch": (int, 1, "sequences per micro-batch"), "precision": (str, "bf16", "bf16 or fp8"),
-        "zero": (int, 1, "ZeRO stage 0-3"), "recompute": (str, "none", "none, selective or full"),
-        "virtual_stages": (int, 1, "interleaved pipeline stages per device"),
-        "attention": (str, "flash2", "attention kernel: flash2, flash1 (FA1 / Triton) or materialized (scores in HBM)")},
-    "serving": {
-        "hardware": (str, None, "one hardware name"), "model": (str, None, "one model name"),
-        "devices": (int, "", "CS systems (wafers)"), "tp": (int, 1, "tensor parallel"), "pp": (int, 1, ""),
-        "prompt": (int, 2048, "mean prompt tokens"), "generate": (int, 256, "mean generated tokens"),
-        "arrival_rate": (float, "", "requests/s (comma list; default: a grid to saturation)"),
-        "ttft_slo": (float, 2.0, "TTFT target [s]"), "tpot_slo": (float, 0.05, "TPOT target [s]"),
-        "quantile": (float, 0.9, "TTFT quantile the target applies to"), "weights": (str, "bf16", ""),
-        "kv": (str, "", ""), "acceptance": (float, 0.0, "speculative: per-token acceptance"),
-        "draft_len": (int, 0, "speculative: drafted tokens per step (0: off)"),
-        "draft_model": (str, "", "speculative: draft model (default: MTP heads)")},
-    "disaggregated": {
-        "prefill_hardware": (str, None, ""), "decode_hardware": (str, None, ""), "model": (str, None, ""),
-        "prefill_tp": (int, 1, ""), "decode_tp": (int, 1, ""), "prefill_devices": (int, "", "CS systems"),
-        "decode_devices": (int, "", "CS systems"), "prompt": (int, 2048, ""), "generate": (int, 256, ""),
-        "ttft_slo": (float, 2.0, ""), "tpot_slo": (float, 0.05, ""), "weights": (str, "bf16", ""),
-        "kv": (str, "", ""), "total_devices": (int, 64, "device budget for the integer split")},
-    "gemm": {"hardware": (str, None, ""), "m": (int, None, ""), "n": (int, None, ""),
-             "k": (int, None, ""), "dtype": (str, "bf16", ""),
-             "pe_grid": (int, "", "wafers: side of the PE region"),
-             "mapping": (str, "mesh", "wafers: mesh or gpu_style")},
-    "attention": {"hardware": (str, None, ""), "batch": (int, None, ""), "seq_len": (int, None, ""),
-                  "n_heads": (int, None, ""), "head_dim": (int, None, ""), "dtype": (str, "bf16", ""),
-                  "causal": ("bool", "true", ""),
-                  "kernel": (str, "flash2", "flash2, flash1 or materialized (scores in HBM)")},
-    "collective": {"hardware": (str, None, ""), "devices": (int, None, ""),
-                   "op": (str, None, "all_reduce|all_gather|reduce_scatter|all_to_all|send_recv"),
-                   "size_bytes": (float, None, "")},
-}
+KINDS = ("inference", "training", "serving", "disaggregated", "gemm", "attention", "collective")
+WORDS = {"batch": ("max",)}  # words a numeric argument also takes
+MODEL_KNOBS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "d_ff_expert",
+               "n_experts", "top_k", "vocab_size")  # used until workbench.specs.MODEL_KNOBS exists
+OVERRIDES = ("hardware_overrides", "model_overrides")
 
 
-def _convert(arg: str, kind, text: str):
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises InputError (one line at the top) instead of printing usage."""
+
+    def error(self, message):
+        for a in self._actions:  # a missing subcommand or positional: say what is allowed
+            if a.choices and message.endswith(f"required: {a.dest}"):
+                message += f"; allowed: {', '.join(a.choices)}"
+        raise InputError(message)
+
+
+def _kind(p: inspect.Parameter) -> str:
+    """bool, dict, number or any, from the default (or the annotation where there is one)."""
+    ann = "" if p.annotation is p.empty else getattr(p.annotation, "__name__", str(p.annotation))
+    d = p.default
+    if isinstance(d, bool) or ann.startswith("bool"):
+        return "bool"
+    if isinstance(d, dict) or "dict" in ann or p.name in OVERRIDES:
+        return "dict"
+    if isinstance(d, (int, float)) or ann.split(" ")[0] in ("int", "float"):
+        return "number"
+    return "any"
+
+
+def _doc_help(doc: str, name: str) -> str:
+    """The clause of a prose docstring that mentions `name`, or ''."""
+    text = " ".join((doc or "").split())
+    for clause in re.split(r"(?<=[.;])\s+(?=[A-Z`])|,\s+(?:and\s+)?(?=`)", text):
+        if f"`{name}`" in clause or f"`{name}=" in clause:
+            return clause.rstrip(".;,")
+    return ""
+
+
+def signature_table() -> dict:
+    """kind -> {argument: (kind, default or inspect.Parameter.empty, help)} from predict.*."""
+    table = {}
+    for kind in KINDS:
+        fn = getattr(predict, kind)
+        table[kind] = {}
+        for name, p in inspect.signature(fn).parameters.items():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            shown = "required" if p.default is p.empty else f"default: {p.default}"
+            help_ = _doc_help(fn.__doc__, name) or _doc_help(predict.__doc__, name) or name.replace("_", " ")
+            table[kind][name] = (_kind(p), p.default, f"{help_} ({shown})")
+    return table
+
+
+def _value(arg: str, kind: str, text: str):
+    """`text` -> a scalar, or a list (a sweep) when it holds commas."""
+    if kind == "dict":
+        import yaml
+        from .specs._base import _Loader
+        try:
+            v = yaml.load(text, Loader=_Loader)
+        except yaml.YAMLError:
+            v = None
+        if not isinstance(v, dict):
+            raise InputError(f"{arg}={text!r} is not allowed; allowed: a YAML mapping such as '{{knob: [1, 2]}}'")
+        return v
+
     def one(t):
         t = t.strip()
-        if kind == "batch":
-            if t == "max":
-                return t
-            try:
-                return int(t)
-            except ValueError:
-                raise InputError(f"{arg}={t!r} is not allowed; allowed: a positive integer or 'max'") from None
         if kind == "bool":
             if t.lower() not in ("true", "false"):
                 raise InputError(f"{arg}={t!r} is not allowed; allowed: true, false")
             return t.lower() == "true"
-        try:
-            v = float(t) if kind is float else kind(t)
-        except ValueError:
-            raise InputError(f"{arg}={t!r} is not allowed; allowed: {kind.__name__} values") from None
-        return v
+        for cast in (int, float):
+            try:
+                return cast(t)
+            except ValueError:
+                pass
+        if kind == "number" and t not in WORDS.get(arg, ()):
+            allowed = ", ".join(("a number",) + tuple(repr(w) for w in WORDS.get(arg, ())))
+            raise InputError(f"{arg}={t!r} is not a number; allowed: {allowed}")
+        return t
     parts = [one(t) for t in text.split(",")]
     return parts if len(parts) > 1 else parts[0]
+
+
+def _model_knobs():
+    try:
+        from .specs import MODEL_KNOBS as knobs
+    except ImportError:
+        knobs = MODEL_KNOBS
+    return knobs
+
+
+def _read_model_file(path: str):
+    """A YAML file -> a dict of ModelSpec fields; a .json (Hugging Face config.json) -> the path."""
+    if path.endswith(".json"):
+        if not os.path.isfile(path):
+            raise InputError(f"model_file={path!r} cannot be read; allowed: a Hugging Face config.json or "
+                             "a YAML file of model-spec fields")
+        return path
+    import yaml
+    from .specs._base import _Loader
+    try:
+        with open(path) as f:
+            model = yaml.load(f, Loader=_Loader)
+    except (OSError, yaml.YAMLError) as e:
+        raise InputError(f"model_file={path!r} cannot be read ({type(e).__name__}); "
+                         "allowed: a YAML file of model-spec fields") from None
+    if not isinstance(model, dict):
+        raise InputError(f"model_file={path!r} is not a YAML mapping; allowed: a YAML file of model-spec fields")
+    return model
+
+
+def _kwargs(kind: str, args: dict, ns) -> dict:
+    """The namespace of `workbench predict KIND` -> keyword arguments of predict.KIND."""
+    kwargs = {a: _value(a, k, getattr(ns, a)) for a, (k, _, _) in args.items() if getattr(ns, a) is not None}
+    for arg, file_arg in (("hardware", "hardware_file"), ("model", "model_file")):
+        path = getattr(ns, file_arg, None)
+        if path is not None and arg in kwargs:
+            raise InputError(f"{arg}={getattr(ns, arg)!r} and {file_arg}={path!r} are both given; "
+                             f"allowed: one of --{arg}, --{file_arg.replace('_', '-')}")
+        if path is not None:
+            kwargs[arg] = _read_model_file(path) if arg == "model" else path
+        if arg in args and args[arg][1] is inspect.Parameter.empty and arg not in kwargs:
+            listing = "hardware" if arg == "hardware" else "models"
+            raise InputError(f"{arg} is required; allowed: a name from `workbench list {listing}` or "
+                             f"--{file_arg.replace('_', '-')}")
+    knobs = _model_knobs()
+    for item in getattr(ns, "set", None) or []:
+        knob, eq, text = item.partition("=")
+        knob = knob.strip()
+        if not eq or not knob or not text:
+            raise InputError(f"set={item!r} is not allowed; allowed: KNOB=VALUE[,VALUE...]")
+        target = "model_overrides" if knob in knobs else "hardware_overrides"
+        if target not in args:
+            raise InputError(f"set {knob}={text!r} is not allowed: predict.{kind} takes no {target}; "
+                             f"allowed: {', '.join(a for a in OVERRIDES if a in args)} knobs")
+        kwargs.setdefault(target, {})[knob] = _value(knob, "any", text)
+    return kwargs
 
 
 def _jsonable(ds) -> object:
@@ -115,30 +188,50 @@ def _jsonable(ds) -> object:
     return [{k: clean(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
 
 
-def _predict(kind: str, ns) -> int:
-    kwargs = {}
-    for arg, (typ, default, _) in _ARGS[kind].items():
-        text = getattr(ns, arg)
-        if text in (None, ""):
-            continue
-        kwargs[arg] = _convert(arg, typ, str(text))
-    if kind in ("inference", "training") and ns.model_file:
-        import yaml
-        from .specs._base import _Loader
-        try:
-            with open(ns.model_file) as f:
-                kwargs["model"] = yaml.load(f, Loader=_Loader)
-        except (OSError, yaml.YAMLError) as e:
-            raise InputError(f"model_file={ns.model_file!r} cannot be read ({type(e).__name__}); "
-                             "allowed: a YAML file of model-spec fields") from None
-        if not isinstance(kwargs["model"], dict):
-            raise InputError(f"model_file={ns.model_file!r} is not a YAML mapping; "
-                             "allowed: a YAML file of model-spec fields") from None
-    ds = getattr(predict, kind)(**kwargs)
+def _predict(kind: str, args: dict, ns) -> int:
+    ds = getattr(predict, kind)(**_kwargs(kind, args, ns))
     if ns.json:
         print(json.dumps(_jsonable(ds), indent=2))
     else:
         print(ds.to_dataframe().to_string() if ds.sizes else ds.to_pandas().to_string())
+    return 0
+
+
+def _add_predict(psub, kind: str, args: dict) -> None:
+    """One `workbench predict KIND` parser from the signature table."""
+    doc = " ".join((getattr(predict, kind).__doc__ or "").split())
+    sp = psub.add_parser(kind, help=doc.split(". ")[0], description=doc.replace("%", "%%"))
+    for arg, (k, default, help_) in args.items():
+        metavar = {"bool": "true|false", "dict": "YAML"}.get(k, "V[,V...]")
+        required = default is inspect.Parameter.empty and arg not in ("hardware", "model")  # or --*-file
+        sp.add_argument(f"--{arg.replace('_', '-')}", dest=arg, required=required, default=None,
+                        metavar=metavar, help=help_.replace("%", "%%"))
+    if "hardware" in args:
+        sp.add_argument("--hardware-file", dest="hardware_file", metavar="FILE",
+                        help="YAML hardware spec (hardware=FILE), instead of --hardware")
+    if "model" in args:
+        sp.add_argument("--model-file", dest="model_file", metavar="FILE",
+                        help="YAML file of model-spec fields, or a Hugging Face config.json, instead of --model")
+    if any(a in args for a in OVERRIDES):
+        sp.add_argument("--set", action="append", metavar="KNOB=V[,V...]",
+                        help="set a knob, repeatable; a comma list sweeps it (a dimension named after the knob): "
+                             "model knobs go to model_overrides, others to hardware_overrides "
+                             "(`workbench list knobs HARDWARE`)")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _list(ns) -> int:
+    if ns.what != "knobs":
+        for n in list_hardware() if ns.what == "hardware" else list_models():
+            print(n)
+        return 0
+    if not ns.name:
+        raise InputError("list knobs needs HARDWARE; allowed: a name from `workbench list hardware`")
+    from .backends import list_knobs
+    rows = [(str(n), str(u), f"{v:g}" if isinstance(v, (int, float)) else str(v)) for n, u, v in list_knobs(ns.name)]
+    widths = [max((len(r[i]) for r in rows), default=0) for i in range(2)]
+    for n, u, v in rows:
+        print(f"{n:<{widths[0]}}  {u:<{widths[1]}}  {v}")
     return 0
 
 
@@ -169,7 +262,7 @@ def _run(ns) -> int:
 SWEEP_KEYS = ("function", "axes", "fixed", "variables", "memory_budget_bytes")
 
 
-def _sweep(ns) -> int:
+def _sweep(ns, functions) -> int:
     """`workbench sweep SPEC.yaml --out FILE.nc`: the spec names a predict function, the
     axes (lists) and the fixed arguments; the result goes to FILE with units and provenance."""
     import yaml
@@ -184,8 +277,8 @@ def _sweep(ns) -> int:
     if unknown:
         raise InputError(f"{unknown[0]}={spec[unknown[0]]!r} is not a sweep key; allowed: {', '.join(SWEEP_KEYS)}")
     name = spec.get("function", "inference")
-    if name not in _ARGS:
-        raise InputError(f"function={name!r} is not known; allowed: {', '.join(_ARGS)}")
+    if name not in functions:
+        raise InputError(f"function={name!r} is not known; allowed: {', '.join(functions)}")
     axes = spec.get("axes") or {}
     if not axes:
         raise InputError("axes={} is not allowed; allowed: a mapping of argument -> list of values")
@@ -214,21 +307,13 @@ def demo() -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="workbench", description=__doc__.split("\n")[0])
+def parser(table: dict) -> argparse.ArgumentParser:
+    p = _Parser(prog="workbench", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     pr = sub.add_parser("predict", help="predict one configuration or a sweep")
     psub = pr.add_subparsers(dest="kind", required=True)
-    for kind, args in _ARGS.items():
-        sp = psub.add_parser(kind)
-        for arg, (_, default, help_) in args.items():
-            required = default is None and not (kind in ("inference", "training") and arg == "model")
-            sp.add_argument(f"--{arg.replace('_', '-')}", dest=arg, required=required,
-                            default=default, help=help_)
-        if kind in ("inference", "training"):
-            sp.add_argument("--model-file", dest="model_file", default="",
-                            help="YAML file of model-spec fields (a model not in the catalog)")
-        sp.add_argument("--json", action="store_true", help="print JSON")
+    for kind, args in table.items():
+        _add_predict(psub, kind, args)
     rn = sub.add_parser("run", help="run a study (or --all) into reports/")
     rn.add_argument("study", nargs="?", help="a name from studies/*.yaml")
     rn.add_argument("--all", action="store_true", help="run every study")
@@ -244,19 +329,23 @@ def main(argv=None) -> int:
     sw.add_argument("--out", required=True, help="output .nc (or .zarr) path")
     sw.add_argument("--scheduler", default=None, help="dask.distributed scheduler address")
     sw.add_argument("--progress", action="store_true", help="show a progress bar")
-    ls = sub.add_parser("list", help="list the catalog")
-    ls.add_argument("what", choices=["hardware", "models"])
+    ls = sub.add_parser("list", help="list the catalog, or the knobs of one hardware")
+    ls.add_argument("what", choices=["hardware", "models", "knobs"])
+    ls.add_argument("name", nargs="?", help="knobs: the hardware (name or YAML path)")
     sub.add_parser("demo", help="print the demo prediction table")
     mb = sub.add_parser("microbench", help="run kernel microbenchmarks (needs PyTorch) into a netCDF file")
     mb.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     mb.add_argument("--quick", action="store_true", help="small sizes")
     mb.add_argument("--out", required=True)
-    ns = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    table = signature_table()
     try:
+        ns = parser(table).parse_args(argv)
         if ns.command == "predict":
-            if ns.kind in ("inference", "training") and not (ns.model or ns.model_file):
-                raise InputError("model is required; allowed: a name from `workbench list models` or --model-file")
-            return _predict(ns.kind, ns)
+            return _predict(ns.kind, table[ns.kind], ns)
         if ns.command == "microbench":
             from .microbench.__main__ import main as microbench_main
             return microbench_main(["--device", ns.device, "--out", ns.out] + (["--quick"] if ns.quick else []))
@@ -267,12 +356,9 @@ def main(argv=None) -> int:
             print(rerender(ns.study, out_root=ns.out))
             return 0
         if ns.command == "sweep":
-            return _sweep(ns)
+            return _sweep(ns, tuple(table))
         if ns.command == "list":
-            names = list_hardware() if ns.what == "hardware" else list_models()
-            for n in names:
-                print(n)
-            return 0
+            return _list(ns)
         return demo()
     except InputError as e:
         print(f"workbench: error: {e}", file=sys.stderr)

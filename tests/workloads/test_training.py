@@ -80,8 +80,8 @@ def test_bad_input():
         _train(dp=8, zero=4)
     with pytest.raises(InputError, match="recompute"):
         _train(dp=8, recompute="some")
-    with pytest.raises(InputError, match="tp=3"):
-        _train(tp=3)
+    flagged = _train(tp=3)  # a layout that cannot run is a flagged point, not an error
+    assert not bool(flagged.fits) and "tp=3 does not divide" in flagged.reason.item()
     ds = _train(dp=8, global_batch=4)  # fewer sequences than dp x micro_batch
     assert not bool(ds.fits) and "global_batch" in ds.reason.item()
 

@@ -98,13 +98,14 @@ def flag_each(result: dict, invalid, values: dict, message) -> dict:
     invalid = np.asarray(invalid, dtype=bool)
     if not invalid.any():
         return result
-    arrays = {k: np.broadcast_to(np.asarray(v, float), invalid.shape) for k, v in values.items()}
-    combos = {tuple(a[i] for a in arrays.values()) for i in zip(*np.nonzero(invalid))}
+    arrays = {k: np.broadcast_to(np.asarray(v, float), invalid.shape).ravel() for k, v in values.items()}
+    flat = invalid.ravel()
+    combos = {tuple(a[i] for a in arrays.values()) for i in np.flatnonzero(flat)}
     for combo in sorted(combos):
-        here = invalid.copy()
+        here = flat.copy()
         for a, v in zip(arrays.values(), combo):
             here &= a == v
-        result = flag_invalid(result, here, message(**{k: f"{v:g}" for k, v in zip(arrays, combo)}))
+        result = flag_invalid(result, here.reshape(invalid.shape), message(**{k: f"{v:g}" for k, v in zip(arrays, combo)}))
     return result
 
 
