@@ -19,8 +19,31 @@ from record import table  # noqa: E402
 from workbench import predict  # noqa: E402
 
 RTOL = 1e-9
-# (call, column) -> why the value changed on purpose. A column listed here is not compared.
-CHANGED: dict[tuple[str, str], str] = {}
+# Changes made on purpose: (call, model or "*") -> (relative tolerance for those points, why).
+# Every other point, and every categorical output (fits, bound, reason), must agree to RTOL.
+_ROUTER = ("wafers now run every matmul of the one layer table (workloads/ops.py): the MoE router GEMV, "
+           "missing before, adds one GEMV and its mesh reduction per layer (Mixtral decode +8.7% median)")
+_QKV = ("wafer regions hold the fused QKV matrix the decode GEMV computes (ceil(D/P)·ceil((H+2K)h/P) per PE; "
+        "the separate Q, K, V tiles counted before rounded differently): per-PE bytes -0.2% median, "
+        "a few chosen grids move by a tile")
+CHANGED: dict[tuple[str, str], tuple[float, str]] = {
+    ("inference_wafer_regions", "mixtral_8x7b"): (0.25, _ROUTER),
+    ("inference_wafer_regions", "*"): (0.05, _QKV + " (the compute and reduction parts up to 3% where it does)"),
+    ("inference_wafer_streaming", "*"): (0.01, _QKV),
+    ("inference_wafer_max_batch", "*"): (0.04, _QKV + " (one max-batch point: 27 -> 26 sequences)"),
+    ("serving_cs3", "*"): (1e-4, _QKV),
+}
+
+
+def _rtol(name: str, ref: pd.DataFrame) -> np.ndarray:
+    """The tolerance of each point: RTOL unless a listed change applies to it."""
+    tol = np.full(len(ref), RTOL)
+    if (name, "*") in CHANGED:
+        tol[:] = CHANGED[(name, "*")][0]
+    for (call, model), (rtol, _) in CHANGED.items():
+        if call == name and model != "*" and "model" in ref:
+            tol[(ref["model"] == model).to_numpy()] = rtol
+    return tol
 
 
 @pytest.mark.parametrize("name,fn,kwargs", CALLS, ids=[c[0] for c in CALLS])
@@ -37,14 +60,16 @@ def test_regression_grid(name, fn, kwargs):
                 (ref[k].astype(str), new[k].astype(str))
         ref, new = ref.sort_values(keys).reset_index(drop=True), new.sort_values(keys).reset_index(drop=True)
         assert (ref[keys].values == new[keys].values).all(), f"{name}: the points differ"
+    tol = _rtol(name, ref)
     for col in ref.columns:
-        if col in keys or (name, col) in CHANGED:
+        if col in keys:
             continue
         assert col in new.columns, f"{name}: output {col!r} is gone"
         r, n = ref[col], new[col]
         if pd.api.types.is_numeric_dtype(r) and not pd.api.types.is_bool_dtype(r):
             a, b = r.to_numpy(float), pd.to_numeric(n, errors="coerce").to_numpy(float)
-            bad = ~(np.isclose(a, b, rtol=RTOL, atol=0.0) | (np.isnan(a) & np.isnan(b)))
+            with np.errstate(invalid="ignore"):  # inf - inf: equal, caught by a == b
+                bad = ~((a == b) | (np.abs(b - a) <= tol * np.abs(a)) | (np.isnan(a) & np.isnan(b)))
             assert not bad.any(), (f"{name}.{col}: {bad.sum()} of {len(a)} points differ, first at "
                                    f"{ref.loc[bad.argmax(), keys].to_dict()}: {a[bad][0]!r} -> {b[bad][0]!r}")
         else:

@@ -9,7 +9,7 @@ import pytest
 
 from workbench import predict
 from workbench.workloads.disaggregated import balance, best_split
-from workbench.workloads.layers import expected_experts_touched
+from workbench.workloads.ops import expected_experts_touched
 from workbench.workloads.serving import latencies
 from workbench.workloads.speculative import expected_tokens_per_step
 

@@ -26,12 +26,12 @@ TINY_ODD = dict(name="tiny_odd", d_model=60, n_heads=3, n_kv_heads=1, head_dim=2
 
 
 def _matrices_by_hand(cfg: dict) -> list[tuple[int, int]]:
-    """The layer's weight matrices written out from the config (not from the code):
-    Wq [D, H h], Wk and Wv [D, K h], Wo [H h, D], then gate and up [D, F] (gated) or up
-    only, and down [F, D]."""
+    """The layer's weight matrices written out from the config (not from the code), laid
+    out as the decode GEMVs run them: Wqkv [D, (H + 2K) h] fused, Wo [H h, D], then the
+    fused gate/up [D, 2F] (gated) or up [D, F], and down [F, D]."""
     D, H, K, h, F = cfg["d_model"], cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"], cfg["d_ff"]
-    mats = [(D, H * h), (D, K * h), (D, K * h), (H * h, D)]
-    mats += [(D, F)] * (2 if cfg.get("gated_mlp", True) else 1) + [(F, D)]
+    mats = [(D, (H + 2 * K) * h), (H * h, D)]
+    mats += [(D, (2 if cfg.get("gated_mlp", True) else 1) * F), (F, D)]
     return mats
 
 
@@ -80,17 +80,19 @@ def test_padding_makes_the_fullest_pe_exceed_the_mean():
     mean = (model.attn_params_per_layer + model.dense_mlp_params_per_layer) * 2.0 / 9
     mem = layer_memory_per_pe(WSE2, model, P=3.0, batch=1.0, tokens=16.0, w_bytes=2.0, kv_bytes=2.0)
     assert mem["weights_bytes"] > mean
-    # 4 x 22 x 22 (attention) + 2 x 22 x 43 + 43 x 22 (MLP, ceil(128/3) = 43) elements x 2 B
-    assert mem["weights_bytes"] == (4 * 22 * 22 + 3 * 22 * 43) * 2.0
+    # Wqkv 22 x ceil(192/3) = 64, Wo 22 x 22, gate/up 22 x ceil(256/3) = 86, down ceil(128/3) = 43 x 22,
+    # elements x 2 B
+    assert mem["weights_bytes"] == (22 * 64 + 22 * 22 + 22 * 86 + 43 * 22) * 2.0
 
 
 @pytest.mark.parametrize("name", list_models())
 def test_layer_weight_matrices_conserve_the_parameter_count(name):
-    # sum(k n count) == attention + MLP params of one layer (all experts resident for MoE;
-    # MLA's low-rank projections for DeepSeek), as counted by ModelSpec (test_models.py
-    # checks those against the published totals).
+    # sum(k n count) == attention + MLP params of one layer (all experts and the router
+    # resident for MoE; MLA's low-rank projections for DeepSeek), as counted by ModelSpec
+    # (test_models.py checks those against the published totals).
     m = load_model(name)
-    mlp = (m.n_experts + m.n_shared_experts) * m.expert_params if m.is_moe else m.dense_mlp_params_per_layer
+    mlp = (m.n_experts + m.n_shared_experts) * m.expert_params + m.router_params_per_layer if m.is_moe \
+        else m.dense_mlp_params_per_layer
     assert sum(k * n * c for k, n, c in layer_weight_matrices(m)) == m.attn_params_per_layer + mlp
 
 

@@ -28,7 +28,6 @@ is never predicted by a table that was fitted to it.
 from __future__ import annotations
 
 import dataclasses
-from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -341,26 +340,3 @@ def leave_one_out(hardware, rows: pd.DataFrame, *, prior: str = "pooled") -> pd.
                     **{f"err_{k}": v / measured - 1 for k, v in vals.items()}})
     return pd.DataFrame(out).set_index("row") if out else pd.DataFrame(
         columns=["kind", "measured", "before", "in_sample", "loo", "err_before", "err_in_sample", "err_loo"])
-
-
-# ---- using a variant through the public interface ------------------------------------------
-@contextmanager
-def use(*specs: HardwareSpec):
-    """Within the block, load_hardware("<name>") (and so every predict.* call with
-    hardware="<name>") returns the variant `<name>@...` given here:
-
-        with fit.use(calibrate("h100_sxm", rows)):
-            predict.inference(hardware="h100_sxm", ...)   # runs on h100_sxm@calibrated
-    """
-    from .. import specs as _specs
-    table = {base_name(s.name): s for s in specs}
-    original = _specs._hardware
-
-    def lookup(name):
-        return table[name] if name in table else original(name)
-
-    _specs._hardware = lookup
-    try:
-        yield table
-    finally:
-        _specs._hardware = original

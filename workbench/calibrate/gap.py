@@ -257,14 +257,22 @@ def speed_error(predicted, measured, metric) -> np.ndarray:
     return np.where(t, m / p, p / m) - 1.0
 
 
-def predict_rows(obs: pd.DataFrame) -> pd.DataFrame:
-    """predicted and dominant for every row whose kind and hardware the model knows."""
+def predict_rows(obs: pd.DataFrame, specs: dict | None = None) -> pd.DataFrame:
+    """predicted and dominant for every row whose kind and hardware the model knows;
+    `specs` (name -> spec object, e.g. calibrated_specs) replaces a row's catalog spec:
+    hardware is data, so a calibrated spec goes through predict.* as it is."""
+    specs = specs or {}
     vals, terms = [], []
     for r in obs.itertuples():
         if r.kind not in PREDICTORS or r.category == "no spec":
             vals.append(np.nan)
             terms.append("no model for this row")
             continue
+        if r.hardware in specs:
+            config = getattr(r, "config", None)
+            if isinstance(config, dict) and config.get("hardware") in specs:
+                config = {**config, "hardware": specs[config["hardware"]]}
+            r = r._replace(hardware=specs[r.hardware], **({"config": config} if hasattr(r, "config") else {}))
         v, term = PREDICTORS[r.kind](r)
         vals.append(v)
         terms.append(term)
@@ -298,8 +306,7 @@ def compare(obs: pd.DataFrame, *, calibrate: bool = True) -> pd.DataFrame:
         df["after_from"], df["predicted_in_sample"], df["error_in_sample"] = "not calibrated", np.nan, np.nan
         return df
     specs = calibrated_specs(df)
-    with fit.use(*specs.values()):
-        after = predict_rows(df)
+    after = predict_rows(df, specs)
     df["predicted_after"], df["dominant_after"] = after["predicted"], after["dominant"]
     df["after_from"] = np.where(df["category"].str.startswith("GPU"), "calibrated", "unchanged")
     df["predicted_in_sample"] = np.nan

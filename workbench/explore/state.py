@@ -11,7 +11,8 @@ import xarray as xr
 from .. import predict
 from ..costs import add_costs
 from ..errors import InputError, check_choice
-from ..specs import is_wafer, list_gpus, list_models, load_hardware
+from ..backends import backend_for
+from ..specs import list_gpus, list_models
 from ..units import DTYPES, unit_attrs
 
 WAFERS = ("cs3", "cs2")
@@ -96,8 +97,10 @@ def normalize_state(state: dict | None = None, **overrides) -> dict:
 
 
 def _kinds(hardware) -> tuple[list, list]:
-    wafer = [h for h in hardware if is_wafer(load_hardware(h))]
-    return [h for h in hardware if h not in wafer], wafer
+    """(hardware laid out by tp/pp, hardware laid out by systems): the controls each
+    backend takes (backends.*.layout_args), so a new family joins the group it fits."""
+    by_devices = [h for h in hardware if "tp" not in backend_for(h).layout_args]
+    return [h for h in hardware if h not in by_devices], by_devices
 
 
 def _run(state: dict, hardware, **sizes) -> xr.Dataset:

@@ -89,22 +89,13 @@ def normalize_training_state(state: dict | None = None, **overrides) -> dict:
     return s
 
 
-def _rest(step: xr.DataArray, parts: xr.DataArray) -> xr.DataArray:
-    """What `parts` leave of the step; 0 where that is rounding."""
-    rest = step - parts
-    return rest.where(rest > 1e-12 * step, 0.0)
-
-
 def _gpu_parts(ds: xr.Dataset) -> xr.Dataset:
     # The PP send/recv (and EP all-to-all, 0 at ep=1) inside the micro-batch slots.
-    return ds.assign(pp_send_recv_s=_rest(ds.step_time_s, sum(ds[p] for p in GPU_PARTS)))
+    return ds.rename_vars(slot_comm_s="pp_send_recv_s")
 
 
 def _wafer_parts(ds: xr.Dataset) -> xr.Dataset:
-    # Full recompute runs one more forward pass (counted in the wafer's compute); a layer
-    # takes max(compute, I/O), so the step beyond the compute is the I/O not hidden.
-    hidden = _rest(ds.step_time_s, ds.forward_s + ds.backward_s + ds.recompute_s)
-    return ds.assign(weight_streaming_exposed_s=hidden).drop_vars("attention")
+    return ds.drop_vars("attention")
 
 
 def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:

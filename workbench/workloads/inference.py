@@ -22,6 +22,7 @@ from ..primitives.kv_cache import kv_cache_bytes, kv_share_per_device
 from ..primitives.hardware_numbers import GpuNumbers
 from ..specs import ModelSpec
 from ..units import DTYPE_BYTES
+from . import ops
 from .layers import add, layer_decode, layer_prefill
 
 # vLLM's default gpu_memory_utilization = 0.9 (vllm/engine/arg_utils.py): the share of
@@ -44,7 +45,8 @@ def _model_pass(step, hw, model, **kw) -> dict:
 
 
 def _lm_head(hw, model, *, rows, tp, math, w_bytes, a_bytes) -> dict:
-    g = gemm(hw=hw, m=rows, n=model.vocab_size / tp, k=model.d_model, dtype=math,
+    head = ops.lm_head(model)
+    g = gemm(hw=hw, m=rows, n=head.n / tp, k=head.k, dtype=math,
              a_bytes=a_bytes, b_bytes=w_bytes, c_bytes=LOGIT_BYTES)
     out = {k: g[k] for k in ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "time_s")}
     return dict(out, matmul_s=g["time_s"] + g["overhead_s"])
@@ -68,8 +70,7 @@ def memory_per_device(hw: GpuNumbers, model: ModelSpec, *, batch, prompt, genera
     kv_per_seq = kv_cache_bytes(batch=1.0, tokens_attended=model.attention_context(prompt + generate),
                                 kv_elements_per_token_per_layer=model.kv_elements_per_token_per_layer,
                                 kv_bytes=kv_bytes, share=share, pp=pp)
-    F = model.d_ff_expert * (model.n_active_experts + model.n_shared_experts) if model.is_moe else model.d_ff
-    qkv = (model.n_heads + 2 * model.n_kv_heads) * model.head_dim
+    F, qkv = ops.widest_mlp(model), ops.qkv_width(model)
     act_per_token = stream_bytes * (4 * model.d_model + (qkv + 2 * F) / tp)
     chunk = np.minimum(batch * prompt, MAX_PREFILL_TOKENS)
     logits_per_seq = model.vocab_size / tp * LOGIT_BYTES

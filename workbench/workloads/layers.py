@@ -14,6 +14,7 @@ from ..primitives.collectives import collective
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.hardware_numbers import GpuNumbers
 from ..specs import ModelSpec
+from . import ops
 
 # Attention runs in 16-bit even when the GEMMs run in FP8/INT8/FP4: TensorRT-LLM's
 # context FMHA and vLLM's default attention backends take bf16/fp16 Q, K, V (an FP8 KV
@@ -44,46 +45,32 @@ def _gemm(hw, *, m, n, k, math, w_bytes, a_bytes, count=1.0, grouped=False):
                 c_bytes=a_bytes, count=count, grouped=grouped)
 
 
-def expected_experts_touched(*, n_experts, top_k, tokens):
-    """Expected distinct experts that `tokens` tokens route to, each picking top_k of
-    n_experts uniformly: E·(1 - (1 - k/E)^T)."""
-    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)
+def _split(mm: ops.Matmul, ways):
+    """(k, n) on one rank when the matmul is sharded `ways` ways as its `split` says."""
+    if mm.split == "n":
+        return mm.k, mm.n / ways
+    if mm.split == "k":
+        return mm.k / ways, mm.n
+    return mm.k, mm.n
 
 
 def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_bytes, a_bytes,
                 moe: bool, ep=1.0, imbalance=1.0) -> dict:
-    """Matmuls of one layer (attention projections and the MLP or MoE) on one TP rank."""
-    D, H, K, h, hv = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim, model.v_dim
+    """Matmuls of one layer (ops.layer_matmuls) on one TP rank. Routed experts run as one
+    grouped GEMM: the tp devices hold E/ep experts each, every expert split over tp/ep of
+    them, and the busiest rank sees `imbalance` x the mean routed load."""
     T = tokens
     g = dict(hw=hw, math=math, w_bytes=w_bytes, a_bytes=a_bytes)
-    if model.is_mla:
-        rq, rkv, rope = model.q_lora_rank, model.kv_lora_rank, model.qk_rope_head_dim
-        parts = [_gemm(m=T, n=rkv + rope, k=D, **g),  # latent down-projection (replicated)
-                 _gemm(m=T, n=H * (h - rope + hv) / tp, k=rkv, **g),  # per-head K/V up
-                 _gemm(m=T, n=D, k=H * hv / tp, **g)]  # output projection
-        parts += ([_gemm(m=T, n=rq, k=D, **g), _gemm(m=T, n=H * h / tp, k=rq, **g)]
-                  if rq else [_gemm(m=T, n=H * h / tp, k=D, **g)])
-    else:
-        parts = [_gemm(m=T, n=(H + 2 * K) * h / tp, k=D, **g),  # fused QKV
-                 _gemm(m=T, n=D, k=H * h / tp, **g)]  # output projection
-    mats = model.mlp_matrices
-    if moe:
-        E, k_act = model.n_experts, model.n_active_experts
-        touched = expected_experts_touched(n_experts=E, top_k=k_act, tokens=T)
-        # Expert parallelism: the tp devices hold E/ep experts each, every expert split over
-        # tp/ep of them; the busiest rank sees `imbalance` x the mean routed load.
-        m_exp = T * k_act / touched * imbalance  # tokens per touched expert on the busiest rank
-        F = model.d_ff_expert
-        split = tp / ep
-        parts += [_gemm(m=T, n=E, k=D, **g),  # router
-                  _gemm(m=m_exp, n=(mats - 1) * F / split, k=D, count=touched / ep, grouped=True, **g),
-                  _gemm(m=m_exp, n=D, k=F / split, count=touched / ep, grouped=True, **g)]
-        if model.n_shared_experts:
-            Fs = F * model.n_shared_experts
-            parts += [_gemm(m=T, n=(mats - 1) * Fs / tp, k=D, **g), _gemm(m=T, n=D, k=Fs / tp, **g)]
-    else:
-        F = model.d_ff
-        parts += [_gemm(m=T, n=(mats - 1) * F / tp, k=D, **g), _gemm(m=T, n=D, k=F / tp, **g)]
+    parts = []
+    for mm in ops.layer_matmuls(model, moe=moe):
+        if mm.routed:
+            touched = ops.expected_experts_touched(n_experts=mm.count, top_k=model.n_active_experts, tokens=T)
+            m_exp = T * model.n_active_experts / touched * imbalance  # tokens per touched expert, busiest rank
+            k, n = _split(mm, tp / ep)
+            parts.append(_gemm(m=m_exp, n=n, k=k, count=touched / ep, grouped=True, **g))
+        else:
+            k, n = _split(mm, tp)
+            parts.append(_gemm(m=T, n=n, k=k, **g))
     return add(*parts)
 
 
@@ -91,8 +78,8 @@ def layer_elementwise(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, 
     """Norms, residual adds, rotary embedding and the MLP activation: memory-bound.
     Bytes: two norms (read + write D), two residual adds (2 reads + 1 write of D), rotary
     on Q and K (read + write), the gated activation (read 2F, write F) per token."""
-    F = model.d_ff_expert * (model.n_active_experts + model.n_shared_experts) if moe else model.d_ff
-    qk = (model.n_heads + model.n_kv_heads) * model.head_dim / tp
+    F = ops.mlp_width(model, moe=moe)
+    qk = ops.qk_width(model) / tp
     per_token = 4 * model.d_model + 6 * model.d_model + 2 * qk + model.mlp_matrices * F / tp
     return elementwise(hw=hw, nbytes=tokens * per_token * a_bytes, count=5.0)
 
@@ -100,14 +87,15 @@ def layer_elementwise(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, 
 def tp_allreduce(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes) -> dict:
     """Two all-reduces of the [T, D] activations per layer (after attention and after the
     MLP) across the TP group (Megatron-LM tensor parallelism)."""
-    c = collective(hw=hw, op="all_reduce", size=tokens * model.d_model * a_bytes, devices=tp)
+    c = collective(hw=hw, op="all_reduce", size=ops.tp_allreduce_bytes(model, tokens=tokens, a_bytes=a_bytes),
+                   devices=tp)
     return {"comm_s": 2.0 * c["time_s"], "time_s": 2.0 * c["time_s"]}
 
 
 def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) -> dict:
     """Dispatch and combine of an MoE layer across `ep` ranks: each token's hidden state
     goes to its k experts and comes back (two all-to-alls of T·k·D values)."""
-    size = tokens * model.n_active_experts * model.d_model * max(a_bytes, 2.0)
+    size = ops.expert_dispatch_bytes(model, tokens=tokens, a_bytes=a_bytes)
     t = 2.0 * collective(hw=hw, op="all_to_all", size=size, devices=ep)["time_s"]
     return {"comm_s": t, "time_s": t}
 

@@ -36,6 +36,7 @@ from ..primitives.collectives import collective, strided_collective
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.hardware_numbers import GpuNumbers
 from ..specs import ModelSpec
+from . import ops
 from .inference import MEMORY_UTILIZATION
 from .layers import attention_math, layer_elementwise, layer_gemms, tp_allreduce
 
@@ -110,7 +111,7 @@ def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str
     mask and output (2 + 1 + 2 bytes per query-key pair; Korthikanti et al. 2022,
     5·a·s²·b), which selective recomputation drops."""
     D, H, K, h = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim
-    F = model.d_ff_expert * (model.n_active_experts + model.n_shared_experts) if model.is_moe else model.d_ff
+    F = ops.widest_mlp(model)
     if recompute == "full":
         return 2.0 * D / (tp * cp)
     gemm_inputs = D + H * model.v_dim + D + F  # attention input, attention output, MLP input, activation output
@@ -200,9 +201,7 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     step = pipeline + dp_exposed + optimizer
 
     tokens = global_batch * S
-    n_active = model.n_params_active
-    attn_flops = 12.0 * L * model.n_heads * model.head_dim * S * tokens
-    model_flops = 6.0 * n_active * tokens + attn_flops
+    model_flops, attn_flops = ops.training_model_flops(model, tokens=tokens, seq_len=S)
     recompute_flops = {"none": 0.0, "selective": attn_flops / 3.0, "full": model_flops / 3.0}[recompute]
     peak = hw.peak(math)
 
@@ -238,6 +237,9 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
         "pipeline_bubble_s": bubble, "bubble_fraction": bubble / (n_micro * slot + bubble),
         "tp_comm_s": n_micro * 2.0 * f_tp, "cp_comm_s": n_micro * 2.0 * cp_exposed, "ep_comm_s": n_micro * a2a,
         "pp_comm_s": (n_micro + pp - 1.0) / virtual_stages * p2p, "dp_comm_s": dp_traffic,
+        # the stage sends and the expert all-to-alls inside the micro-batch slots: with the
+        # parts above (forward .. optimizer) they add up to the step
+        "slot_comm_s": n_micro * (a2a + p2p) + 0.0 * step,
         "dp_comm_exposed_s": dp_exposed, "overlap_contention_s": contention, "optimizer_s": optimizer,
         "output_layer_s": n_micro * (head_fwd + head_bwd + head_recomp),
         "n_micro_batches": n_micro, "devices": devices, "model_flops": model_flops,

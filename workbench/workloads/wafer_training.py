@@ -19,6 +19,7 @@ from ..primitives.mesh import mesh_gemm
 from ..primitives.weight_streaming import streamed_layer
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
+from . import ops
 from .training import activation_bytes_per_token_layer
 from .wafer_inference import grid_candidates
 from .wafer_layers import prefill_layer
@@ -57,8 +58,7 @@ def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, globa
                             io_bytes_per_s=stream_bw)
     step = n_micro * (model.n_layers * layer["time_s"] + head_t["time_s"])
     tokens = global_batch * seq_len
-    attn_flops = 12.0 * model.n_layers * model.n_heads * model.head_dim * seq_len * tokens
-    model_flops = 6.0 * model.n_params_active * tokens + attn_flops
+    model_flops, _ = ops.training_model_flops(model, tokens=tokens, seq_len=seq_len)
     recompute_flops = model_flops / 3.0 if recompute == "full" else 0.0  # one more forward, as on GPUs
     peak = w.peak("fp16")
     act = act_per_seq * micro
@@ -81,5 +81,7 @@ def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, globa
         # during the next step.
         "pipeline_bubble_s": 0.0 * step, "dp_comm_exposed_s": 0.0 * step, "optimizer_s": 0.0 * step,
         "weight_streaming_io_s": io_s, "devices": devices, "model_flops": model_flops,
+        # a layer takes max(compute, I/O): the step beyond the compute is the I/O not hidden
+        "weight_streaming_exposed_s": np.maximum(step - compute_s, 0.0),
         "n_micro_batches": n_micro, "micro_batch": micro,
     }

@@ -1,0 +1,81 @@
+"""The one table of layer operations (workloads/ops.py) against closed forms: its matmuls
+hold exactly the parameters the model spec counts (checked against the published totals
+in tests/specs/test_models.py), its active matmuls do 2·N_active FLOPs per token, and the
+GPU and wafer backends both run the table's shapes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench.backends import numbers
+from workbench.specs import list_models, load_model
+from workbench.workloads import ops
+from workbench.workloads.layers import layer_gemms
+from workbench.workloads.wafer_layers import decode_layer, layer_weight_matrices
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_table_holds_every_parameter_the_spec_counts(name):
+    m = load_model(name)
+    table = sum(n * sum(mm.params for mm in ops.layer_matmuls(m, moe=moe)) for n, moe in ops.layer_kinds(m))
+    assert table + m.embedding_params == m.n_params
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_active_matmuls_do_two_flops_per_active_parameter(name):
+    m = load_model(name)
+    per_layer = {moe: sum(np.prod(ops.active_shape(mm, m.n_active_experts)) for mm in ops.layer_matmuls(m, moe=moe))
+                 for _, moe in ops.layer_kinds(m)}
+    flops = 2.0 * (sum(n * per_layer[moe] for n, moe in ops.layer_kinds(m)) + ops.lm_head(m).params)
+    assert flops == pytest.approx(m.flops_per_token, rel=1e-12)
+
+
+def test_mla_projections_are_the_low_rank_ones():
+    m = load_model("deepseek_v3")  # q_lora_rank 1536, kv_lora_rank 512, rope 64 (config.json)
+    names = {mm.name: mm for mm in ops.attention_matmuls(m)}
+    assert set(names) == {"q_down", "q_up", "kv_down", "kv_up", "attn_out"}
+    assert (names["kv_down"].k, names["kv_down"].n) == (7168, 512 + 64)
+    assert names["kv_down"].split == "none"  # the latent is replicated on every TP rank
+
+
+def test_layer_kinds_split_dense_and_moe_layers():
+    assert ops.layer_kinds(load_model("deepseek_v3")) == [(3, False), (58, True)]  # first_k_dense_replace = 3
+    assert ops.layer_kinds(load_model("llama_3_1_8b")) == [(32, False)]
+
+
+def test_training_flops_convention():
+    m = load_model("llama_3_8b")
+    total, attention = ops.training_model_flops(m, tokens=1000.0, seq_len=2048.0)
+    assert attention == 12.0 * 32 * 32 * 128 * 2048.0 * 1000.0  # 12·L·H·h·S per token
+    assert total == 6.0 * m.n_params_active * 1000.0 + attention
+
+
+def test_gpu_layer_flops_are_the_table_split_over_tp():
+    m = load_model("llama_3_1_70b")
+    T, tp = 4096.0, 8.0
+    g = layer_gemms(numbers("h100_sxm"), m, tokens=T, tp=tp, math="bf16", w_bytes=2.0, a_bytes=2.0, moe=False)
+    sharded = sum(mm.params / (1.0 if mm.split == "none" else tp) for mm in ops.layer_matmuls(m, moe=False))
+    assert float(g["flops"]) == pytest.approx(2.0 * T * sharded, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["llama_3_1_8b", "mixtral_8x7b", "deepseek_v3"])
+def test_wafer_decode_runs_the_table_including_mla_and_the_router(name):
+    m = load_model(name)
+    b, ctx = 2.0, 1024.0
+    d = decode_layer(numbers("wse3"), m, P=300.0, batch=b, context=ctx)
+    matmul = {moe: sum(np.prod(ops.active_shape(mm, m.n_active_experts)) for mm in ops.layer_matmuls(m, moe=moe))
+              for _, moe in ops.layer_kinds(m)}
+    mean_matmul = sum(n * matmul[moe] for n, moe in ops.layer_kinds(m)) / m.n_layers
+    attention = 2.0 * b * m.n_heads * (m.head_dim + m.v_dim) * m.attention_context(ctx) / m.n_layers
+    assert float(d["flops"]) == pytest.approx(2.0 * b * mean_matmul + attention, rel=1e-12)
+
+
+def test_wafer_regions_hold_every_expert_and_the_router():
+    m = load_model("mixtral_8x7b")
+    held = sum(k * n * c for k, n, c in layer_weight_matrices(m))
+    assert held == m.attn_params_per_layer + m.n_experts * m.expert_params + m.router_params_per_layer
+
+
+def test_a_matmul_split_must_be_known():
+    with pytest.raises(ValueError, match="split"):
+        ops.Matmul("x", k=1, n=1, split="rows")

@@ -1,0 +1,145 @@
+"""The one table of layer operations, hardware-independent: what a transformer layer
+computes, as named matmuls with their shapes, the widths its elementwise kernels and
+activations touch, and the collectives a layout implies. Every backend (GPU kernels, wafer
+MeshGEMV / MeshGEMM) and every workload (inference, serving, training) reads the model's
+structure from here, so MLP widths, MoE expert shapes, MLA ranks and the training-FLOPs
+convention exist once.
+
+Notation (specs/model.py): L layers, D d_model, H query heads, K KV heads, h head dim,
+h_v value head dim, F MLP width, E routed experts, k active experts per token.
+
+A matmul is y[T, n] = x[T, k] @ W[k, n] over the T tokens in flight. `split` says how
+tensor parallelism (Megatron-LM) shards it: "n" column-parallel (each rank holds n/tp
+columns), "k" row-parallel (k/tp rows, then an all-reduce), "none" replicated. A routed
+matmul is one of `count` experts, each token visiting k of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SPLITS = ("n", "k", "none")
+
+
+@dataclass(frozen=True)
+class Matmul:
+    name: str
+    k: int  # contraction (input) width
+    n: int  # output width
+    split: str  # "n", "k" or "none" (see module docstring)
+    count: int = 1  # matrices of this shape in the layer (experts)
+    routed: bool = False  # an expert: each token visits top_k of the `count`
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ValueError(f"split={self.split!r} is not known; allowed: {', '.join(SPLITS)}")
+
+    @property
+    def params(self) -> int:
+        return self.k * self.n * self.count
+
+
+def attention_matmuls(model) -> list[Matmul]:
+    """Q, K, V and output projections: fused QKV for MHA / GQA / MQA; for MLA
+    (DeepSeek-V2/V3) the query down/up projections (or one query projection without a
+    query rank), the shared KV latent with its rope key (replicated across TP ranks), the
+    per-head K/V up-projection and the output projection."""
+    D, H, K, h, hv = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim, model.v_dim
+    if model.is_mla:
+        rq, rkv, rope = model.q_lora_rank, model.kv_lora_rank, model.qk_rope_head_dim
+        q = [Matmul("q_down", k=D, n=rq, split="none"), Matmul("q_up", k=rq, n=H * h, split="n")] if rq \
+            else [Matmul("q", k=D, n=H * h, split="n")]
+        return q + [Matmul("kv_down", k=D, n=rkv + rope, split="none"),
+                    Matmul("kv_up", k=rkv, n=H * (h - rope + hv), split="n"),
+                    Matmul("attn_out", k=H * hv, n=D, split="k")]
+    return [Matmul("qkv", k=D, n=(H + 2 * K) * h, split="n"), Matmul("attn_out", k=H * hv, n=D, split="k")]
+
+
+def mlp_matmuls(model, *, moe: bool) -> list[Matmul]:
+    """The dense MLP (fused gate/up, then down), or an MoE layer: the router, the routed
+    experts (fused gate/up and down of each) and the shared experts as one wide MLP."""
+    D, up = model.d_model, model.mlp_matrices - 1
+    if not moe:
+        F = model.d_ff
+        return [Matmul("mlp_up", k=D, n=up * F, split="n"), Matmul("mlp_down", k=F, n=D, split="k")]
+    F, E = model.d_ff_expert, model.n_experts
+    out = [Matmul("router", k=D, n=E, split="none"),
+           Matmul("expert_up", k=D, n=up * F, split="n", count=E, routed=True),
+           Matmul("expert_down", k=F, n=D, split="k", count=E, routed=True)]
+    if model.n_shared_experts:
+        Fs = F * model.n_shared_experts
+        out += [Matmul("shared_up", k=D, n=up * Fs, split="n"), Matmul("shared_down", k=Fs, n=D, split="k")]
+    return out
+
+
+def layer_matmuls(model, *, moe: bool) -> list[Matmul]:
+    """Every matmul of one layer (attention projections, then the MLP or MoE)."""
+    return attention_matmuls(model) + mlp_matmuls(model, moe=moe)
+
+
+def lm_head(model) -> Matmul:
+    """Logits: the output projection over the vocabulary, column-parallel under TP."""
+    return Matmul("lm_head", k=model.d_model, n=model.vocab_size, split="n")
+
+
+def active_shape(mm: Matmul, top_k: int) -> tuple[float, float]:
+    """(k, n) of the matmul one token runs, the experts it visits fused side by side
+    (their columns for an up-projection, their rows for a down-projection)."""
+    if not mm.routed:
+        return float(mm.k), float(mm.n)
+    return (float(mm.k), float(mm.n) * top_k) if mm.split == "n" else (float(mm.k) * top_k, float(mm.n))
+
+
+def layer_kinds(model) -> list[tuple[int, bool]]:
+    """(number of layers, is MoE) for the model's dense-MLP and MoE layers, zero counts
+    dropped (DeepSeek-V3: 3 dense layers, then 58 MoE layers)."""
+    return [(n, moe) for n, moe in ((model.n_dense_mlp_layers, False), (model.n_moe_layers, True)) if n]
+
+
+def mlp_width(model, *, moe: bool) -> int:
+    """MLP hidden width one token activates: F for a dense layer, the active and shared
+    experts' widths for an MoE layer (activations, elementwise bytes)."""
+    if moe:
+        return model.d_ff_expert * (model.n_active_experts + model.n_shared_experts)
+    return model.d_ff
+
+
+def widest_mlp(model) -> int:
+    """The largest MLP width any layer activates (MoE layers when the model has them)."""
+    return mlp_width(model, moe=model.is_moe)
+
+
+def qkv_width(model) -> int:
+    """Q, K and V columns per token: (H + 2K)·h."""
+    return (model.n_heads + 2 * model.n_kv_heads) * model.head_dim
+
+
+def qk_width(model) -> int:
+    """Q and K columns per token, which rotary embedding rewrites: (H + K)·h."""
+    return (model.n_heads + model.n_kv_heads) * model.head_dim
+
+
+def expected_experts_touched(*, n_experts, top_k, tokens):
+    """Expected distinct experts that `tokens` tokens route to, each picking top_k of
+    n_experts uniformly: E·(1 - (1 - k/E)^T)."""
+    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)
+
+
+def tp_allreduce_bytes(model, *, tokens, a_bytes):
+    """Bytes of each of the two all-reduces of a layer's [T, D] activations across the TP
+    group (after attention, after the MLP: Megatron-LM tensor parallelism)."""
+    return tokens * model.d_model * a_bytes
+
+
+def expert_dispatch_bytes(model, *, tokens, a_bytes):
+    """Bytes of each all-to-all of an MoE layer (dispatch, combine): every token's hidden
+    state to its k experts, in at least 16 bits."""
+    return tokens * model.n_active_experts * model.d_model * max(a_bytes, 2.0)
+
+
+def training_model_flops(model, *, tokens, seq_len):
+    """Model FLOPs of a training step over `tokens` tokens of sequences `seq_len` long:
+    6·N·tokens + 12·L·H·h·S·tokens (PaLM Appendix B / llm-foundry: attention counted
+    without causal halving); N = parameters touched per token, embeddings included.
+    Returns (model FLOPs, attention FLOPs)."""
+    attention = 12.0 * model.n_layers * model.n_heads * model.head_dim * seq_len * tokens
+    return 6.0 * model.n_params_active * tokens + attention, attention
