@@ -12,22 +12,17 @@ import numpy as np
 import xarray as xr
 
 from .errors import InputError
-from .specs import HardwareSpec, load_hardware
+from .specs import HardwareSpec, list_hardware, load_hardware
 
-# USD per device-hour, on demand. GPUs: midpoints of the 'specialty cloud' tier of
-# mercatus-ai.com 'Cloud GPU pricing' (May 2026): A100 80GB $1.10-1.50, H100 SXM
-# $2.50-3.50, H200 SXM $3.50-4.50. B200, MI300X and CS systems: no price read; ASSUMED.
-PRICE_USD_PER_DEVICE_HOUR = {
-    "a100_sxm": 1.30,
-    "h100_sxm": 3.00,
-    "h200_sxm": 4.00,
-    "b200": 6.00,  # ASSUMED: about 2x H100, as list prices of HGX B200 nodes suggest
-    "mi300x": 2.50,  # ASSUMED: below H100, as neoclouds list it
-    "cs2": 60.0,  # ASSUMED: a system amortized over 4 years plus power and hosting
-    "cs3": 80.0,  # ASSUMED: as cs2
-    "wse2": 60.0,
-    "wse3": 80.0,
-}
+def catalog_prices() -> dict:
+    """USD per device-hour of every catalog chip, from its spec (`price_usd_per_hour`, with
+    the source next to it in the YAML: GPU midpoints of the 'specialty cloud' tier of
+    mercatus-ai.com, May 2026; B200, MI300X and CS systems ASSUMED). Unknown prices (0)
+    are left out."""
+    return {n: load_hardware(n).price_usd_per_hour for n in list_hardware() if load_hardware(n).price_usd_per_hour}
+
+
+PRICE_USD_PER_DEVICE_HOUR = catalog_prices()
 
 
 def device_power_w(name: str) -> float:
@@ -57,7 +52,7 @@ def _per_hardware(ds: xr.Dataset, table: dict, what: str) -> xr.DataArray:
 def add_costs(ds: xr.Dataset, *, prices: dict | None = None, power_w: dict | None = None) -> xr.Dataset:
     """Add price_usd_per_hour, power_w (per device), cost_per_million_tokens_usd and
     tokens_per_j, from output_tokens_per_s_per_device (the rate one device sustains)."""
-    table = dict(PRICE_USD_PER_DEVICE_HOUR, **(prices or {}))
+    table = dict(catalog_prices(), **(prices or {}))
     price = _per_hardware(ds, table, "prices")
     names = np.atleast_1d(ds.hardware.values)
     power_table = {n: device_power_w(n) for n in names if n not in (power_w or {})}

@@ -59,20 +59,26 @@ def _knob_axes(overrides, specs: dict, *, scalar_only: bool = False) -> dict:
     return {k: as_axis(k, v) for k, v in overrides.items()}
 
 
-def _model_axes(model, model_overrides) -> dict:
-    """The model axis and the model knobs as categorical axes; names are checked now."""
+def _model_axes(model, model_overrides) -> tuple[dict, dict]:
+    """(categorical axes, label -> spec): the model axis, labelled by each spec's name
+    (a catalog name, a YAML or config.json path, a dict or a ModelSpec), and the model
+    knobs as axes of their own; names and files are checked now."""
+    specs = {}
     for m in values_of(model):
-        load_model(m)
-    axes = {"model": as_axis("model", model) if isinstance(model, (list, tuple, str)) else model}
+        spec = load_model(m)
+        specs[spec.name] = spec
+    labels = list(specs)
+    many = isinstance(model, (list, tuple, np.ndarray)) or getattr(model, "ndim", 0) > 0
+    axes = {"model": as_axis("model", labels) if many else labels[0]}
     for k, v in dict(model_overrides or {}).items():
         if k not in MODEL_KNOBS:
             raise InputError(f"model_overrides key {k!r} is not a model knob; allowed: {', '.join(MODEL_KNOBS)}")
         axes[k] = as_axis(k, v)
-    return axes
+    return axes, specs
 
 
-def _resolve_model(model, point: dict):
-    spec = load_model(model)
+def _resolve_model(models: dict, model, point: dict):
+    spec = models[model]
     knobs = {k: point.pop(k) for k in list(point) if k in MODEL_KNOBS}
     return with_model_knobs(spec, knobs) if knobs else spec
 
@@ -210,14 +216,15 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
         if v is not None:
             numeric[arg] = as_axis(arg, v)
     knob_axes = _knob_axes(hardware_overrides, specs)
+    model_axes, models = _model_axes(model, model_overrides)
 
     def fn(hardware, model, **point):
-        spec = _resolve_model(model, point)
+        spec = _resolve_model(models, model, point)
         knobs, point = _split(point, knob_axes)
         be = backend_for(specs[hardware])
         return be.inference(be.numbers(specs[hardware], knobs), spec, **point)
 
-    categorical = {"hardware": hw_axis, **_model_axes(model, model_overrides),
+    categorical = {"hardware": hw_axis, **model_axes,
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
                    "placement": as_axis("placement", placement)}
@@ -261,14 +268,15 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
         if v is not None:
             numeric[k] = as_axis(k, v)
     knob_axes = _knob_axes(hardware_overrides, specs)
+    model_axes, models = _model_axes(model, model_overrides)
 
     def fn(hardware, model, **point):
-        spec = _resolve_model(model, point)
+        spec = _resolve_model(models, model, point)
         knobs, point = _split(point, knob_axes)
         be = backend_for(specs[hardware])
         return be.training(be.numbers(specs[hardware], knobs), spec, **point)
 
-    categorical = {"hardware": hw_axis, **_model_axes(model, model_overrides),
+    categorical = {"hardware": hw_axis, **model_axes,
                    "precision": as_axis("precision", precision), "zero": as_axis("zero", zero),
                    "recompute": as_axis("recompute", recompute), "attention": as_axis("attention", attention)}
     return evaluate(fn, categorical=categorical, numeric={**numeric, **knob_axes},

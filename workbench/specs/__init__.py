@@ -136,8 +136,30 @@ def with_model_knobs(spec: ModelSpec, overrides: dict) -> ModelSpec:
         raise InputError(f"model_overrides {label}: {e}") from None
 
 
+def _model_file(path: Path, arg: str) -> ModelSpec:
+    """A YAML file of ModelSpec fields, or a Hugging Face config.json."""
+    from .hf_config import fields_from_hf_config, is_hf_config
+    if not path.is_file():
+        raise InputError(f"{arg}={str(path)!r} is not a readable file; allowed: a catalog name "
+                         f"({', '.join(list_models())}), a model YAML file or a config.json")
+    try:
+        data = read_yaml(path)  # JSON is YAML
+    except UnicodeDecodeError:
+        raise InputError(f"{arg}={str(path)!r} is not UTF-8 text; allowed: a model YAML file or a config.json") \
+            from None
+    if is_hf_config(data):
+        fields = fields_from_hf_config(data, origin=str(path))
+        fields.update(name=str(data.get("_name_or_path") or path.parent.name or path.stem).split("/")[-1],
+                      source=f"Hugging Face config.json ({path})")
+        return build(ModelSpec, fields, origin=str(path))
+    data.setdefault("name", path.stem)
+    data.setdefault("source", f"model file {path}")
+    return build(ModelSpec, data, origin=str(path))
+
+
 def load_model(name, *, arg: str = "model") -> ModelSpec:
-    """A catalog name, a ModelSpec, or a dict of ModelSpec fields (a model not in the catalog)."""
+    """A catalog name, a ModelSpec, a dict of ModelSpec fields (a model not in the
+    catalog), or the path of a model YAML file or a Hugging Face config.json."""
     if isinstance(name, ModelSpec):
         return name
     if isinstance(name, dict):
@@ -145,6 +167,9 @@ def load_model(name, *, arg: str = "model") -> ModelSpec:
         data.setdefault("name", "custom")
         data.setdefault("source", "user-supplied dict")
         return build(ModelSpec, data, origin=data["name"])
-    if name not in list_models():
-        raise InputError(f"{arg}={name!r} is not known; allowed: {', '.join(list_models())}")
+    if isinstance(name, (str, Path)) and (str(name).endswith((".json", ".yaml", ".yml")) or "/" in str(name)):
+        return _model_file(Path(name), arg)
+    if not isinstance(name, str) or name not in list_models():
+        raise InputError(f"{arg}={name!r} is not known; allowed: {', '.join(list_models())}, a dict of model "
+                         "fields, or the path of a model YAML file or config.json")
     return _model(name)

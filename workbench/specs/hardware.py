@@ -88,6 +88,7 @@ class HardwareSpec:
     memory_latency_s: float  # loaded DRAM latency a memory stream pays before it flows
     kernel_launch_s: float  # fixed cost per kernel (launch + tail), CUDA-graph replay
     tdp_w: float
+    price_usd_per_hour: float = 0.0  # on-demand USD per device-hour (market data; 0: not known)
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

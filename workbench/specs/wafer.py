@@ -42,6 +42,7 @@ class WaferSpec:
     clock_max_hz: float
     pe_power_w: float
     vendor_peak_flops_per_s: float  # as marketed; precision/sparsity unclear, NOT a dense peak
+    price_usd_per_hour: float = 0.0  # on-demand USD per hour (market data; 0: not known)
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -92,6 +93,7 @@ class SystemSpec:
     power_w: float
     memoryx_capacity_bytes: tuple  # capacity options of the external weight store
     weight_store_bandwidth_bytes_per_s: float  # MemoryX -> wafer while weights stream
+    price_usd_per_hour: float = 0.0  # on-demand USD per system-hour (market data; 0: not known)
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
