@@ -65,3 +65,26 @@ def test_predict_does_not_branch_on_the_hardware_kind():
 def test_no_module_is_a_god_file():
     sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     assert max(sizes.values()) <= 520, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+
+
+def test_modes_are_checked_where_they_are_used():
+    """An unknown mapping, kernel, dtype or recompute mode raises in the primitive or
+    workload itself; it never falls through an `else` into another mode."""
+    import pytest
+
+    from workbench.backends import numbers
+    from workbench.errors import InputError
+    from workbench.primitives.attention import attention_prefill
+    from workbench.primitives.gemm import gemm
+    from workbench.primitives.mesh import kv_capacity_tokens, line_allreduce, mesh_gemm
+    w, g = numbers("wse3"), numbers("h100_sxm")
+    with pytest.raises(InputError, match="mapping='torus'"):
+        line_allreduce(w, P=8.0, nbytes=64.0, mapping="torus")
+    with pytest.raises(InputError, match="mapping"):
+        mesh_gemm(w, P=8.0, m=8.0, k=8.0, n=8.0, mapping="Mesh")
+    with pytest.raises(InputError, match="mapping"):
+        kv_capacity_tokens(free_bytes_per_pe=1e4, P=8.0, kv_bytes_per_token_per_layer=512.0, mapping="")
+    with pytest.raises(InputError, match="kernel='flash3'"):
+        attention_prefill(hw=g, batch=1.0, seq_len=128.0, n_heads=8.0, head_dim=64.0, kernel="flash3")
+    with pytest.raises(InputError, match="dtype='e4m3'"):
+        gemm(hw=g, m=8.0, n=8.0, k=8.0, dtype="e4m3")

@@ -14,7 +14,8 @@ from ..primitives.collectives import collective
 from ..primitives.gemm import gemm
 from ..primitives.hardware_numbers import EffCurve, GpuNumbers, LinkNumbers
 from ..units import DTYPE_BYTES, DTYPES
-from . import flag_each, flag_invalid
+from ..layout import GpuLayout
+from . import flag_each
 
 _LINK_KNOBS = ("bandwidth_bytes_per_s", "latency_s", "domain_size")
 
@@ -73,19 +74,12 @@ def default_activations(weights: str, hw: GpuNumbers) -> str:
     return "bf16"
 
 
-def _whole(x) -> np.ndarray:
-    return np.asarray(x, float) == np.floor(np.asarray(x, float))
-
-
-def _model_parallel_flags(r: dict, model, *, tp, pp) -> dict:
-    """TP must divide the query heads, PP must not exceed the layers."""
-    shape = np.broadcast(r["fits"], tp, pp).shape
-    r = flag_each(r, np.broadcast_to(np.asarray(pp) > model.n_layers, shape), {"pp": pp},
-                  lambda pp: f"pp={pp} exceeds n_layers={model.n_layers} of {model.name}")
-    heads = model.n_heads
-    divisors = ", ".join(str(d) for d in range(1, heads + 1) if heads % d == 0)
-    return flag_each(r, np.broadcast_to(np.mod(heads, tp) != 0, shape), {"tp": tp},
-                     lambda tp: f"tp={tp} does not divide n_heads={heads} of {model.name}; allowed: {divisors}")
+def _flag_layout(r: dict, layout: GpuLayout, model, phase: str, *sizes) -> dict:
+    """Each problem of the layout (layout.py) as flagged points, the first listed shown."""
+    shape = np.broadcast(r["fits"], *sizes).shape
+    for p in reversed(layout.problems(model, phase=phase)):
+        r = flag_each(r, np.broadcast_to(p.where, shape), p.values, p.message)
+    return r
 
 
 class GpuBackend:
@@ -98,12 +92,11 @@ class GpuBackend:
     def inference(self, hw: GpuNumbers, model, *, weights, activations, kv, tp, pp, prompt, generate, batch=None,
                   devices=None, ep=1.0, imbalance=1.0, **_) -> dict:
         from ..workloads import inference as _inf
+        layout = GpuLayout.for_inference(tp=tp, pp=pp, ep=ep, devices=devices)
         act = activations or default_activations(weights, hw)
         kvd = kv or ("fp16" if act == "fp16" else "bf16")
-        devices = tp * pp if devices is None else devices
-        dp = devices / (tp * pp)
-        common = dict(hw=hw, model=model, tp=tp, pp=pp, dp=dp, prompt=prompt, generate=generate,
-                      weights=weights, activations=act, kv=kvd, ep=ep, imbalance=imbalance)
+        common = dict(hw=hw, model=model, tp=layout.tp, pp=layout.pp, dp=layout.dp, prompt=prompt,
+                      generate=generate, weights=weights, activations=act, kv=kvd, ep=layout.ep, imbalance=imbalance)
         if batch is None:
             batch = _inf.max_batch(hw, model, prompt=prompt, generate=generate, tp=tp, pp=pp,
                                    w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kvd],
@@ -115,34 +108,19 @@ class GpuBackend:
             r = _inf.inference(batch=batch, **common)
         r["activations"] = np.array(act, dtype=object)  # constant per call: broadcast as a view
         r["kv"] = np.array(kvd, dtype=object)
-        shape = np.broadcast(r["fits"], tp, pp, ep, dp, devices).shape
-        r = flag_each(r, np.broadcast_to(model.is_moe & (np.mod(tp, ep) != 0), shape), {"ep": ep, "tp": tp},
-                      lambda ep, tp: f"ep={ep} does not divide tp={tp} (experts are spread over the TP devices)")
-        r = flag_each(r, np.broadcast_to(~_whole(dp) | (dp < 1), shape), {"devices": devices, "tp_pp": tp * pp},
-                      lambda devices, tp_pp: f"devices={devices} is not a multiple of tp*pp={tp_pp} (the extra "
-                      "devices are data-parallel replicas)")
-        return _model_parallel_flags(r, model, tp=tp, pp=pp)
+        return _flag_layout(r, layout, model, "inference", tp, pp, ep, layout.dp)
 
     def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
                  global_batch, micro_batch, virtual_stages, devices=None, dp=None, **_) -> dict:
         from ..workloads.training import training
-        group = tp * pp * cp
-        if dp is None:
-            dp = (group if devices is None else devices) / group
-        r = training(hw=hw, model=model, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, seq_len=seq_len,
-                     global_batch=global_batch, micro_batch=micro_batch, precision=precision, zero=int(zero),
-                     recompute=recompute, virtual_stages=virtual_stages, attention=attention)
-        shape = np.broadcast(r["fits"], tp, pp, cp, ep, dp, 1.0 if devices is None else devices).shape
-        if model.is_moe:
-            r = flag_each(r, np.broadcast_to(np.mod(model.n_experts, ep) != 0, shape), {"ep": ep},
-                          lambda ep: f"ep={ep} does not divide n_experts={model.n_experts} of {model.name}")
-        if devices is not None:
-            r = flag_each(r, np.broadcast_to(np.asarray(devices) != tp * pp * dp * cp, shape),
-                          {"devices": devices, "layout": tp * pp * dp * cp},
-                          lambda devices, layout: f"devices={devices} != tp*pp*dp*cp={layout}")
-        r = flag_each(r, np.broadcast_to(~_whole(dp) | (dp < 1), shape), {"group": group},
-                      lambda group: f"devices is not a multiple of tp*pp*cp={group}")
-        return _model_parallel_flags(r, model, tp=tp, pp=pp)
+        layout = GpuLayout.for_training(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, devices=devices, micro_batch=micro_batch,
+                                        virtual_stages=virtual_stages, zero=int(zero), recompute=recompute)
+        r = training(hw=hw, model=model, tp=layout.tp, pp=layout.pp, dp=layout.dp, cp=layout.cp, ep=layout.ep,
+                     seq_len=seq_len, global_batch=global_batch, micro_batch=layout.micro_batch, precision=precision,
+                     zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
+                     attention=attention)
+        return _flag_layout(r, layout, model, "training", tp, pp, cp, ep, layout.dp,
+                            1.0 if devices is None else devices)
 
     def gemm(self, hw: GpuNumbers, *, dtype, m, n, k, **_) -> dict:
         b = DTYPE_BYTES[dtype]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from ..layout import WaferLayout
 from ..primitives.hardware_numbers import WaferNumbers
 from ..primitives.mesh import mesh_gemm, mesh_gemv
 from ..specs import system_of
@@ -82,10 +83,11 @@ class WaferBackend:
         from ..workloads.wafer_inference import wafer_inference, wafer_max_batch
         from ..workloads.wafer_streaming import streaming_inference
         kvd = kv or "fp16"
-        devices = 1.0 + 0.0 * tp if devices is None else devices
-        common = dict(w=w, model=model, devices=devices, prompt=prompt, generate=generate,
-                      weights=weights, kv=kvd, pe_grid=pe_grid, mapping=mapping)
-        if placement == "streaming":
+        layout = WaferLayout(systems=1.0 + 0.0 * tp if devices is None else devices, pe_grid=pe_grid,
+                             mapping=mapping, placement=placement)
+        common = dict(w=w, model=model, devices=layout.systems, prompt=prompt, generate=generate,
+                      weights=weights, kv=kvd, pe_grid=layout.pe_grid, mapping=layout.mapping)
+        if layout.placement == "streaming":
             r = streaming_inference(batch=batch, **common)
         elif batch is None:
             batch = wafer_max_batch(**common)
@@ -101,7 +103,8 @@ class WaferBackend:
     def training(self, w: WaferNumbers, model, *, precision, recompute, seq_len, global_batch, devices=None,
                  **_) -> dict:
         from ..workloads.wafer_training import wafer_training
-        return wafer_training(w=w, model=model, devices=1.0 if devices is None else devices, seq_len=seq_len,
+        layout = WaferLayout(systems=1.0 if devices is None else devices)  # data-parallel systems
+        return wafer_training(w=w, model=model, devices=layout.systems, seq_len=seq_len,
                               global_batch=global_batch, precision=precision, recompute=recompute)
 
     def gemm(self, w: WaferNumbers, *, dtype, mapping, m, n, k, pe_grid=None, **_) -> dict:

@@ -7,6 +7,8 @@ differs from h (MLA), the two matmuls are 2·B·S²·H·h and 2·B·S²·H·h_v.
 """
 from __future__ import annotations
 
+from ..errors import check_choice
+from ..units import DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
 import numpy as np
@@ -43,6 +45,8 @@ def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv
     """Attention over `seq_len` new tokens per sequence that also attend to `context` cached
     tokens, by a `kernel` of ATTENTION_KERNELS. Memory: read Q, K, V (new and cached), write
     O; the materialized kernel also moves its scores. backward_s: the backward pass."""
+    check_choice("kernel", kernel, ATTENTION_KERNELS)
+    check_choice("dtype", dtype, DTYPES)
     n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
     v_head_dim = head_dim if v_head_dim is None else v_head_dim
     kv_bytes = act_bytes if kv_bytes is None else kv_bytes

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import check_choice
+from ..units import DTYPES
 from .hardware_numbers import GpuNumbers
 
 # Stream-K / split-K: when there are fewer output tiles than SMs, libraries split the K
@@ -83,6 +85,7 @@ def gemm(*, hw: GpuNumbers, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2
     overhead_s (launch gaps, kept apart so a measured kernel time compares with time_s),
     flops and bytes, and compute_bound.
     """
+    check_choice("dtype", dtype, DTYPES)  # a dtype the chip lacks is NaN time; an unknown one an error
     flops = 2.0 * m * n * k * count
     nbytes = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) * count
     if grouped:

@@ -19,9 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import check_choice
 from .hardware_numbers import WaferNumbers
 
 MAPPINGS = ("mesh", "gpu_style")
+
+
+def _check_mapping(mapping: str) -> None:
+    """An unknown mapping is an error, never the other mapping by an `else`."""
+    check_choice("mapping", mapping, MAPPINGS)
 ACC_BYTES = 2.0  # fp16 partial sums, as WaferLLM's kernels keep them
 
 
@@ -58,6 +64,7 @@ def line_allreduce(w: WaferNumbers, *, P, nbytes, mapping: str = "mesh") -> dict
     levels = np.ceil(np.log2(np.maximum(P, 2.0))) * (P > 1)
     msg = nbytes / w.link_bytes_per_cycle
     add = vector_cycles(w, n=nbytes / ACC_BYTES, reads=2.0, writes=1.0)
+    _check_mapping(mapping)
     if mapping == "mesh":
         hops = P - 1.0
         stages = levels
@@ -95,6 +102,7 @@ def mesh_gemm(w: WaferNumbers, *, P, m, k, n, dtype="fp16", mapping="mesh") -> d
     compute = kt * nt * (w.map_call_cycles + vector_cycles(w, n=mt, dtype=dtype))
     data = np.maximum(mt * kt, kt * nt) * 2.0 / w.link_bytes_per_cycle
     shifts = P > 1  # a single PE holds every tile: nothing moves
+    _check_mapping(mapping)
     if mapping == "mesh":
         comm = (2.0 * w.hop_cycles + w.stage_cycles + data) * shifts
         hops = 2.0 * P * shifts
@@ -116,5 +124,6 @@ def kv_capacity_tokens(*, free_bytes_per_pe, P, kv_bytes_per_token_per_layer, ma
     """Tokens of KV cache one layer's P x P region can hold. Shift-based placement (mesh)
     spreads every token over all P² PEs; concat-based (gpu_style) appends new tokens to
     one line of P PEs, so the first full PE ends the sequence: P times fewer."""
+    _check_mapping(mapping)
     spread = P * P if mapping == "mesh" else P
     return np.floor(free_bytes_per_pe * spread / kv_bytes_per_token_per_layer)

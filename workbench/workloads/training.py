@@ -31,7 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives._array import choose
-from ..primitives.attention import attention_prefill
+from ..errors import check_choice
+from ..primitives.attention import ATTENTION_KERNELS, attention_prefill
 from ..primitives.collectives import collective, strided_collective
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.hardware_numbers import GpuNumbers
@@ -127,6 +128,9 @@ def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str
 
 def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
              precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2") -> dict:
+    check_choice("recompute", recompute, RECOMPUTE)
+    check_choice("precision", precision, PRECISIONS)
+    check_choice("attention", attention, ATTENTION_KERNELS)
     S, mb = seq_len, micro_batch
     n_micro = global_batch / (dp * mb)
     devices = tp * pp * dp * cp

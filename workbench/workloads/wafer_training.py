@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import check_choice
 from ..primitives._array import choose
 from ..primitives.mesh import mesh_gemm
 from ..primitives.weight_streaming import streamed_layer
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from . import ops
-from .training import activation_bytes_per_token_layer
+from .training import RECOMPUTE, activation_bytes_per_token_layer
 from .wafer_inference import grid_candidates
 from .wafer_layers import prefill_layer
 
@@ -29,6 +30,7 @@ BACKWARD_FACTOR = 2.0  # backward GEMMs: dgrad + wgrad
 
 def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, global_batch,
                    precision: str = "bf16", recompute: str = "none", **_) -> dict:
+    check_choice("recompute", recompute, RECOMPUTE)
     per_system = global_batch / devices
     act_per_seq = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) \
         * seq_len * model.n_layers

@@ -1,0 +1,44 @@
+"""Layouts (workbench/layout.py): what each size means and which layouts cannot run."""
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.layout import GpuLayout, WaferLayout
+from workbench.specs import load_model
+
+
+def test_devices_is_every_gpu_of_the_layout():
+    lay = GpuLayout.for_inference(tp=8.0, pp=2.0, devices=64.0)
+    assert lay.dp == 4.0 and lay.devices == 64.0
+    train = GpuLayout.for_training(tp=8.0, pp=4.0, cp=2.0, ep=1.0, micro_batch=1.0, virtual_stages=1.0, zero=1,
+                                   recompute="none", devices=1024.0)
+    assert train.dp == 16.0 and train.devices == 1024.0
+
+
+def _reasons(layout, model, phase):
+    out = []
+    for p in layout.problems(model, phase=phase):
+        if np.any(p.where):
+            out.append(p.message(**{k: f"{float(np.asarray(v).ravel()[0]):g}" for k, v in p.values.items()}))
+    return out
+
+
+def test_problems_name_the_sizes_and_what_is_allowed():
+    m = load_model("llama_3_1_70b")  # 64 heads, 80 layers
+    assert _reasons(GpuLayout.for_inference(tp=8.0, pp=2.0), m, "inference") == []
+    bad = _reasons(GpuLayout.for_inference(tp=3.0, pp=96.0, devices=300.0), m, "inference")
+    assert bad[0].startswith("tp=3 does not divide n_heads=64") and "allowed: 1, 2, 4, 8, 16, 32, 64" in bad[0]
+    assert "pp=96 exceeds n_layers=80" in bad[1]
+    assert "devices=300 is not a multiple of tp*pp=288" in bad[2]
+
+
+def test_expert_parallelism_must_divide_tp_in_inference_and_the_experts_in_training():
+    m = load_model("mixtral_8x7b")  # 8 experts
+    assert "ep=3 does not divide tp=8" in _reasons(GpuLayout.for_inference(tp=8.0, pp=1.0, ep=3.0), m, "inference")[0]
+    train = GpuLayout.for_training(tp=1.0, pp=1.0, cp=1.0, ep=3.0, micro_batch=1.0, virtual_stages=1.0, zero=1,
+                                   recompute="none", devices=24.0)
+    assert "ep=3 does not divide n_experts=8" in _reasons(train, m, "training")[0]
+
+
+def test_wafer_layouts_leave_capacity_to_the_placement_model():
+    assert WaferLayout(systems=4.0).problems(load_model("llama_3_1_70b"), phase="inference") == []

@@ -1,0 +1,117 @@
+"""Layouts: how a workload is mapped onto hardware, the third input beside the
+architecture (specs) and the workload (workloads/ops.py). predict.* keeps its keyword
+interface; these are what it builds, and what decides whether a layout can run.
+
+Each word keeps one meaning:
+- GPU: `tp`, `pp`, `cp`, `ep` split one model replica; `dp` counts replicas; `devices`
+  is every GPU, tp·pp·dp·cp.
+- wafer: `systems` is the CS systems of one model instance: with `placement="regions"`
+  the model is pipelined across them, with `placement="streaming"` each holds a replica
+  (predict's `devices` argument is this number on wafers); `pe_grid` is the side of a
+  layer's PE region (None: searched), `mapping` the kernels' mesh mapping.
+
+Sizes may be arrays (one value per sweep point). A layout that cannot run is not an
+error: `problems` lists, per condition, the points where it holds and the reason, and the
+backend turns them into fits=False points (backends.flag_each).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _whole(x) -> np.ndarray:
+    x = np.asarray(x, float)
+    return x == np.floor(x)
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Points where a layout cannot run (`where`), the sizes that name them in the reason
+    (`values`) and the reason for one combination of those sizes (`message`)."""
+    where: object
+    values: dict
+    message: object  # (**sizes as text) -> str
+
+
+@dataclass(frozen=True)
+class GpuLayout:
+    tp: object = 1.0
+    pp: object = 1.0
+    dp: object = 1.0
+    cp: object = 1.0
+    ep: object = 1.0
+    micro_batch: object = 1.0
+    virtual_stages: object = 1.0
+    zero: int = 1
+    recompute: str = "none"
+    devices_asked: object = None  # the devices the user gave, when given (checked against the product)
+
+    @property
+    def devices(self):
+        """Every GPU of the layout: tp·pp·dp·cp."""
+        return self.tp * self.pp * self.dp * self.cp
+
+    @classmethod
+    def for_inference(cls, *, tp, pp, ep=1.0, devices=None) -> "GpuLayout":
+        """Inference: devices beyond tp·pp run data-parallel replicas (default: none)."""
+        devices = tp * pp if devices is None else devices
+        return cls(tp=tp, pp=pp, ep=ep, dp=devices / (tp * pp), devices_asked=devices)
+
+    @classmethod
+    def for_training(cls, *, tp, pp, cp, ep, micro_batch, virtual_stages, zero, recompute, dp=None,
+                     devices=None) -> "GpuLayout":
+        """Training: dp defaults to devices / (tp·pp·cp) (one replica without devices)."""
+        group = tp * pp * cp
+        if dp is None:
+            dp = (group if devices is None else devices) / group
+        return cls(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, micro_batch=micro_batch, virtual_stages=virtual_stages,
+                   zero=zero, recompute=recompute, devices_asked=devices)
+
+    def problems(self, model, *, phase: str) -> list[Problem]:
+        """What makes this layout unable to run `model` (phase "inference" or "training"),
+        the most basic first: the reason shown is the first that holds."""
+        tp, pp, ep, heads = self.tp, self.pp, self.ep, model.n_heads
+        out = [Problem(np.mod(heads, tp) != 0, {"tp": tp},
+                       lambda tp: f"tp={tp} does not divide n_heads={heads} of {model.name}; "
+                                  f"allowed: {_divisors(heads)}"),
+               Problem(np.asarray(pp) > model.n_layers, {"pp": pp},
+                       lambda pp: f"pp={pp} exceeds n_layers={model.n_layers} of {model.name}")]
+        if phase == "inference":
+            out.append(Problem(~_whole(self.dp) | (self.dp < 1), {"devices": self.devices_asked, "tp_pp": tp * pp},
+                               lambda devices, tp_pp: f"devices={devices} is not a multiple of tp*pp={tp_pp} "
+                                                      "(the extra devices are data-parallel replicas)"))
+            if model.is_moe:
+                out.append(Problem(np.mod(tp, ep) != 0, {"ep": ep, "tp": tp},
+                                   lambda ep, tp: f"ep={ep} does not divide tp={tp} (experts are spread over "
+                                                  "the TP devices)"))
+        else:
+            group = tp * pp * self.cp
+            out.append(Problem(~_whole(self.dp) | (self.dp < 1), {"group": group},
+                               lambda group: f"devices is not a multiple of tp*pp*cp={group}"))
+            if self.devices_asked is not None:
+                out.append(Problem(np.asarray(self.devices_asked) != self.devices,
+                                   {"devices": self.devices_asked, "layout": self.devices},
+                                   lambda devices, layout: f"devices={devices} != tp*pp*dp*cp={layout}"))
+            if model.is_moe:
+                out.append(Problem(np.mod(model.n_experts, ep) != 0, {"ep": ep},
+                                   lambda ep: f"ep={ep} does not divide n_experts={model.n_experts} of "
+                                              f"{model.name}"))
+        return out
+
+
+@dataclass(frozen=True)
+class WaferLayout:
+    systems: object = 1.0
+    pe_grid: object = None  # None: the fastest side that fits is searched
+    mapping: str = "mesh"
+    placement: str = "regions"
+
+    def problems(self, model, *, phase: str) -> list[Problem]:
+        """Nothing beyond capacity, which the placement model flags point by point."""
+        return []
