@@ -89,6 +89,23 @@ def _split(point: dict, knob_names) -> tuple[dict, dict]:
     return knobs, point
 
 
+def _dispatch(method: str, specs: dict, knob_axes: dict, models: dict | None = None):
+    """The function `evaluate` runs per combination of categorical values: resolve the
+    point's model (with its knobs) and hardware knobs, then the hardware's backend
+    evaluates `method` on the numbers."""
+    def fn(hardware, **point):
+        args = (_resolve_model(models, point.pop("model"), point),) if models is not None else ()
+        knobs, point = _split(point, knob_axes)
+        be = backend_for(specs[hardware])
+        return getattr(be, method)(be.numbers(specs[hardware], knobs), *args, **point)
+    return fn
+
+
+def _axes(**values) -> dict:
+    """Numeric axes of the arguments given (None: not given, left to the backend)."""
+    return {k: as_axis(k, v) for k, v in values.items() if v is not None}
+
+
 def _check_dtype(arg, value):
     check_choice(arg, values_of(value), DTYPES)
 
@@ -109,13 +126,9 @@ def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", hardw
         numeric["pe_grid"] = as_axis("pe_grid", pe_grid)
     knob_axes = _knob_axes(hardware_overrides, specs)
 
-    def fn(hardware, **point):
-        knobs, point = _split(point, knob_axes)
-        be = backend_for(specs[hardware])
-        return be.gemm(be.numbers(specs[hardware], knobs), **point)
-
-    return evaluate(fn, categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
-                                     "mapping": as_axis("mapping", mapping)},
+    return evaluate(_dispatch("gemm", specs, knob_axes),
+                    categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
+                                 "mapping": as_axis("mapping", mapping)},
                     numeric={**numeric, **knob_axes}, attrs={"function": "predict.gemm"})
 
 
@@ -132,13 +145,9 @@ def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", caus
     check_choice("causal", values_of(causal), (True, False))
     knob_axes = _knob_axes(hardware_overrides, specs)
 
-    def fn(hardware, **point):
-        knobs, point = _split(point, knob_axes)
-        be = backend_for(specs[hardware])
-        return be.attention(be.numbers(specs[hardware], knobs), **point)
-
-    return evaluate(fn, categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
-                                     "causal": as_axis("causal", causal), "kernel": as_axis("kernel", kernel)},
+    return evaluate(_dispatch("attention", specs, knob_axes),
+                    categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
+                                 "causal": as_axis("causal", causal), "kernel": as_axis("kernel", kernel)},
                     numeric={"batch": as_axis("batch", batch), "seq_len": as_axis("seq_len", seq_len),
                              "n_heads": as_axis("n_heads", n_heads), "head_dim": as_axis("head_dim", head_dim),
                              **knob_axes},
@@ -153,12 +162,8 @@ def collective(*, hardware, devices, op, size_bytes, hardware_overrides=None):
     check_positive("size_bytes", size_bytes)
     knob_axes = _knob_axes(hardware_overrides, specs)
 
-    def fn(hardware, **point):
-        knobs, point = _split(point, knob_axes)
-        be = backend_for(specs[hardware])
-        return be.collective(be.numbers(specs[hardware], knobs), **point)
-
-    return evaluate(fn, categorical={"hardware": hw_axis, "op": as_axis("op", op)},
+    return evaluate(_dispatch("collective", specs, knob_axes),
+                    categorical={"hardware": hw_axis, "op": as_axis("op", op)},
                     numeric={"devices": as_axis("devices", devices), "size_bytes": as_axis("size_bytes", size_bytes),
                              **knob_axes},
                     attrs={"function": "predict.collective"})
@@ -207,29 +212,17 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
         if hasattr(be, "check_inference"):
             be.check_inference(name, tp=tp, pp=pp, ep=ep, activations=activations, batch_max=batch_max,
                                placement=placement)
-    numeric = {"tp": as_axis("tp", tp), "pp": as_axis("pp", pp), "prompt": as_axis("prompt", prompt),
-               "generate": as_axis("generate", generate), "ep": as_axis("ep", ep),
-               "imbalance": as_axis("imbalance", imbalance)}
-    if not batch_max:
-        numeric["batch"] = as_axis("batch", batch)
-    for arg, v in (("devices", devices), ("pe_grid", pe_grid)):
-        if v is not None:
-            numeric[arg] = as_axis(arg, v)
+    numeric = _axes(tp=tp, pp=pp, prompt=prompt, generate=generate, ep=ep, imbalance=imbalance,
+                    batch=None if batch_max else batch, devices=devices, pe_grid=pe_grid)
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)
-
-    def fn(hardware, model, **point):
-        spec = _resolve_model(models, model, point)
-        knobs, point = _split(point, knob_axes)
-        be = backend_for(specs[hardware])
-        return be.inference(be.numbers(specs[hardware], knobs), spec, **point)
 
     categorical = {"hardware": hw_axis, **model_axes,
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
                    "placement": as_axis("placement", placement)}
-    ds = evaluate(fn, categorical=categorical, numeric={**numeric, **knob_axes},
-                  attrs={"function": "predict.inference", "batching": "static"})
+    ds = evaluate(_dispatch("inference", specs, knob_axes, models), categorical=categorical,
+                  numeric={**numeric, **knob_axes}, attrs={"function": "predict.inference", "batching": "static"})
     if all(backend_for(s).kind == "gpu" for s in specs.values()):  # wafer-only settings say nothing here
         ds = ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords and c not in ds.dims])
     return ds
@@ -262,25 +255,16 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
             be.check_training(name, tp=(tp, 1), pp=(pp, 1), cp=(cp, 1), ep=(ep, 1), dp=(dp, None),
                               micro_batch=(micro_batch, 1), virtual_stages=(virtual_stages, 1),
                               attention=(attention, "flash2"))
-    numeric = {k: as_axis(k, v) for k, v in dict(tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq_len, global_batch=global_batch,
-                                                 micro_batch=micro_batch, virtual_stages=virtual_stages).items()}
-    for k, v in (("devices", devices), ("dp", dp)):
-        if v is not None:
-            numeric[k] = as_axis(k, v)
+    numeric = _axes(tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
+                    virtual_stages=virtual_stages, devices=devices, dp=dp)
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)
-
-    def fn(hardware, model, **point):
-        spec = _resolve_model(models, model, point)
-        knobs, point = _split(point, knob_axes)
-        be = backend_for(specs[hardware])
-        return be.training(be.numbers(specs[hardware], knobs), spec, **point)
 
     categorical = {"hardware": hw_axis, **model_axes,
                    "precision": as_axis("precision", precision), "zero": as_axis("zero", zero),
                    "recompute": as_axis("recompute", recompute), "attention": as_axis("attention", attention)}
-    return evaluate(fn, categorical=categorical, numeric={**numeric, **knob_axes},
-                    attrs={"function": "predict.training"})
+    return evaluate(_dispatch("training", specs, knob_axes, models), categorical=categorical,
+                    numeric={**numeric, **knob_axes}, attrs={"function": "predict.training"})
 
 
 BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step time is tabulated at

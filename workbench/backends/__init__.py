@@ -105,7 +105,8 @@ def flag_each(result: dict, invalid, values: dict, message) -> dict:
         here = flat.copy()
         for a, v in zip(arrays.values(), combo):
             here &= a == v
-        result = flag_invalid(result, here.reshape(invalid.shape), message(**{k: f"{v:g}" for k, v in zip(arrays, combo)}))
+        text = message(**{k: f"{v:g}" for k, v in zip(arrays, combo)})
+        result = flag_invalid(result, here.reshape(invalid.shape), text)
     return result
 
 

@@ -51,7 +51,8 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
     ctx = model.attention_context(context) / model.n_layers
     scores = mesh_gemv(w, k=H * h, n=ctx, **gemv)
     pv = mesh_gemv(w, k=ctx, n=H * hv, **gemv)
-    reductions = [line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping) for _ in range(4)]  # 2 norms, softmax max and sum
+    # two norms' row sums, then the softmax max and sum
+    reductions = [line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping) for _ in range(4)]
 
     def one_kind(moe):
         mats = [mesh_gemv(w, k=k, n=n, **gemv) for k, n in
