@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -70,10 +71,26 @@ def export_html(notebook: Path, out: Path, run: dict) -> Path:
     return out
 
 
-def find_chromium() -> str | None:
+PDF_TIMEOUT_S = 120  # one report prints in 5-20 s here; past this the browser is stuck (the HTML stays)
+INDEX_MARK = '<meta name="generator" content="workbench">'
+
+
+def chromium_problem() -> str:
+    """Why WORKBENCH_CHROMIUM, when set, cannot be used ('' when it can or is unset)."""
     env = os.environ.get(CHROMIUM_ENV)
-    if env and Path(env).exists():
-        return env
+    if not env:
+        return ""
+    if not Path(env).is_file() or not os.access(env, os.X_OK):
+        return f"{CHROMIUM_ENV}={env!r} is not an executable file"
+    return ""
+
+
+def find_chromium() -> str | None:
+    """WORKBENCH_CHROMIUM when it names an executable, else the first browser on PATH; a
+    WORKBENCH_CHROMIUM that cannot be used is not replaced silently (None)."""
+    env = os.environ.get(CHROMIUM_ENV)
+    if env:
+        return None if chromium_problem() else env
     for name in CHROMIUM_NAMES:
         path = shutil.which(name)
         if path:
@@ -81,35 +98,76 @@ def find_chromium() -> str | None:
     return None
 
 
-def export_pdf(html: Path, out: Path) -> tuple[Path | None, str]:
-    """Print the HTML to PDF with headless Chromium. Without a browser: (None, how to get one)."""
+def export_pdf(html: Path, out: Path, timeout_s: float = PDF_TIMEOUT_S) -> tuple[Path | None, str]:
+    """Print the HTML to PDF with headless Chromium, in its own process group and with its
+    own time limit. Without a browser, or when it fails or hangs: (None, why); the HTML is
+    kept either way."""
     chromium = find_chromium()
     if chromium is None:
-        return None, (f"no Chromium found (PATH or ${CHROMIUM_ENV}); the HTML is written. For the PDF: "
-                      "apt-get install chromium, or set WORKBENCH_CHROMIUM to a Chrome/Chromium binary")
+        problem = chromium_problem()
+        return None, ((f"{problem}; " if problem else f"no Chromium found (PATH or ${CHROMIUM_ENV}); ")
+                      + "the HTML is written. For the PDF: apt-get install chromium, or set WORKBENCH_CHROMIUM "
+                      "to a Chrome/Chromium binary")
     with tempfile.TemporaryDirectory() as profile:
         cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--no-pdf-header-footer",
                f"--print-to-pdf={out}", "--virtual-time-budget=10000", html.resolve().as_uri()]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-    if r.returncode != 0 or not out.exists() or out.stat().st_size == 0:
-        return None, f"Chromium failed to print {html.name} (exit {r.returncode}): {r.stderr.strip()[-300:]}"
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+        except OSError as e:
+            return None, f"Chromium at {chromium!r} cannot start ({e.strerror}); the HTML is written"
+        try:
+            _, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the browser and every helper process it started
+            proc.communicate()
+            out.unlink(missing_ok=True)
+            return None, f"Chromium did not print {html.name} within {timeout_s:g} s; the HTML is written"
+    if proc.returncode != 0 or not out.exists() or out.stat().st_size == 0:
+        return None, f"Chromium failed to print {html.name} (exit {proc.returncode}): {(err or '').strip()[-300:]}"
     return out, "ok"
 
 
-def write_index(reports: Path) -> Path:
-    """reports/index.html: every study report with its date, mode and parameters."""
-    rows = []
-    for run_json in sorted(reports.glob("*/run.json")):
-        run = json.loads(run_json.read_text())
-        folder = run_json.parent.name
-        links = " ".join(f'<a href="{folder}/{folder}.{ext}">{ext.upper()}</a>'
-                         for ext in ("html", "pdf") if (run_json.parent / f"{folder}.{ext}").exists())
-        rows.append(f"<tr><td>{_html.escape(run.get('title', folder))}</td><td>{links}</td>"
-                    f"<td>{_html.escape(run['created_utc'])}</td><td>{'smoke' if run.get('smoke') else 'full'}</td>"
-                    f"<td><code>{_html.escape(json.dumps(run.get('parameters', {}), default=str))}</code></td></tr>")
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>workbench reports</title>" + STYLE +
-            "</head><body><h1>Reports</h1><table class='dataframe'><tr><th>study</th><th>report</th>"
-            "<th>date (UTC)</th><th>mode</th><th>parameters</th></tr>" + "".join(rows) + "</table></body></html>")
+def _index_row(run_json: Path) -> str:
+    run = json.loads(run_json.read_text())
+    if not isinstance(run, dict) or "created_utc" not in run:
+        raise ValueError("not a run record")
+    folder = run_json.parent.name
+    links = " ".join(f'<a href="{_html.escape(folder)}/{_html.escape(folder)}.{ext}">{ext.upper()}</a>'
+                     for ext in ("html", "pdf") if (run_json.parent / f"{folder}.{ext}").exists())
+    return (f"<tr><td>{_html.escape(str(run.get('title', folder)))}</td><td>{links}</td>"
+            f"<td>{_html.escape(str(run['created_utc']))}</td><td>{'smoke' if run.get('smoke') else 'full'}</td>"
+            f"<td><code>{_html.escape(json.dumps(run.get('parameters', {}), default=str))}</code></td></tr>")
+
+
+def write_index(reports: Path) -> Path | None:
+    """reports/index.html: every study report with its date, mode and parameters. A
+    corrupt run.json is skipped and named; an index.html the workbench did not write is
+    left alone (None)."""
     out = reports / "index.html"
-    out.write_text(page)
+    if out.exists():
+        try:
+            head = out.read_text(errors="replace")[:2000]
+            ours = INDEX_MARK in head or "<title>workbench reports</title>" in head  # ours, before the mark
+        except OSError:
+            ours = False
+        if not ours:
+            print(f"workbench: {out} was not written by the workbench; the index is not updated")
+            return None
+    rows, skipped = [], []
+    for run_json in sorted(reports.glob("*/run.json")):
+        try:
+            rows.append(_index_row(run_json))
+        except (OSError, ValueError, UnicodeDecodeError, KeyError):
+            skipped.append(run_json.parent.name)
+    note = (f"<p>Skipped (corrupt run.json): {_html.escape(', '.join(skipped))}</p>" if skipped else "")
+    for name in skipped:
+        print(f"workbench: {reports / name / 'run.json'} is corrupt; left out of the index")
+    page = ("<!doctype html><html><head><meta charset='utf-8'>" + INDEX_MARK + "<title>workbench reports</title>"
+            + STYLE + "</head><body><h1>Reports</h1><table class='dataframe'><tr><th>study</th><th>report</th>"
+            "<th>date (UTC)</th><th>mode</th><th>parameters</th></tr>" + "".join(rows) + "</table>" + note
+            + "</body></html>")
+    tmp = reports / f".index.html.tmp-{os.getpid()}"
+    tmp.write_text(page)
+    os.replace(tmp, out)
     return out

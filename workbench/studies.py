@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import platform
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -46,10 +46,15 @@ def list_studies(root: Path = ROOT) -> list[str]:
     return sorted(p.stem for p in studies_dir(root).glob("*.yaml"))
 
 
+STUDY_NAME = re.compile(r"^[a-z0-9_]+$")  # a study is named, never addressed by a path
+
+
 def load_study(name: str, root: Path = ROOT) -> Study:
+    known = list_studies(root)
+    if not isinstance(name, str) or not STUDY_NAME.match(name) or name not in known:
+        raise InputError(f"study={str(name)[:200]!r} is not known; allowed: {', '.join(known) or 'none'} "
+                         "(names from studies/, not paths)")
     path = studies_dir(root) / f"{name}.yaml"
-    if not path.exists():
-        raise InputError(f"study={name!r} is not known; allowed: {', '.join(list_studies(root)) or 'none'}")
     data = yaml.safe_load(path.read_text()) or {}
     unknown = sorted(set(data) - set(STUDY_KEYS))
     if unknown:
@@ -60,8 +65,14 @@ def load_study(name: str, root: Path = ROOT) -> Study:
     bad = [f for f in formats if f not in FORMATS]
     if bad:
         raise InputError(f"study {name!r}: report format {bad[0]!r} is not allowed; allowed: {', '.join(FORMATS)}")
-    study = Study(name=data.get("name", name), title=data.get("title", name.replace("_", " ")),
-                  notebook=root / data["notebook"], parameters=data.get("parameters") or {},
+    notebook = (root / str(data["notebook"])).resolve()
+    if root.resolve() not in notebook.parents or notebook.suffix != ".ipynb" or not notebook.is_file():
+        raise InputError(f"study {name!r}: notebook={data['notebook']!r} is not allowed; allowed: a notebook "
+                         "inside the project (notebooks/<name>.ipynb)")
+    if data.get("name", name) != name:
+        raise InputError(f"study {name!r}: name={data['name']!r} is not allowed; allowed: {name!r} (the file's name)")
+    study = Study(name=name, title=data.get("title", name.replace("_", " ")),
+                  notebook=notebook, parameters=data.get("parameters") or {},
                   smoke=data.get("smoke") or {}, formats=formats)
     validate_parameters(study, {**study.parameters, **study.smoke})
     return study
@@ -104,20 +115,25 @@ def validate_parameters(study: Study, params: dict) -> dict:
 
 
 def run_study(name: str, *, smoke: bool = False, overrides: dict | None = None, out_root: Path | None = None,
-              root: Path = ROOT) -> Path:
-    """Execute a study into `out_root/<name>/` (notebook, sweep.nc, run.json, html, pdf)."""
+              root: Path = ROOT, force: bool = False) -> Path:
+    """Execute a study into `out_root/<name>/` (notebook, sweep.nc, run.json, html, pdf).
+    It runs in a private temporary folder that replaces the old report in one step only
+    when everything succeeded; a folder holding files the workbench did not write is
+    refused unless `force` (safe_output.py)."""
     import papermill
     from .report import export_html, export_pdf, write_index
+    from .safe_output import check_replaceable, inside, install, output_root, private_folder, recover, \
+        write_manifest
 
     study = load_study(name, root)
     params = {**study.parameters, **(study.smoke if smoke else {})}
     params = validate_parameters(study, {**params, **(overrides or {})})
-    out_root = Path(out_root or root / "reports")
-    out_root.mkdir(parents=True, exist_ok=True)
-    final = out_root / study.name
-    tmp = out_root / f".{study.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    out_root = output_root(out_root or root / "reports")
+    for line in recover(out_root, study.name):
+        print(f"workbench: {line} (left by an interrupted run)")
+    final = inside(out_root, study.name)
+    check_replaceable(final, force=force)
+    tmp = private_folder(out_root, study.name)
     declared = notebook_parameters(study.notebook)
     if "output_dir" in declared:
         params = {**params, "output_dir": str(tmp)}
@@ -125,12 +141,7 @@ def run_study(name: str, *, smoke: bool = False, overrides: dict | None = None, 
     executed = tmp / f"{study.name}.ipynb"
     try:
         t0 = time.perf_counter()
-        try:
-            papermill.execute_notebook(str(study.notebook), str(executed), parameters=params,
-                                       cwd=str(tmp), progress_bar=False, kernel_name="python3")
-        except papermill.PapermillExecutionError as e:
-            raise StudyError(f"study {study.name!r} failed in cell {e.cell_index} of the executed notebook "
-                             f"({_first_line(executed, e.cell_index)!r}): {e.ename}: {e.evalue}") from None
+        _execute(papermill, study, executed, params, tmp)
         timings["execute_s"] = round(time.perf_counter() - t0, 2)
         run = {"study": study.name, "title": study.title, "smoke": smoke,
                "parameters": {k: v for k, v in params.items() if k != "output_dir"},
@@ -147,16 +158,45 @@ def run_study(name: str, *, smoke: bool = False, overrides: dict | None = None, 
                 run["pdf"] = message
                 print(f"workbench: {message}")
         (tmp / "run.json").write_text(json.dumps(run, indent=2, default=str))
+        write_manifest(tmp)
+        install(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = out_root / f".{study.name}.old-{os.getpid()}"
-    if final.exists():
-        final.rename(old)
-    tmp.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
     write_index(out_root)
     return final
+
+
+def _execute(papermill, study: Study, executed: Path, params: dict, cwd: Path) -> None:
+    """Run the notebook; any failure becomes a StudyError naming the study and the cell."""
+    try:
+        papermill.execute_notebook(str(study.notebook), str(executed), parameters=params,
+                                   cwd=str(cwd), progress_bar=False, kernel_name="python3")
+    except papermill.PapermillExecutionError as e:
+        raise StudyError(f"study {study.name!r} failed in cell {e.cell_index} of the executed notebook "
+                         f"({_first_line(executed, e.cell_index)!r}): {e.ename}: {e.evalue}") from None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # the kernel died (os._exit, out of memory), a timeout, a broken notebook
+        index, line = _running_cell(executed)
+        where = f"in cell {index} ({line!r})" if index is not None else "before any cell finished"
+        raise StudyError(f"study {study.name!r} failed {where}: {type(e).__name__}: "
+                         f"{str(e).strip().splitlines()[0][:200] if str(e).strip() else 'no message'}") from None
+
+
+def _running_cell(notebook: Path) -> tuple[int | None, str]:
+    """The cell that was running when the kernel went away: the last one papermill started."""
+    import nbformat
+    try:
+        cells = nbformat.read(notebook, as_version=4).cells
+    except (OSError, ValueError):
+        return None, ""
+    started = [i for i, c in enumerate(cells) if c.get("metadata", {}).get("papermill", {}).get("start_time")]
+    if not started:  # papermill marks every cell 'completed' when the kernel dies: the last one started
+        return None, ""
+    i = started[-1]
+    line = next((ln for ln in cells[i].source.splitlines() if ln.strip() and not ln.startswith("#")), "")
+    return i, line[:80]
 
 
 def _first_line(notebook: Path, index: int) -> str:
@@ -187,16 +227,27 @@ def rerender(name: str, *, out_root: Path | None = None, root: Path = ROOT) -> P
     """Render a study's report again (HTML, PDF, index) from its executed notebook and
     run.json, without executing anything: after a template or style change."""
     from .report import export_html, export_pdf, write_index
-    out_root = Path(out_root or root / "reports")
-    folder = out_root / name
+    from .safe_output import inside, write_manifest
+    out_root = Path(out_root or root / "reports").resolve()
+    if not isinstance(name, str) or not STUDY_NAME.match(name):
+        raise InputError(f"study={str(name)[:200]!r} is not a study name; allowed: {', '.join(list_studies(root))}")
+    folder = inside(out_root, name)
     executed, run_json = folder / f"{name}.ipynb", folder / "run.json"
     if not (executed.exists() and run_json.exists()):
         raise InputError(f"study={name!r} has no report in {out_root} to render; allowed: "
-                         f"{', '.join(sorted(p.name for p in out_root.glob('*/run.json'))) or 'run it first'}")
-    run = json.loads(run_json.read_text())
+                         f"{', '.join(sorted(p.parent.name for p in out_root.glob('*/run.json'))) or 'run it first'}")
+    try:
+        run = json.loads(run_json.read_text())
+        if not isinstance(run, dict) or "study" not in run:
+            raise ValueError("not a run record")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"{str(run_json)!r} is corrupt ({e}); allowed: a run.json the workbench wrote "
+                         f"(run the study again: workbench run {name})") from None
     html = export_html(executed, folder / f"{name}.html", run)
     pdf, message = export_pdf(html, folder / f"{name}.pdf")
     if pdf is None:
         print(f"workbench: {message}")
+    if (folder / ".workbench-manifest.json").exists():
+        write_manifest(folder)
     write_index(out_root)
     return folder
