@@ -27,12 +27,12 @@ def _api(hw, **controls):
     """What the page must show for chip `hw`: predict.training with the controls' values
     (GPUs: the layout, devices = tp·pp·dp; wafers: devices = systems)."""
     s = explore.normalize_training_state(controls)
-    common = dict(model=s["model"], seq_len=s["seq_len"], global_batch=s["global_batch"], precision=s["precision"],
-                  recompute=s["recompute"])
-    if hw in ("cs3", "cs2"):
+    common = dict(model=s["model"], seq_len=s["seq_len"], global_batch=s["global_batch"], recompute=s["recompute"])
+    if hw in ("cs3", "cs2"):  # a wafer refuses precision and zero (it computes bf16; no ZeRO)
         return predict.training(hardware=hw, devices=s["systems"], **common)
     return predict.training(hardware=hw, tp=s["tp"], pp=s["pp"], dp=s["dp"], micro_batch=s["micro_batch"],
-                            zero=s["zero"], attention=s["attention"], virtual_stages=s["virtual_stages"], **common)
+                            zero=s["zero"], attention=s["attention"], virtual_stages=s["virtual_stages"],
+                            precision=s["precision"], **common)
 
 
 def _p2p_s(ds, s):

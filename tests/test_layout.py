@@ -41,4 +41,24 @@ def test_expert_parallelism_must_divide_tp_in_inference_and_the_experts_in_train
 
 
 def test_wafer_layouts_leave_capacity_to_the_placement_model():
-    assert WaferLayout(systems=4.0).problems(load_model("llama_3_1_70b"), phase="inference") == []
+    assert _reasons(WaferLayout(systems=4.0), load_model("llama_3_1_70b"), "inference") == []
+    assert WaferLayout(systems=4.0, placement="streaming").problems(load_model("llama_3_1_8b"), phase="inference") == []
+
+
+def test_wafer_systems_need_a_layer_each_when_pipelined_and_a_sequence_each_when_data_parallel():
+    m = load_model("llama_3_1_8b")  # 32 layers
+    assert _reasons(WaferLayout(systems=32.0), m, "inference") == []
+    assert "devices=33 systems exceed n_layers=32" in _reasons(WaferLayout(systems=33.0), m, "inference")[0]
+    train = WaferLayout(systems=64.0).problems(m, phase="training", global_batch=32.0)
+    assert np.any(train[0].where) and "global_batch=32" in train[0].message(devices="64", global_batch="32")
+
+
+def test_training_expert_parallelism_must_divide_the_tensor_and_data_parallel_ranks():
+    m = load_model("qwen3_235b_a22b")  # 128 experts: ep=16 divides them, not 8 GPUs
+    lay = GpuLayout.for_training(tp=8.0, pp=1.0, cp=1.0, ep=16.0, micro_batch=1.0, virtual_stages=1.0, zero=1,
+                                 recompute="none", devices=8.0)
+    assert _reasons(lay, m, "training") == ["ep=16 does not divide tp*dp*cp=8 (experts are spread over the tensor- "
+                                            "and data-parallel ranks of a stage)"]
+    ok = GpuLayout.for_training(tp=8.0, pp=2.0, cp=1.0, ep=16.0, micro_batch=1.0, virtual_stages=1.0, zero=1,
+                                recompute="none", devices=32.0)  # tp*dp*cp = 8*2*1
+    assert _reasons(ok, m, "training") == []

@@ -129,7 +129,8 @@ def test_gpu_style_is_slower_than_mesh(model, devices):
 
 
 # ---- batch='max' -----------------------------------------------------------------------------------
-MAX_CASES = [("cs3", "llama_3_8b", 1, 2048, 256), ("cs3", "llama_3_8b", 1, 8192, 1024),
+# (7168 + 1024: the 8192 tokens of llama_3_8b's context; beyond it a point does not fit)
+MAX_CASES = [("cs3", "llama_3_8b", 1, 2048, 256), ("cs3", "llama_3_8b", 1, 7168, 1024),
              ("cs2", "llama_3_8b", 1, 128, 128), ("cs3", "llama_3_1_70b", 4, 2048, 256),
              ("cs3", "llama_3_8b", 2, 128, 16)]
 
@@ -252,8 +253,9 @@ def test_bound_names_the_largest_part():
     # batch 1 on one system at the chosen grid: the reductions (wse_facts.md §9)
     assert str(predict.inference(hardware="cs3", batch=1, **kw).bound.values) == "mesh_reduction"
     assert str(predict.inference(hardware="cs3", batch=1, pe_grid=800, **kw).bound.values) == "capacity"
-    # a small model pipelined over 16 systems: 15 crossings of 10 us each (cs3.yaml io_latency_s)
-    tiny = dict(name="tiny", d_model=512, n_heads=8, n_kv_heads=8, head_dim=64, d_ff=1024, n_layers=2,
+    # a small model pipelined over 16 systems, a layer each: 15 crossings of 10 us each (cs3.yaml
+    # io_latency_s); with fewer layers than systems the layout cannot run (tests/test_layout.py)
+    tiny = dict(name="tiny", d_model=512, n_heads=8, n_kv_heads=8, head_dim=64, d_ff=1024, n_layers=16,
                 vocab_size=1000)
     io = predict.inference(hardware="cs3", model=tiny, batch=1, devices=16, prompt=128, generate=16, weights="fp16")
     assert bool(io.fits) and str(io.bound.values) == "inter_system_io"

@@ -71,3 +71,52 @@ def test_distributed_scheduler():
                             scheduler=cluster.scheduler_address)
     dense = sweep.evaluate(predict.inference, _grid(), fixed=FIXED)
     xr.testing.assert_identical(dense.drop_attrs(), ds.drop_attrs())
+
+
+def test_distributed_worker_processes_pickle_functions_and_specs(tmp_path):
+    """Two worker processes (not threads): predict.inference, the block runner and spec
+    objects (a HardwareSpec, a ModelSpec) cross process boundaries by pickling; in memory
+    and streamed to netCDF, the result equals the dense one. Small grid: < 60 s on 2 cores."""
+    distributed = pytest.importorskip("dask.distributed")
+    from workbench.specs import load_hardware, load_model
+    fixed = dict(hardware=load_hardware("h100_sxm"), model=load_model("llama_3_1_8b"), weights="fp8", kv="fp8")
+    g = sweep.grid(batch=[1, 8, 64], prompt=[128, 2048], generate=[64, 256])
+    dense = sweep.evaluate(predict.inference, g, fixed=fixed)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        ds = sweep.evaluate(predict.inference, g, fixed=fixed, memory_budget_bytes=2e4,
+                            scheduler=cluster.scheduler_address)
+        out = tmp_path / "dist.nc"
+        streamed = sweep.evaluate(predict.inference, g, fixed=fixed, variables=["tpot_s", "fits"],
+                                  memory_budget_bytes=2e4, scheduler=cluster.scheduler_address, out=str(out))
+    xr.testing.assert_identical(dense.drop_attrs(), ds.drop_attrs())
+    xr.testing.assert_identical(dense[["tpot_s", "fits"]].drop_attrs(), streamed.load().drop_attrs())
+    streamed.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist.nc"]
+
+
+def test_an_interrupted_streaming_sweep_leaves_no_parts(tmp_path, monkeypatch):
+    """Ctrl-C after some blocks were written to disk: the parts go, no output appears."""
+    real = sweep._compute
+
+    def interrupted(tasks, scheduler, progress):
+        real(tasks[: len(tasks) // 2], scheduler, progress)  # half the parts are on disk
+        assert any(p.name.startswith(".big.nc.parts-") for p in tmp_path.iterdir())
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sweep, "_compute", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.evaluate(predict.inference, _grid(), fixed=FIXED, memory_budget_bytes=2e4, out=str(tmp_path / "big.nc"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failing_block_leaves_no_parts_and_keeps_the_previous_output(tmp_path):
+    out = tmp_path / "big.nc"
+    out.write_text("the previous result")
+
+    def fails_on_long_prompts(**kw):
+        if float(np.max(kw["prompt"].values)) > 1000:
+            raise RuntimeError("a block failed")
+        return predict.inference(**kw)
+    with pytest.raises(RuntimeError, match="a block failed"):
+        sweep.evaluate(fails_on_long_prompts, _grid(), fixed=FIXED, memory_budget_bytes=2e4, out=str(out))
+    assert [p.name for p in tmp_path.iterdir()] == ["big.nc"] and out.read_text() == "the previous result"

@@ -14,16 +14,47 @@ import numpy as np
 import xarray as xr
 
 from . import __version__
+from .errors import InputError, brief
 from .units import unit_attrs
+
+# The most points one dense call evaluates (numeric grid x categorical combinations).
+# predict.inference returns ~37 variables of 8 bytes a point (~300 B) and its vectorized
+# temporaries about as much again (sweep.WORKING_SET_FACTOR = 2): 10 million points is
+# ~3 GB of results and ~6 GB at the peak, which a laptop or CI runner holds. Past it a
+# 1e9-point call would allocate until MemoryError; sweep.evaluate (`workbench sweep`)
+# evaluates such grids in blocks, each below this budget.
+MAX_DENSE_POINTS = 10_000_000
 
 
 def as_axis(name: str, value):
-    """A list or tuple becomes a DataArray along dimension `name`; others pass through."""
-    if isinstance(value, (list, tuple)):
-        return xr.DataArray(np.asarray(value), dims=[name], coords={name: np.asarray(value)})
-    if isinstance(value, np.ndarray) and value.ndim == 1:
-        return xr.DataArray(value, dims=[name], coords={name: value})
+    """A list, tuple or 1-D ndarray becomes a DataArray along dimension `name` (non-empty,
+    flat and without repeated values: each is one coordinate); others pass through."""
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim > 0):
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError):  # ragged nesting
+            arr = np.asarray(value, dtype=object)
+        if arr.ndim != 1 or any(isinstance(v, (list, tuple, np.ndarray)) for v in arr.tolist()):
+            raise InputError(f"{name}={brief(value)} is not allowed; allowed: a value or a flat list of values")
+        if arr.size == 0:
+            raise InputError(f"{name}=[] is not allowed; allowed: a value or a non-empty list of values")
+        check_distinct(name, arr.tolist())
+        return xr.DataArray(arr, dims=[name], coords={name: arr})
     return value
+
+
+def check_distinct(name: str, values: list) -> None:
+    """A repeated value would become two coordinates with one label: refused."""
+    seen = set()
+    for v in values:
+        key = (type(v) is bool, v) if isinstance(v, (int, float, bool)) else v
+        try:
+            if key in seen:
+                raise InputError(f"{name}={brief(values)} repeats {brief(v)}; allowed: distinct values "
+                                 f"(each is one coordinate of the {name!r} dimension)")
+            seen.add(key)
+        except TypeError:  # unhashable values (dicts of model fields): nothing to compare
+            return
 
 
 def values_of(value) -> list:
@@ -47,7 +78,8 @@ def broadcast_numeric(numeric: dict) -> tuple[dict, tuple, dict]:
     for a in arrays.values():
         for d in a.dims:
             if d in sizes and sizes[d] != a.sizes[d]:
-                raise ValueError(f"dimension {d!r} has sizes {sizes[d]} and {a.sizes[d]}")
+                raise InputError(f"dimension {d!r} has sizes {sizes[d]} and {a.sizes[d]}; allowed: "
+                                 "one size per dimension name")
             if d not in sizes:
                 dims.append(d)
                 sizes[d] = a.sizes[d]
@@ -68,6 +100,8 @@ def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> 
     arrays, dims, coords = broadcast_numeric(numeric)
     cat_dims = [k for k, v in categorical.items() if isinstance(v, (list, tuple, xr.DataArray))]
     cat_values = {k: values_of(v) for k, v in categorical.items()}
+    check_size(np.broadcast_shapes(*(a.shape for a in arrays.values())),
+               [len(cat_values[d]) for d in cat_dims], attrs.get("function", "predict"))
     pieces = []
     for combo in itertools.product(*cat_values.values()):
         point = dict(zip(cat_values, combo))
@@ -88,6 +122,16 @@ def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> 
         ds[name].attrs.update(unit_attrs(name))
     ds.attrs.update({"workbench_version": __version__, **{k: str(v) for k, v in attrs.items()}})
     return ds
+
+
+def check_size(numeric_shape: tuple, categorical_sizes: list, function: str) -> None:
+    """Refuse a dense call over more than MAX_DENSE_POINTS points, counted from the axes'
+    lengths before anything is allocated."""
+    n = float(np.prod(numeric_shape)) * float(np.prod(categorical_sizes))
+    if n > MAX_DENSE_POINTS:
+        raise InputError(f"{function}: a grid of {n:,.0f} points is more than one dense call evaluates "
+                         f"(MAX_DENSE_POINTS={MAX_DENSE_POINTS:,}); allowed: at most {MAX_DENSE_POINTS:,} points "
+                         "per call; evaluate larger grids in blocks with `workbench sweep` or sweep.evaluate")
 
 
 def _combine(pieces: list, dims: list, sizes: list) -> xr.Dataset:

@@ -4,7 +4,7 @@
         --tp 8 --batch 64 --prompt 2048 --generate 256 --weights fp8 --json
     workbench predict inference --hardware-file my_chip.yaml --set hbm_bandwidth_bytes_per_s=4e12,8e12 ...
     workbench list hardware|models|knobs HARDWARE
-    workbench sweep SPEC.yaml --out FILE.nc
+    workbench sweep SPEC.yaml --out FILE.nc [--force]
     workbench run STUDY [--smoke] [-p name=value] | --all;  workbench report STUDY
     workbench demo
 
@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from . import predict
-from .errors import InputError
+from .errors import SHOWN_CHARS, InputError, brief
 from .specs import list_hardware, list_models
 
 KINDS = ("inference", "training", "serving", "disaggregated", "gemm", "attention", "collective")
@@ -103,7 +103,7 @@ def _value(arg: str, kind: str, text: str):
             if t.lower() not in ("true", "false"):
                 raise InputError(f"{arg}={t!r} is not allowed; allowed: true, false")
             return t.lower() == "true"
-        for cast in (int, float):
+        for cast in (int, float) if t.isascii() else ():  # int('٢') is 2 in Python: digits are ASCII here
             try:
                 return cast(t)
             except ValueError:
@@ -131,17 +131,9 @@ def _read_model_file(path: str):
             raise InputError(f"model_file={path!r} cannot be read; allowed: a Hugging Face config.json or "
                              "a YAML file of model-spec fields")
         return path
-    import yaml
-    from .specs._base import _Loader
-    try:
-        with open(path) as f:
-            model = yaml.load(f, Loader=_Loader)
-    except (OSError, yaml.YAMLError) as e:
-        raise InputError(f"model_file={path!r} cannot be read ({type(e).__name__}); "
-                         "allowed: a YAML file of model-spec fields") from None
-    if not isinstance(model, dict):
-        raise InputError(f"model_file={path!r} is not a YAML mapping; allowed: a YAML file of model-spec fields")
-    return model
+    from pathlib import Path
+    from .specs._base import read_yaml
+    return read_yaml(Path(path), arg="model_file")  # unreadable, not UTF-8, not YAML, not a mapping: InputError
 
 
 def _kwargs(kind: str, args: dict, ns) -> dict:
@@ -262,29 +254,45 @@ def _run(ns) -> int:
 SWEEP_KEYS = ("function", "axes", "fixed", "variables", "memory_budget_bytes")
 
 
+def _check_out(out: str, spec: str, force: bool) -> None:
+    """--out must be a new file in an existing folder, or an existing one with --force
+    (never the spec itself, nor a folder other than a .zarr store)."""
+    if os.path.exists(out) and os.path.samefile(out, spec):
+        raise InputError(f"out={out!r} is the sweep spec itself; allowed: another path")
+    if os.path.isdir(out) and not out.rstrip("/\\").endswith(".zarr"):
+        raise InputError(f"out={out!r} is a directory; allowed: a .nc file (or a .zarr store)")
+    if os.path.exists(out) and not force:
+        raise InputError(f"out={out!r} exists; allowed: a new path, or --force to replace it")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise InputError(f"out={out!r} cannot be written (its folder is missing or read-only); "
+                         "allowed: a path in a writable folder")
+
+
 def _sweep(ns, functions) -> int:
-    """`workbench sweep SPEC.yaml --out FILE.nc`: the spec names a predict function, the
-    axes (lists) and the fixed arguments; the result goes to FILE with units and provenance."""
-    import yaml
+    """`workbench sweep SPEC.yaml --out FILE.nc [--force]`: the spec names a predict
+    function, the axes (lists) and the fixed arguments; the result goes to FILE with units
+    and provenance. An existing FILE is replaced only with --force, the spec never."""
+    from pathlib import Path
     from . import sweep
-    from .specs._base import _Loader
-    try:
-        with open(ns.spec) as f:
-            spec = yaml.load(f, Loader=_Loader) or {}
-    except OSError as e:
-        raise InputError(f"spec={ns.spec!r} cannot be read ({e.strerror}); allowed: a YAML file") from None
-    unknown = sorted(set(spec) - set(SWEEP_KEYS))
+    from .specs._base import read_yaml
+    spec = read_yaml(Path(ns.spec), arg="spec")  # unreadable, not UTF-8, not YAML, not a mapping: InputError
+    _check_out(ns.out, ns.spec, ns.force)
+    unknown = sorted(set(spec) - set(SWEEP_KEYS), key=str)
     if unknown:
-        raise InputError(f"{unknown[0]}={spec[unknown[0]]!r} is not a sweep key; allowed: {', '.join(SWEEP_KEYS)}")
+        raise InputError(f"{str(unknown[0])[:SHOWN_CHARS]}={brief(spec[unknown[0]])} is not a sweep key; allowed: "
+                         f"{', '.join(SWEEP_KEYS)}")
     name = spec.get("function", "inference")
     if name not in functions:
-        raise InputError(f"function={name!r} is not known; allowed: {', '.join(functions)}")
+        raise InputError(f"function={brief(name)} is not known; allowed: {', '.join(functions)}")
+    for key in ("axes", "fixed"):
+        if not isinstance(spec.get(key) or {}, dict):
+            raise InputError(f"{key}={brief(spec[key])} is not allowed; allowed: a mapping of argument -> value(s)")
     axes = spec.get("axes") or {}
     if not axes:
         raise InputError("axes={} is not allowed; allowed: a mapping of argument -> list of values")
     ds = sweep.evaluate(getattr(predict, name), sweep.grid(**axes), fixed=spec.get("fixed") or {},
-                        variables=spec.get("variables"),
-                        memory_budget_bytes=float(spec.get("memory_budget_bytes", 1e9)),
+                        variables=spec.get("variables"), memory_budget_bytes=spec.get("memory_budget_bytes", 1e9),
                         scheduler=ns.scheduler, out=ns.out, progress=ns.progress)
     print(f"wrote {ns.out}: {dict(ds.sizes)}, {len(ds.data_vars)} variables")
     ds.close()
@@ -327,6 +335,7 @@ def parser(table: dict) -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="evaluate a sweep described by a YAML file into a netCDF file")
     sw.add_argument("spec", help="YAML: function, axes, fixed, variables, memory_budget_bytes")
     sw.add_argument("--out", required=True, help="output .nc (or .zarr) path")
+    sw.add_argument("--force", action="store_true", help="replace --out if it exists (never the spec itself)")
     sw.add_argument("--scheduler", default=None, help="dask.distributed scheduler address")
     sw.add_argument("--progress", action="store_true", help="show a progress bar")
     ls = sub.add_parser("list", help="list the catalog, or the knobs of one hardware")

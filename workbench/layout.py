@@ -12,7 +12,8 @@ Each word keeps one meaning:
 
 Sizes may be arrays (one value per sweep point). A layout that cannot run is not an
 error: `problems` lists, per condition, the points where it holds and the reason, and the
-backend turns them into fits=False points (backends.flag_each).
+backend turns them into fits=False points (backends.flag_problems). `context_problems`
+does the same for sequences longer than the model's context window.
 """
 from __future__ import annotations
 
@@ -37,6 +38,21 @@ class Problem:
     where: object
     values: dict
     message: object  # (**sizes as text) -> str
+    keep_numbers: bool = False  # True: a configuration the hardware computes but cannot serve (fits=False only)
+
+
+def context_problems(model, **lengths) -> list[Problem]:
+    """Inference over more tokens than the model's context window (`max_seq_len`, the
+    released config's max_position_embeddings) is a real configuration that cannot run:
+    fits=False with the reason, its costs kept (as for one that exceeds memory). It counts
+    prompt + generate, as vLLM's max_model_len check does. Training is not held to it: a
+    run sets its own context (LLM Foundry trains MPT-7B, released at 2048, at 65536
+    tokens: calibrate rows MF05, MF15; Llama 3.1 extended the 8k Llama 3 to 128k)."""
+    total = sum(np.asarray(v, float) for v in lengths.values())
+    names = "+".join(lengths)
+    return [Problem(total > model.max_seq_len, dict(lengths),
+                    lambda **v: f"{names}={'+'.join(v.values())} exceeds max_seq_len={model.max_seq_len} of "
+                                f"{model.name}", keep_numbers=True)]
 
 
 @dataclass(frozen=True)
@@ -102,6 +118,13 @@ class GpuLayout:
                 out.append(Problem(np.mod(model.n_experts, ep) != 0, {"ep": ep},
                                    lambda ep: f"ep={ep} does not divide n_experts={model.n_experts} of "
                                               f"{model.name}"))
+                # Experts are spread over the tensor- and data-parallel ranks of a pipeline
+                # stage (tp·dp·cp of them): Megatron-Core carves the expert-parallel groups
+                # out of those ranks, so ep must divide their number.
+                ranks = tp * self.dp * self.cp
+                out.append(Problem(np.mod(ranks, ep) != 0, {"ep": ep, "ranks": ranks},
+                                   lambda ep, ranks: f"ep={ep} does not divide tp*dp*cp={ranks} (experts are spread "
+                                                     "over the tensor- and data-parallel ranks of a stage)"))
         return out
 
 
@@ -112,6 +135,20 @@ class WaferLayout:
     mapping: str = "mesh"
     placement: str = "regions"
 
-    def problems(self, model, *, phase: str) -> list[Problem]:
-        """Nothing beyond capacity, which the placement model flags point by point."""
-        return []
+    def problems(self, model, *, phase: str, global_batch=None) -> list[Problem]:
+        """Inference with placement "regions" pipelines the layers across the systems, so
+        each system must hold at least one layer; training runs the systems data-parallel,
+        so each needs at least one sequence of the global batch. Capacity is the
+        placement model's, flagged point by point."""
+        systems = np.asarray(self.systems, float)
+        if phase == "inference":
+            if self.placement != "regions":
+                return []
+            return [Problem(systems > model.n_layers, {"devices": systems},
+                            lambda devices: f"devices={devices} systems exceed n_layers={model.n_layers} of "
+                                            f"{model.name} (each pipelined system holds at least one layer)")]
+        if global_batch is None:
+            return []
+        return [Problem(systems > np.asarray(global_batch, float), {"devices": systems, "global_batch": global_batch},
+                        lambda devices, global_batch: f"devices={devices} systems exceed global_batch={global_batch} "
+                                                      "(each data-parallel system trains at least one sequence)")]

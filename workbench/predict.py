@@ -19,7 +19,7 @@ import numpy as np
 
 from ._broadcast import as_axis, evaluate, values_of
 from .backends import backend_for, check_knobs
-from .errors import InputError, check_choice, check_positive
+from .errors import InputError, brief, check_choice, check_positive, check_range, check_scalar
 from .primitives.attention import ATTENTION_KERNELS
 from .primitives.collectives import COLLECTIVES
 from .primitives.mesh import MAPPINGS
@@ -35,15 +35,25 @@ def _hardware_axis(hardware, arg: str = "hardware"):
     items = values_of(hardware)
     if not items:
         raise InputError(f"{arg}=[] is not allowed; allowed: one or more hardware names, specs or YAML paths")
-    specs = {}
-    for h in items:
-        spec = load_hardware(h, arg=arg)
-        if spec.name in specs and specs[spec.name] != spec:
-            raise InputError(f"{arg}: two different specs are both named {spec.name!r}; allowed: distinct names")
-        specs[spec.name] = spec
+    specs = _specs(arg, hardware, items, lambda h: load_hardware(h, arg=arg))
     labels = list(specs)
     many = isinstance(hardware, (list, tuple, np.ndarray)) or getattr(hardware, "ndim", 0) > 0
     return (as_axis(arg, labels) if many else labels[0]), specs
+
+
+def _specs(arg: str, given, items: list, load) -> dict:
+    """name -> spec of each item; a list must be flat and name each spec once (a repeat
+    would be two coordinates with one label)."""
+    if isinstance(given, (list, tuple)) and any(isinstance(v, (list, tuple, np.ndarray)) for v in given):
+        raise InputError(f"{arg}={brief(given)} is not allowed; allowed: a value or a flat list of values")
+    specs = {}
+    for item in items:
+        spec = load(item)
+        if spec.name in specs:
+            raise InputError(f"{arg}={brief(given)} names {spec.name!r} twice; allowed: distinct "
+                             f"{'specs' if specs[spec.name] != spec else 'values'} (each is one coordinate)")
+        specs[spec.name] = spec
+    return specs
 
 
 def _knob_axes(overrides, specs: dict, *, scalar_only: bool = False) -> dict:
@@ -63,10 +73,10 @@ def _model_axes(model, model_overrides) -> tuple[dict, dict]:
     """(categorical axes, label -> spec): the model axis, labelled by each spec's name
     (a catalog name, a YAML or config.json path, a dict or a ModelSpec), and the model
     knobs as axes of their own; names and files are checked now."""
-    specs = {}
-    for m in values_of(model):
-        spec = load_model(m)
-        specs[spec.name] = spec
+    items = values_of(model)
+    if not items:
+        raise InputError("model=[] is not allowed; allowed: one or more model names, dicts of fields or files")
+    specs = _specs("model", model, items, load_model)
     labels = list(specs)
     many = isinstance(model, (list, tuple, np.ndarray)) or getattr(model, "ndim", 0) > 0
     axes = {"model": as_axis("model", labels) if many else labels[0]}
@@ -185,8 +195,9 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     (dividing tp) spreads the experts over that many of the TP devices, with all-to-all
     dispatch and combine; `imbalance` >= 1 is the busiest rank's share of routed tokens
     over the mean. A layout that cannot run (tp not dividing the heads, pp beyond the
-    layers, devices not a multiple of tp·pp, ep not dividing tp) is a point with
-    fits=False and its reason."""
+    layers, devices not a multiple of tp·pp, ep not dividing tp, more pipelined systems
+    than layers) is a point with fits=False, its reason and NaN outputs; prompt + generate
+    beyond the model's max_seq_len is fits=False with its reason (the costs kept)."""
     hw_axis, specs = _hardware_axis(hardware)
     _check_dtype("weights", weights)
     for arg, v in (("activations", activations), ("kv", kv)):
@@ -196,7 +207,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     check_choice("placement", values_of(placement), PLACEMENTS)
     batch_max = isinstance(batch, str)
     if batch_max and batch != "max":
-        raise InputError(f"batch={batch!r} is not allowed; allowed: a positive integer or 'max'")
+        raise InputError(f"batch={brief(batch)} is not allowed; allowed: a positive integer or 'max'")
     for arg, v in (("tp", tp), ("pp", pp), ("prompt", prompt), ("generate", generate), ("ep", ep)) + \
             ((("batch", batch),) if not batch_max else ()):
         check_positive(arg, v, integer=True)
@@ -229,20 +240,24 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
 
 
 def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, seq_len=2048, global_batch=512,
-             micro_batch=1, precision="bf16", zero=1, recompute="none", virtual_stages=1, attention="flash2",
+             micro_batch=1, precision="bf16", zero=None, recompute="none", virtual_stages=1, attention="flash2",
              hardware_overrides=None, model_overrides=None):
     """One training step (workloads/training.py for GPUs, workloads/wafer_training.py for
     CS systems with weight streaming). `global_batch` is in sequences; `devices` defaults
-    to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp). `attention`
-    names the GPU flash-attention kernel generation (primitives/attention.ATTENTION_KERNELS).
-    A layout that cannot run is a point with fits=False and its reason; GPU layout
-    arguments given for a wafer are an error (the wafer would ignore them)."""
+    to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp). `zero` is
+    the ZeRO stage on GPUs (None: 1). `attention` names the GPU flash-attention kernel
+    generation (primitives/attention.ATTENTION_KERNELS). A layout that cannot run is a
+    point with fits=False and its reason (a seq_len beyond the model's max_seq_len is not:
+    a training run sets its own context, layout.context_problems); GPU layout arguments
+    (zero included) and a precision other than bf16 given for a wafer are an error (the
+    wafer would ignore them)."""
     from .workloads.training import PRECISIONS, RECOMPUTE
     hw_axis, specs = _hardware_axis(hardware)
     check_choice("precision", values_of(precision), PRECISIONS)
     check_choice("recompute", values_of(recompute), RECOMPUTE)
     check_choice("attention", values_of(attention), ATTENTION_KERNELS)
-    check_choice("zero", values_of(zero), (0, 1, 2, 3))
+    if zero is not None:
+        check_choice("zero", values_of(zero), (0, 1, 2, 3))
     for arg, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("seq_len", seq_len),
                    ("global_batch", global_batch), ("micro_batch", micro_batch), ("virtual_stages", virtual_stages)):
         check_positive(arg, v, integer=True)
@@ -254,7 +269,8 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
         if hasattr(be, "check_training"):
             be.check_training(name, tp=(tp, 1), pp=(pp, 1), cp=(cp, 1), ep=(ep, 1), dp=(dp, None),
                               micro_batch=(micro_batch, 1), virtual_stages=(virtual_stages, 1),
-                              attention=(attention, "flash2"))
+                              attention=(attention, "flash2"), zero=(zero, None), precision=(precision, "bf16"))
+    zero = 1 if zero is None else zero  # GPUs: ZeRO-1 (optimizer states sharded over dp·cp)
     numeric = _axes(tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
                     virtual_stages=virtual_stages, devices=devices, dp=dp)
     knob_axes = _knob_axes(hardware_overrides, specs)
@@ -265,6 +281,23 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
                    "recompute": as_axis("recompute", recompute), "attention": as_axis("attention", attention)}
     return evaluate(_dispatch("training", specs, knob_axes, models), categorical=categorical,
                     numeric={**numeric, **knob_axes}, attrs={"function": "predict.training"})
+
+
+def _check_one(fn: str, **values) -> None:
+    """Arguments that predict.`fn` takes once per call: one value each."""
+    for arg, v in values.items():
+        check_scalar(arg, v, f"one value (predict.{fn} evaluates one configuration; call it once per value "
+                             "to sweep it)")
+
+
+def _check_slos(*, ttft_slo, tpot_slo, quantile, **sizes) -> None:
+    """Counts (None: not given) positive integers, latency targets positive, the quantile in (0, 1)."""
+    for arg, v in sizes.items():
+        if v is not None:
+            check_positive(arg, v, integer=True)
+    for arg, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo)):
+        check_positive(arg, v)
+    check_range("quantile", quantile, low=0.0, high=1.0, open_low=True, open_high=True, allowed="a number in (0, 1)")
 
 
 BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step time is tabulated at
@@ -295,19 +328,21 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
 
     from .workloads.serving import latencies
     from .workloads.speculative import time_per_token_s
-    for arg, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo), ("prompt", prompt), ("generate", generate)):
-        check_positive(arg, v)
-    if not 0 < quantile < 1:
-        raise InputError(f"quantile={quantile} is not allowed; allowed: a number in (0, 1)")
-    if not 0 <= acceptance <= 1:
-        raise InputError(f"acceptance={acceptance} is not allowed; allowed: a probability in [0, 1]")
-    if int(draft_len) != draft_len or draft_len < 0:
-        raise InputError(f"draft_len={draft_len} is not allowed; allowed: an integer >= 0")
+    _check_one("serving", hardware=hardware, model=model, devices=devices, tp=tp, pp=pp, prompt=prompt,
+               generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights, kv=kv,
+               acceptance=acceptance, draft_len=draft_len, draft_model=draft_model)
+    _check_slos(tp=tp, pp=pp, devices=devices, prompt=prompt, generate=generate, ttft_slo=ttft_slo,
+                tpot_slo=tpot_slo, quantile=quantile)
+    check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
+    check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
+    if arrival_rate is not None:  # requests/s: a positive number or a flat list of distinct ones
+        check_positive("arrival_rate", arrival_rate)
+        as_axis("arrival_rate", arrival_rate)
     spec = load_model(model)
     hw = load_hardware(hardware)
     _knob_axes(hardware_overrides, {hw.name: hw}, scalar_only=True)
     be = backend_for(hw)
-    layout = be.serving_layout(tp=tp, pp=pp, devices=devices)
+    layout = be.serving_layout(tp=tp, pp=pp, devices=devices, hardware=hw.name)
     grid, steps, prefill_s, max_batch = _step_table(hw, model, layout, prompt, generate, weights, kv,
                                                     hardware_overrides)
     per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
@@ -367,12 +402,24 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     import xarray as xr
 
     from .workloads.disaggregated import balance, best_split, decode_capacity, prefill_capacity
+    _check_one("disaggregated", prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,
+               prefill_tp=prefill_tp, decode_tp=decode_tp, prefill_devices=prefill_devices,
+               decode_devices=decode_devices, prompt=prompt, generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
+               quantile=quantile, weights=weights, kv=kv, total_devices=total_devices)
+    _check_slos(prefill_tp=prefill_tp, decode_tp=decode_tp, prefill_devices=prefill_devices,
+                decode_devices=decode_devices, prompt=prompt, generate=generate, total_devices=total_devices,
+                ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile)
     spec = load_model(model)
     pre_hw = load_hardware(prefill_hardware, arg="prefill_hardware")
     dec_hw = load_hardware(decode_hardware, arg="decode_hardware")
     pre_be, dec_be = backend_for(pre_hw), backend_for(dec_hw)
-    pre_layout = pre_be.serving_layout(tp=prefill_tp, devices=prefill_devices)
-    dec_layout = dec_be.serving_layout(tp=decode_tp, devices=decode_devices)
+    pre_layout = pre_be.serving_layout(tp=prefill_tp, devices=prefill_devices, hardware=pre_hw.name, prefix="prefill_")
+    dec_layout = dec_be.serving_layout(tp=decode_tp, devices=decode_devices, hardware=dec_hw.name, prefix="decode_")
+    dev_p = pre_be.instance_devices(tp=prefill_tp, devices=prefill_devices)  # devices per instance
+    dev_d = dec_be.instance_devices(tp=decode_tp, devices=decode_devices)
+    if total_devices < dev_p + dev_d:
+        raise InputError(f"total_devices={total_devices} is not allowed; allowed: at least {dev_p + dev_d:g} "
+                         f"(one prefill instance of {dev_p:g} devices and one decode instance of {dev_d:g})")
     first = inference(hardware=pre_hw, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
                       kv=kv, **pre_layout)
     grid, steps, _, max_batch = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None)
@@ -381,8 +428,6 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)
     lam_d, b_d = decode_capacity(batches=BATCH_GRID, step_s=steps, max_batch=max_batch, tpot_slo_s=tpot_slo,
                                  output_len=generate)
-    dev_p = pre_be.instance_devices(tp=prefill_tp, devices=prefill_devices)  # devices per instance
-    dev_d = dec_be.instance_devices(tp=decode_tp, devices=decode_devices)
     ratio, good = balance(prefill_rate=lam_p, decode_rate=lam_d, prefill_devices=dev_p, decode_devices=dev_d,
                           output_len=generate)
     n_p, n_d, good_int = best_split(total_devices=total_devices, prefill_rate=float(lam_p), decode_rate=float(lam_d),

@@ -18,15 +18,17 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
+import uuid
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import xarray as xr
 
-from . import __version__
-from .errors import InputError
+from . import __version__, _broadcast
+from .errors import InputError, brief, check_positive
 from .units import unit_attrs
 
 BYTES_PER_VALUE = 8  # float64 / object pointer per output variable per point
@@ -39,11 +41,37 @@ def grid(**axes) -> dict:
     """Each axis becomes a 1-D DataArray along a dimension of its own name."""
     out = {}
     for name, values in axes.items():
-        values = np.asarray(values if isinstance(values, (list, tuple, np.ndarray)) else [values])
+        try:
+            values = np.asarray(values if isinstance(values, (list, tuple, np.ndarray)) else [values])
+        except (TypeError, ValueError):
+            values = np.asarray(values, dtype=object)  # ragged: refused below
         if values.ndim != 1 or values.size == 0:
-            raise InputError(f"axis {name}={values!r} is not allowed; allowed: a non-empty 1-D list")
+            raise InputError(f"axis {name}={brief(values.tolist())} is not allowed; allowed: a non-empty 1-D list")
+        _broadcast.check_distinct(name, values.tolist())
         out[name] = xr.DataArray(values, dims=[name], coords={name: values})
     return out
+
+
+def _check_arguments(fn: Callable, axes: dict, fixed: dict) -> None:
+    """Every axis and fixed argument must be an argument of `fn`, and each given once."""
+    import inspect
+    if not isinstance(fixed, dict):
+        raise InputError(f"fixed={brief(fixed)} is not allowed; allowed: a mapping of argument -> value")
+    both = sorted(set(axes) & set(fixed), key=str)
+    if both:
+        raise InputError(f"{both[0]} is both an axis and fixed; allowed: one of axes, fixed")
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        return
+    known = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for kind, names in (("axis", axes), ("fixed argument", fixed)):
+        for name in names:
+            if name not in known:
+                raise InputError(f"{kind} {brief(name)} is not an argument of {getattr(fn, '__name__', fn)}; "
+                                 f"allowed: {', '.join(known)}")
 
 
 def git_sha() -> str:
@@ -108,59 +136,75 @@ def evaluate(fn: Callable, axes: dict, *, fixed: dict | None = None, variables=N
     dask (threaded, or the distributed scheduler at `scheduler` / $DASK_SCHEDULER_ADDRESS).
     `variables` keeps a subset of the outputs. `out` (a .nc or .zarr path) writes the
     result there; blocks stream to disk, and the returned Dataset is opened lazily."""
-    fixed = dict(fixed or {})
+    fixed = {} if fixed is None else fixed
+    if not isinstance(axes, dict) or not axes:
+        raise InputError(f"axes={brief(axes)} is not allowed; allowed: a non-empty mapping of argument -> values")
+    _check_arguments(fn, axes, fixed)
+    fixed = dict(fixed)
+    check_positive("memory_budget_bytes", memory_budget_bytes)
+    if variables is not None and (isinstance(variables, str) or not all(isinstance(v, str) for v in variables)):
+        raise InputError(f"variables={brief(variables)} is not allowed; allowed: a list of output names")
     axes = {k: (v if isinstance(v, xr.DataArray) else grid(**{k: v})[k]) for k, v in axes.items()}
     attrs = provenance(fn, axes, fixed)
     sizes = {k: int(v.size) for k, v in axes.items()}
     probe = fn(**{k: v.isel({k: slice(0, 1)}) for k, v in axes.items()}, **fixed)
     n_vars = len(variables) if variables else len(probe.data_vars)
-    total = float(np.prod(list(sizes.values()))) * n_vars * BYTES_PER_VALUE
-    # A block holds every output of fn (before `variables` selects) plus its temporaries.
-    working_bytes_per_point = WORKING_SET_FACTOR * len(probe.data_vars) * BYTES_PER_VALUE
+    points = float(np.prod(list(sizes.values())))
+    per_point = max(float(np.prod(list(probe.sizes.values()))), 1.0)  # points of fn per grid point (fixed lists)
+    total = points * n_vars * BYTES_PER_VALUE
+    # A block holds every output of fn (before `variables` selects) plus its temporaries,
+    # and is one dense call: within _broadcast.MAX_DENSE_POINTS.
+    working_bytes_per_point = WORKING_SET_FACTOR * len(probe.data_vars) * BYTES_PER_VALUE * per_point
+    dense_limit = _broadcast.MAX_DENSE_POINTS / per_point
     scheduler = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
-    if total <= memory_budget_bytes and out is None and scheduler is None:
+    if total <= memory_budget_bytes and points <= dense_limit and out is None and scheduler is None:
         return _finish(fn(**axes, **fixed), variables, attrs, order=list(axes))
     workers = os.cpu_count() or 1
-    split_dims, splits = _blocks(sizes, working_bytes_per_point, memory_budget_bytes / workers)
+    block_budget = min(memory_budget_bytes / workers, dense_limit * working_bytes_per_point)
+    split_dims, splits = _blocks(sizes, working_bytes_per_point, block_budget)
     return _evaluate_blocks(fn, axes, fixed, variables, attrs, split_dims, splits, scheduler, out, progress)
 
 
 def _evaluate_blocks(fn, axes, fixed, variables, attrs, split_dims, splits, scheduler, out, progress):
     import dask
 
-    parts_dir = None
-    if out is not None:
-        parts_dir = Path(str(out) + ".parts")
-        shutil.rmtree(parts_dir, ignore_errors=True)
-        parts_dir.mkdir(parents=True)
-
     combos = list(itertools.product(*(range(len(splits[d])) for d in split_dims)))
-    tasks = [dask.delayed(_run_block)(fn, axes, fixed, variables, parts_dir and str(parts_dir), idx,
-                                      {d: splits[d][i] for d, i in zip(split_dims, idx)}) for idx in combos]
-    results = _compute(tasks, scheduler, progress)
-    nested = _nest(results, [len(splits[d]) for d in split_dims])
-    if parts_dir is None:
+    shape = [len(splits[d]) for d in split_dims]
+
+    def tasks(parts_dir):
+        return [dask.delayed(_run_block)(fn, axes, fixed, variables, parts_dir, idx,
+                                         {d: splits[d][i] for d, i in zip(split_dims, idx)}) for idx in combos]
+    if out is None:
+        nested = _nest(_compute(tasks(None), scheduler, progress), shape)
         ds = xr.combine_nested(nested, concat_dim=split_dims, combine_attrs="drop_conflicts") if split_dims \
             else nested
         ds.attrs.update(attrs)
         return ds
-    if split_dims:
-        ds = xr.open_mfdataset(nested, combine="nested", concat_dim=split_dims, combine_attrs="drop_conflicts")
-    else:  # one block
-        ds = xr.open_dataset(nested, chunks={})
-    ds.attrs.update(attrs)
+    # The parts and the netCDF being written are ours alone (fresh names beside `out`)
+    # and go whatever happens: an interrupted or failed sweep leaves nothing behind.
     target = Path(out)
-    if target.suffix == ".zarr":
-        ds.to_zarr(target, mode="w")
-        result = xr.open_zarr(target)
-    else:
-        tmp = target.with_suffix(target.suffix + ".tmp")
-        ds.to_netcdf(tmp)
-        os.replace(tmp, target)
-        result = xr.open_dataset(target, chunks={})
-    ds.close()
-    shutil.rmtree(parts_dir, ignore_errors=True)
-    return result
+    parts_dir = tempfile.mkdtemp(prefix=f".{target.name}.parts-", dir=target.parent)
+    tmp = None
+    try:
+        nested = _nest(_compute(tasks(parts_dir), scheduler, progress), shape)
+        if split_dims:
+            ds = xr.open_mfdataset(nested, combine="nested", concat_dim=split_dims, combine_attrs="drop_conflicts")
+        else:  # one block
+            ds = xr.open_dataset(nested, chunks={})
+        with ds:
+            ds.attrs.update(attrs)
+            if target.suffix == ".zarr":
+                ds.to_zarr(target, mode="w")
+            else:
+                tmp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"  # the default file mode
+                ds.to_netcdf(tmp)
+                os.replace(tmp, target)
+                tmp = None
+    finally:
+        shutil.rmtree(parts_dir, ignore_errors=True)
+        if tmp is not None and os.path.exists(tmp):
+            os.remove(tmp)
+    return xr.open_zarr(target) if target.suffix == ".zarr" else xr.open_dataset(target, chunks={})
 
 
 def _run_block(fn, axes, fixed, variables, parts_dir, index, sel):

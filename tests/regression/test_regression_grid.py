@@ -1,7 +1,8 @@
 """Replays the regression grid (calls.py, 4,682 points across every predict.* function)
 against the values recorded before the architecture / workload / mapping restructuring:
 every recorded output must agree to 1e-9 relative, except the changes made on purpose,
-listed in CHANGED with their reason (each is also stated in the closing note of issue 13)."""
+listed in CHANGED (numbers) and RELABELLED (labels of points whose numbers stay) with
+their reason (stated in the closing notes of issues 13 and 14)."""
 from __future__ import annotations
 
 import sys
@@ -34,6 +35,14 @@ CHANGED: dict[tuple[str, str], tuple[float, str]] = {
     ("inference_wafer_max_batch", "*"): (0.04, _QKV + " (one max-batch point, Llama 3.1 8B on one CS-3 at "
                                                        "512 tokens: 27 -> 28 sequences)"),
     ("serving_cs3", "*"): (1e-4, _QKV),
+}
+
+
+_UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
+# Labels changed on purpose: (call, column) -> (the points, as a mask of the reference; their new label; why).
+# The numbers of those points are unchanged and checked to RTOL like every other.
+RELABELLED = {
+    ("gemm_gpu", "bound"): (lambda ref: ref["time_s"].isna().to_numpy(), lambda ref: "unsupported", _UNSUPPORTED),
 }
 
 
@@ -77,6 +86,12 @@ def test_regression_grid(name, fn, kwargs):
         else:
             a = r.fillna("").astype(str).str.replace("nan", "")
             b = n.fillna("").astype(str).str.replace("nan", "")
+            if (name, col) in RELABELLED:
+                where, label, _ = RELABELLED[(name, col)]
+                mask = where(ref)
+                assert mask.any(), f"{name}.{col}: the relabelled points are gone from the grid"
+                new_label = label(ref)
+                a = a.where(~mask, new_label if isinstance(new_label, str) else new_label.astype(str))
             bad = a.values != b.values
             assert not bad.any(), (f"{name}.{col}: {bad.sum()} points differ, first at "
                                    f"{ref.loc[bad.argmax(), keys].to_dict()}: {a[bad].iloc[0]!r} -> {b[bad].iloc[0]!r}")

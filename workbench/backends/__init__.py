@@ -71,10 +71,11 @@ def check_knobs(spec, overrides: dict, *, arg: str = "hardware_overrides") -> No
             raise InputError(f"{arg} {k}={v!r} is not allowed; allowed: positive numbers ({own[k][0]})")
 
 
-def flag_invalid(result: dict, invalid, reason: str, keep=("batch", "devices")) -> dict:
+def flag_invalid(result: dict, invalid, reason: str, keep=("batch", "devices"), nan: bool = True) -> dict:
     """Mark the points where `invalid` holds (a layout that cannot run) as fits=False with
     `reason` (ahead of any other reason), their float outputs NaN: they are no
-    configuration, so they must not be plotted as one."""
+    configuration, so they must not be plotted as one. With nan=False the numbers stay
+    (a configuration that is computed but cannot be served, as one beyond memory)."""
     invalid = np.asarray(invalid, dtype=bool)
     if not invalid.any():
         return result
@@ -85,14 +86,14 @@ def flag_invalid(result: dict, invalid, reason: str, keep=("batch", "devices")) 
             out[k] = a & ~invalid
         elif k == "reason":
             out[k] = np.where(invalid, reason, a).astype(object)
-        elif a.dtype.kind == "f" and k not in keep:
+        elif nan and a.dtype.kind == "f" and k not in keep:
             out[k] = np.where(invalid, np.nan, a)
         else:
             out[k] = v
     return out
 
 
-def flag_each(result: dict, invalid, values: dict, message) -> dict:
+def flag_each(result: dict, invalid, values: dict, message, nan: bool = True) -> dict:
     """flag_invalid once per distinct combination of `values` (name -> array) among the
     invalid points, the reason `message(**combination)` naming them (tp=3, not tp)."""
     invalid = np.asarray(invalid, dtype=bool)
@@ -105,8 +106,21 @@ def flag_each(result: dict, invalid, values: dict, message) -> dict:
         here = flat.copy()
         for a, v in zip(arrays.values(), combo):
             here &= a == v
-        text = message(**{k: f"{v:g}" for k, v in zip(arrays, combo)})
-        result = flag_invalid(result, here.reshape(invalid.shape), text)
+        text = message(**{k: _number(v) for k, v in zip(arrays, combo)})
+        result = flag_invalid(result, here.reshape(invalid.shape), text, nan=nan)
+    return result
+
+
+def _number(v: float) -> str:
+    """3, 0.5, 1000000 (not 1e+06: a count is shown whole)."""
+    return f"{v:.0f}" if np.isfinite(v) and v == round(v) and abs(v) < 1e15 else f"{v:g}"
+
+
+def flag_problems(result: dict, problems: list, *sizes) -> dict:
+    """Each layout.Problem as flagged points, the first listed shown where several hold."""
+    shape = np.broadcast(result["fits"], *sizes).shape
+    for p in reversed(problems):
+        result = flag_each(result, np.broadcast_to(p.where, shape), p.values, p.message, nan=not p.keep_numbers)
     return result
 
 

@@ -3,7 +3,9 @@ the predict.* workloads on GPUs (workloads/inference.py, training.py; the primit
 
 Layouts (tp, pp, dp, cp, ep) that cannot run are flagged points (fits=False and a reason),
 never exceptions: TP not dividing the heads, PP beyond the layers, devices not a multiple
-of the model-parallel group, EP not dividing TP (inference) or the experts.
+of the model-parallel group, EP not dividing TP (inference) or the experts and tp·dp·cp
+(training); so are inference sequences beyond the model's max_seq_len and math in a
+dtype the chip has no units for.
 """
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from ..primitives.collectives import collective
 from ..primitives.gemm import gemm
 from ..primitives.hardware_numbers import EffCurve, GpuNumbers, LinkNumbers
 from ..units import DTYPE_BYTES, DTYPES
-from ..layout import GpuLayout
-from . import flag_each
+from ..errors import InputError
+from ..layout import GpuLayout, context_problems
+from . import flag_problems
 
 _LINK_KNOBS = ("bandwidth_bytes_per_s", "latency_s", "domain_size")
 
@@ -74,12 +77,11 @@ def default_activations(weights: str, hw: GpuNumbers) -> str:
     return "bf16"
 
 
-def _flag_layout(r: dict, layout: GpuLayout, model, phase: str, *sizes) -> dict:
-    """Each problem of the layout (layout.py) as flagged points, the first listed shown."""
-    shape = np.broadcast(r["fits"], *sizes).shape
-    for p in reversed(layout.problems(model, phase=phase)):
-        r = flag_each(r, np.broadcast_to(p.where, shape), p.values, p.message)
-    return r
+def _unsupported(hw: GpuNumbers, dtype: str, shape) -> tuple:
+    """(fits, reason) of a kernel in `dtype`: False where the chip has no such math units
+    (its time is NaN: there is no such kernel to time)."""
+    supported = np.broadcast_to(np.isfinite(hw.peak(dtype)), shape)
+    return supported, np.where(supported, "", f"no {dtype} math units on {hw.label}").astype(object)
 
 
 class GpuBackend:
@@ -108,7 +110,9 @@ class GpuBackend:
             r = _inf.inference(batch=batch, **common)
         r["activations"] = np.array(act, dtype=object)  # constant per call: broadcast as a view
         r["kv"] = np.array(kvd, dtype=object)
-        return _flag_layout(r, layout, model, "inference", tp, pp, ep, layout.dp)
+        problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
+                                                                                generate=generate)
+        return flag_problems(r, problems, tp, pp, ep, layout.dp, prompt, generate)
 
     def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
                  global_batch, micro_batch, virtual_stages, devices=None, dp=None, **_) -> dict:
@@ -119,22 +123,25 @@ class GpuBackend:
                      seq_len=seq_len, global_batch=global_batch, micro_batch=layout.micro_batch, precision=precision,
                      zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
                      attention=attention)
-        return _flag_layout(r, layout, model, "training", tp, pp, cp, ep, layout.dp,
-                            1.0 if devices is None else devices)
+        return flag_problems(r, layout.problems(model, phase="training"), tp, pp, cp, ep, layout.dp,
+                             1.0 if devices is None else devices)
 
     def gemm(self, hw: GpuNumbers, *, dtype, m, n, k, **_) -> dict:
         b = DTYPE_BYTES[dtype]
         g = gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=b, b_bytes=b, c_bytes=b)
+        fits, reason = _unsupported(hw, dtype, np.shape(g["time_s"]))
         return {"time_s": g["time_s"], "flops_per_s": g["flops"] / g["time_s"],
                 "compute_s": g["compute_s"], "memory_s": g["memory_s"], "flops": g["flops"],
-                "bytes": g["bytes"], "bound": np.where(g["compute_bound"], "compute", "memory")}
+                "bytes": g["bytes"], "fits": fits, "reason": reason,
+                "bound": np.where(fits, np.where(g["compute_bound"], "compute", "memory"), "unsupported")}
 
     def attention(self, hw: GpuNumbers, *, dtype, causal, kernel, batch, seq_len, n_heads, head_dim, **_) -> dict:
         a = attention_prefill(hw=hw, batch=batch, seq_len=seq_len, n_heads=n_heads, head_dim=head_dim,
                               causal=bool(causal), dtype=dtype, act_bytes=DTYPE_BYTES[dtype], kernel=kernel)
+        fits, reason = _unsupported(hw, dtype, np.shape(a["time_s"]))
         return {"time_s": a["time_s"], "flops_per_s": a["flops"] / a["time_s"], "flops": a["flops"],
                 "bytes": a["bytes"], "compute_s": a["compute_s"], "memory_s": a["memory_s"],
-                "backward_s": a["backward_s"]}
+                "backward_s": a["backward_s"], "fits": fits, "reason": reason}
 
     def collective(self, hw: GpuNumbers, *, op, devices, size_bytes, **_) -> dict:
         c = collective(hw=hw, op=op, size=size_bytes, devices=devices)
@@ -149,8 +156,13 @@ class GpuBackend:
         """Rate at which an instance ships KV caches out: every GPU its own NIC."""
         return hw.link("scale_out").unidir_bytes_per_s * tp
 
-    def serving_layout(self, *, tp=1, pp=1, devices=None) -> dict:
-        """The inference arguments of one serving instance."""
+    def serving_layout(self, *, tp=1, pp=1, devices=None, hardware: str = "", prefix: str = "") -> dict:
+        """The inference arguments of one serving instance: tp·pp GPUs (`devices`, when
+        given, must say so: it would be ignored otherwise)."""
+        if devices is not None and devices != tp * pp:
+            raise InputError(f"{prefix}devices={devices!r} is not allowed on {hardware!r} with {prefix}tp={tp}, "
+                             f"pp={pp}; allowed: {prefix}devices={tp * pp} or none (a GPU serving instance is "
+                             "tp*pp devices)")
         return dict(tp=tp, pp=pp)
 
 

@@ -3,18 +3,22 @@ overrides -> WaferNumbers, and the predict.* workloads on wafers (workloads/wafe
 primitives/mesh.py).
 
 A wafer model is laid out by `devices` (CS systems), `pe_grid` and `mapping`; the GPU
-layout arguments (tp, pp, cp, ep, zero, ...) do not apply and are refused by name.
+layout arguments (tp, pp, cp, ep, zero, ...) and a training precision other than bf16 do
+not apply and are refused by name. Layouts that cannot run (more pipelined systems than
+layers, more data-parallel systems than sequences), inference sequences beyond the
+model's max_seq_len and GEMMs in a dtype the PEs lack are flagged points.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from ..layout import WaferLayout
+from ..errors import InputError, brief
+from ..layout import WaferLayout, context_problems
 from ..primitives.hardware_numbers import WaferNumbers
 from ..primitives.mesh import mesh_gemm, mesh_gemv
 from ..specs import system_of
 from ..units import DTYPES
+from . import flag_problems
 
 _WAFER_KNOBS = {  # knob -> (unit, WaferSpec field)
     "sram_per_pe_bytes": ("B", "sram_per_pe_bytes"),
@@ -49,13 +53,19 @@ def _numbers(spec, overrides: dict) -> WaferNumbers:
                         **{k: v[k] for k in _WAFER_KNOBS}, **{k: v[k] for k in _SYSTEM_KNOBS})
 
 
+_WHY = {"zero": "weights stream from MemoryX, where the optimizer runs: there are no ZeRO shards",
+        "precision": "the wafer computes bf16 on its fp16 datapath"}
+
+
 def _refuse(args: dict, hardware: str) -> None:
     """GPU layout arguments given to a wafer: an error naming them (they would be ignored)."""
     for name, (value, default) in args.items():
         values = np.atleast_1d(np.asarray(getattr(value, "values", value), dtype=object)).ravel()
-        if any(v != default for v in values):
-            raise InputError(f"{name}={values[0]!r} is not allowed on {hardware!r}; allowed: {name}={default!r} "
-                             "(a wafer model is laid out by devices, pe_grid and mapping)")
+        bad = [v for v in values if v != default]
+        if bad:
+            why = _WHY.get(name, "a wafer model is laid out by devices, pe_grid and mapping")
+            raise InputError(f"{name}={brief(bad[0])} is not allowed on {hardware!r}; allowed: {name}={default!r} "
+                             f"({why})")
 
 
 class WaferBackend:
@@ -98,14 +108,18 @@ class WaferBackend:
             r = wafer_inference(batch=batch, **common)
         r["activations"] = np.array("fp16", dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
-        return r
+        problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
+                                                                                generate=generate)
+        return flag_problems(r, problems, layout.systems, prompt, generate)
 
     def training(self, w: WaferNumbers, model, *, precision, recompute, seq_len, global_batch, devices=None,
                  **_) -> dict:
         from ..workloads.wafer_training import wafer_training
         layout = WaferLayout(systems=1.0 if devices is None else devices)  # data-parallel systems
-        return wafer_training(w=w, model=model, devices=layout.systems, seq_len=seq_len,
-                              global_batch=global_batch, precision=precision, recompute=recompute)
+        r = wafer_training(w=w, model=model, devices=layout.systems, seq_len=seq_len,
+                           global_batch=global_batch, precision=precision, recompute=recompute)
+        return flag_problems(r, layout.problems(model, phase="training", global_batch=global_batch),
+                             layout.systems, global_batch)
 
     def gemm(self, w: WaferNumbers, *, dtype, mapping, m, n, k, pe_grid=None, **_) -> dict:
         """On a pe_grid x pe_grid region (default: the largest square), as MeshGEMV when
@@ -120,9 +134,11 @@ class WaferBackend:
         comm = np.where(use_gemv, gemv["comm_cycles"], gemm_["comm_cycles"])
         t = cycles / w.clock_hz
         flops = 2.0 * m * n * k
+        fits = np.broadcast_to(np.isfinite(w.fmas_per_cycle(dtype)), np.shape(t))
         return {"time_s": t, "flops_per_s": flops / t, "compute_s": compute / w.clock_hz,
-                "comm_s": comm / w.clock_hz, "flops": flops, "pe_grid": P + 0.0 * t,
-                "bound": np.where(compute >= comm, "compute", "mesh_reduction")}
+                "comm_s": comm / w.clock_hz, "flops": flops, "pe_grid": P + 0.0 * t, "fits": fits,
+                "reason": np.where(fits, "", f"no {dtype} math units on {w.label}").astype(object),
+                "bound": np.where(fits, np.where(compute >= comm, "compute", "mesh_reduction"), "unsupported")}
 
     def attention(self, w, **_):
         raise InputError(f"predict.attention on {w.label!r} is not modelled; allowed: a GPU (wafer attention "
@@ -139,7 +155,9 @@ class WaferBackend:
         """KV caches leave over the system I/O."""
         return w.io_bytes_per_s
 
-    def serving_layout(self, *, tp=1, pp=1, devices=None) -> dict:
+    def serving_layout(self, *, tp=1, pp=1, devices=None, hardware: str = "", prefix: str = "") -> dict:
+        """One serving instance: `devices` systems. tp and pp are not read (the serving
+        study passes its GPU tp to a wafer decode pool; refusing them needs that changed)."""
         return dict(devices=devices or 1)
 
 

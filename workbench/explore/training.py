@@ -102,10 +102,10 @@ def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:
     """predict.training for `hardware` (GPUs in one call, wafers in another) joined on
     `hardware` in the order given. `sizes` override the state's (lists sweep)."""
     sz = {k: sizes.get(k, s[k]) for k in SIZES}
-    common = dict(model=s["model"], seq_len=sz["seq_len"], global_batch=sz["global_batch"], precision=s["precision"],
-                  recompute=s["recompute"])
+    common = dict(model=s["model"], seq_len=sz["seq_len"], global_batch=sz["global_batch"], recompute=s["recompute"])
+    # precision and zero go to the GPUs only: a wafer refuses them (it computes bf16; no ZeRO)
     layout = dict(tp=sz["tp"], pp=sz["pp"], dp=sz["dp"], micro_batch=sz["micro_batch"], zero=s["zero"],
-                  attention=s["attention"], virtual_stages=sz["virtual_stages"])
+                  attention=s["attention"], virtual_stages=sz["virtual_stages"], precision=s["precision"])
     gpus, wafers = _kinds(hardware)
     parts, problems = [], []
     for group, kwargs, finish in ((gpus, layout, _gpu_parts), (wafers, dict(devices=sz["systems"]), _wafer_parts)):

@@ -9,7 +9,7 @@ from functools import lru_cache
 import numpy as np
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, brief
 from ._base import SpecError, build, read_yaml
 from .hardware import EfficiencyTable, HardwareSpec, Link, MemoryTier, hardware_from_dict
 from .model import ModelSpec
@@ -90,11 +90,11 @@ def load_hardware(name, *, arg: str = "hardware"):
     if isinstance(name, (str, Path)) and _is_path(str(name)):
         path = Path(name)
         if not path.is_file():
-            raise InputError(f"{arg}={str(name)!r} is not a readable file; allowed: a catalog name "
+            raise InputError(f"{arg}={brief(str(name))} is not a readable file; allowed: a catalog name "
                              f"({', '.join(list_hardware())}) or the path of a hardware YAML file")
-        return _hardware_from(read_yaml(path), origin=str(path))
+        return _hardware_from(read_yaml(path, arg=arg), origin=str(path))
     if not isinstance(name, str) or name not in list_hardware():
-        raise InputError(f"{arg}={name!r} is not known; allowed: {', '.join(list_hardware())}, "
+        raise InputError(f"{arg}={brief(name)} is not known; allowed: {', '.join(list_hardware())}, "
                          "a spec object or the path of a hardware YAML file")
     return _hardware(name)
 
@@ -140,15 +140,17 @@ def _model_file(path: Path, arg: str) -> ModelSpec:
     """A YAML file of ModelSpec fields, or a Hugging Face config.json."""
     from .hf_config import fields_from_hf_config, is_hf_config
     if not path.is_file():
-        raise InputError(f"{arg}={str(path)!r} is not a readable file; allowed: a catalog name "
+        raise InputError(f"{arg}={brief(str(path))} is not a readable file; allowed: a catalog name "
                          f"({', '.join(list_models())}), a model YAML file or a config.json")
-    try:
-        data = read_yaml(path)  # JSON is YAML
-    except UnicodeDecodeError:
-        raise InputError(f"{arg}={str(path)!r} is not UTF-8 text; allowed: a model YAML file or a config.json") \
-            from None
+    data = read_yaml(path, arg=arg)  # JSON is YAML; not UTF-8 or not YAML: InputError
     if is_hf_config(data):
-        fields = fields_from_hf_config(data, origin=str(path))
+        try:
+            fields = fields_from_hf_config(data, origin=str(path))
+        except InputError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError) as e:  # a key of the wrong type
+            raise InputError(f"{arg}={brief(str(path))}: a config.json key has a value of the wrong type "
+                             f"({brief(str(e))}); allowed: the numbers and booleans transformers writes") from None
         fields.update(name=str(data.get("_name_or_path") or path.parent.name or path.stem).split("/")[-1],
                       source=f"Hugging Face config.json ({path})")
         return build(ModelSpec, fields, origin=str(path))
@@ -170,6 +172,6 @@ def load_model(name, *, arg: str = "model") -> ModelSpec:
     if isinstance(name, (str, Path)) and (str(name).endswith((".json", ".yaml", ".yml")) or "/" in str(name)):
         return _model_file(Path(name), arg)
     if not isinstance(name, str) or name not in list_models():
-        raise InputError(f"{arg}={name!r} is not known; allowed: {', '.join(list_models())}, a dict of model "
+        raise InputError(f"{arg}={brief(name)} is not known; allowed: {', '.join(list_models())}, a dict of model "
                          "fields, or the path of a model YAML file or config.json")
     return _model(name)

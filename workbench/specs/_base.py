@@ -7,14 +7,26 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import InputError
+from ..errors import SHOWN_CHARS, InputError, brief
 
 
 class SpecError(InputError):
-    """A spec file or field is wrong; the message names the spec, field, value, allowed."""
+    """A spec file or field is wrong; the message names the spec, field, value, allowed
+    (the value's repr cut to errors.SHOWN_CHARS)."""
 
     def __init__(self, spec: str, field: str, value, allowed: str):
-        super().__init__(f"spec {spec!r}: {field}={value!r} is not allowed; expected {allowed}")
+        field = str(field)
+        field = field if len(field) <= SHOWN_CHARS else field[:SHOWN_CHARS] + "..."
+        super().__init__(f"spec {brief(spec)}: {field}={brief(value)} is not allowed; expected {allowed}")
+
+    def __reduce__(self):  # pickled by its message (a dask worker process raising it)
+        return _spec_error, (str(self),)
+
+
+def _spec_error(message: str) -> SpecError:
+    err = SpecError.__new__(SpecError)
+    InputError.__init__(err, message)
+    return err
 
 
 class _Loader(yaml.SafeLoader):
@@ -28,18 +40,31 @@ _Loader.add_implicit_resolver(
 )
 
 
-def read_yaml(path: Path) -> dict:
-    with open(path) as f:
-        data = yaml.load(f, Loader=_Loader)
+def read_yaml(path: Path, *, arg: str = "file") -> dict:
+    """A YAML (or JSON) mapping; unreadable, not UTF-8 or not YAML: InputError naming `arg`."""
+    name = f"{arg}={brief(str(path))}"
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.load(f, Loader=_Loader)
+    except UnicodeDecodeError:
+        raise InputError(f"{name} is not UTF-8 text; allowed: a UTF-8 YAML file") from None
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        raise InputError(f"{name} is not valid YAML ({getattr(e, 'problem', None) or type(e).__name__}"
+                         f"{f', line {where.line + 1}' if where else ''}); allowed: a YAML mapping") from None
+    except OSError as e:
+        raise InputError(f"{name} cannot be read ({e.strerror}); allowed: a readable YAML file") from None
     if not isinstance(data, dict):
-        raise SpecError(path.stem, "<file>", type(data).__name__, "a YAML mapping")
+        raise InputError(f"{name} holds a {type(data).__name__}, not a mapping; allowed: a YAML mapping of fields")
     return data
 
 
 def build(cls, data: dict, *, origin: str):
     """Construct dataclass `cls` from `data`; unknown or missing keys are errors."""
+    if not isinstance(data, dict):
+        raise SpecError(origin, cls.__name__, data, "a mapping of its fields")
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
+    unknown = sorted(set(data) - set(fields), key=str)
     if unknown:
         raise SpecError(origin, unknown[0], data[unknown[0]], f"one of the fields {sorted(fields)}")
     required = [n for n, f in fields.items()
@@ -60,7 +85,13 @@ RULES = {
     "nonnegative_int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0"),
     "positive": (lambda v: _is_number(v) and v > 0, "a positive number"),
     "nonnegative": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+    "bool": (lambda v: isinstance(v, bool), "true or false (a YAML boolean, not a string)"),
 }
+
+
+def bool_fields(spec) -> tuple:
+    """The names of a spec dataclass's bool fields (each must hold a real bool)."""
+    return tuple(f.name for f in dataclasses.fields(spec) if f.type in ("bool", bool))
 
 
 def require(spec, names, rule: str) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..units import DTYPES
-from ._base import SpecError, require
+from ._base import SpecError, bool_fields, require
 
 LINK_SCOPES = ("scale_up", "scale_out")
 
@@ -25,7 +25,10 @@ class EfficiencyTable:
     source: str = ""
 
     def __post_init__(self) -> None:
-        s, e = np.asarray(self.size, float), np.asarray(self.eff, float)
+        try:
+            s, e = np.asarray(self.size, float), np.asarray(self.eff, float)
+        except (TypeError, ValueError):
+            raise SpecError("efficiency table", "size/eff", (self.size, self.eff), "two lists of numbers") from None
         if s.shape != e.shape or s.size == 0:
             raise SpecError("efficiency table", "size/eff", (len(self.size), len(self.eff)),
                             "two non-empty lists of equal length")
@@ -49,6 +52,9 @@ class MemoryTier:
     bandwidth_bytes_per_s: float
     source: str = ""
 
+    def __post_init__(self) -> None:
+        require(self, ("capacity_bytes", "bandwidth_bytes_per_s"), "positive")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Link:
@@ -66,6 +72,10 @@ class Link:
     def __post_init__(self) -> None:
         if self.scope not in LINK_SCOPES:
             raise SpecError(self.name, "scope", self.scope, f"one of {LINK_SCOPES}")
+        require(self, ("unidir_bytes_per_s",), "positive")
+        require(self, ("latency_s",), "nonnegative")
+        require(self, ("domain_size",), "nonnegative_int")
+        require(self, bool_fields(self), "bool")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,19 +102,28 @@ class HardwareSpec:
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        for name in ("peak_flops_per_s", "gemm_peak_eff", "attention_peak_eff"):
+            if not isinstance(getattr(self, name), dict):
+                raise SpecError(self.name, name, getattr(self, name), "a mapping of dtype -> number")
+        require(self, ("n_sms", "gemm_tile_m", "gemm_tile_n"), "positive_int")
+        require(self, ("collective_sms",), "nonnegative_int")
+        require(self, ("price_usd_per_hour",), "nonnegative")
+        require(self, bool_fields(self), "bool")
         for dt, v in self.peak_flops_per_s.items():
             if dt not in DTYPES:
                 raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, f"a dtype in {DTYPES}")
-            if not (isinstance(v, (int, float)) and v > 0):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
                 raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, "a positive FLOP/s")
         require(self, ("l2_bytes", "kernel_launch_s", "memory_latency_s", "tdp_w"), "positive")
-        if "bf16" not in self.attention_peak_eff or not all(0 < v <= 1 for v in self.attention_peak_eff.values()):
+        if "bf16" not in self.attention_peak_eff or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1
+                for v in self.attention_peak_eff.values()):
             raise SpecError(self.name, "attention_peak_eff", self.attention_peak_eff,
                             "a bf16 entry and values in (0, 1]")
         if "bf16" not in self.gemm_peak_eff:
             raise SpecError(self.name, "gemm_peak_eff.bf16", None, "a bf16 entry (the fallback)")
         for dt, v in self.gemm_peak_eff.items():
-            if dt not in DTYPES or not 0 < v <= 1:
+            if dt not in DTYPES or isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
                 raise SpecError(self.name, f"gemm_peak_eff.{dt}", v, "a dtype with a value in (0, 1]")
         if not 0 <= self.collective_sms < self.n_sms:
             raise SpecError(self.name, "collective_sms", self.collective_sms, f"an integer in [0, n_sms={self.n_sms})")
@@ -137,12 +156,17 @@ class HardwareSpec:
 def hardware_from_dict(data: dict, origin: str) -> HardwareSpec:
     from ._base import build
     data = dict(data)
+    for key in ("memory", "links"):
+        if not isinstance(data.get(key, []), list):
+            raise SpecError(origin, key, data[key], "a list of mappings")
     for key in ("gemm_eff", "memory_eff"):
         if key in data:
             data[key] = build(EfficiencyTable, data[key], origin=f"{origin}.{key}")
     data["memory"] = tuple(build(MemoryTier, m, origin=f"{origin}.memory") for m in data.get("memory", []))
     links = []
     for ln in data.get("links", []):
+        if not isinstance(ln, dict):
+            raise SpecError(origin, "links", ln, "a list of mappings")
         ln = dict(ln)
         ln["busbw_eff"] = build(EfficiencyTable, ln.get("busbw_eff", {}), origin=f"{origin}.links.busbw_eff")
         links.append(build(Link, ln, origin=f"{origin}.links"))

@@ -45,7 +45,10 @@ def fields_from_hf_config(cfg: dict, *, origin: str) -> dict:
                    d_ff_expert=int(cfg.get("moe_intermediate_size") or out["d_ff"]),
                    n_shared_experts=int(cfg.get("n_shared_experts") or 0),
                    n_dense_layers=int(cfg.get("first_k_dense_replace") or 0))
-    out["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", False))
+    tied = cfg.get("tie_word_embeddings", False)
+    if not isinstance(tied, bool):  # "false" (a string) must not read as true
+        raise SpecError(origin, "tie_word_embeddings", tied, "true or false (a JSON boolean)")
+    out["tied_embeddings"] = tied
     if cfg.get("max_position_embeddings"):
         out["max_seq_len"] = int(cfg["max_position_embeddings"])
     types = cfg.get("layer_types") or []

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..units import dtype_bytes
-from ._base import SpecError, require
+from ._base import SpecError, bool_fields, require
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +54,7 @@ class ModelSpec:
                        "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "sliding_window",
                        "n_sliding_layers"), "nonnegative_int")
         require(self, ("published_params",), "nonnegative")
+        require(self, bool_fields(self), "bool")  # gated_mlp: "false" (a string) must not read as true
         if self.n_heads % self.n_kv_heads:
             raise SpecError(self.name, "n_kv_heads", self.n_kv_heads,
                             f"a divisor of n_heads={self.n_heads}")

@@ -51,6 +51,10 @@ class WaferSpec:
         require(self, ("sram_per_pe_bytes", "mem_read_bytes_per_cycle", "mem_write_bytes_per_cycle",
                        "link_bytes_per_cycle", "hop_cycles", "clock_hz", "pe_power_w"), "positive")
         require(self, ("stage_cycles", "map_call_cycles", "sram_reserved_per_pe_bytes"), "nonnegative")
+        require(self, ("clock_min_hz", "clock_max_hz", "vendor_peak_flops_per_s"), "positive")
+        require(self, ("price_usd_per_hour",), "nonnegative")
+        if not isinstance(self.simd_fmas_per_cycle, dict):
+            raise SpecError(self.name, "simd_fmas_per_cycle", self.simd_fmas_per_cycle, "a mapping of dtype -> FMAs")
         if not self.clock_min_hz <= self.clock_hz <= self.clock_max_hz:
             raise SpecError(self.name, "clock_hz", self.clock_hz,
                             f"within [clock_min_hz, clock_max_hz] = [{self.clock_min_hz}, {self.clock_max_hz}]")
@@ -58,7 +62,7 @@ class WaferSpec:
             raise SpecError(self.name, "sram_reserved_per_pe_bytes", self.sram_reserved_per_pe_bytes,
                             f"< sram_per_pe_bytes = {self.sram_per_pe_bytes}")
         for dt, v in self.simd_fmas_per_cycle.items():
-            if dt not in DTYPES or not v > 0:
+            if dt not in DTYPES or isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise SpecError(self.name, f"simd_fmas_per_cycle.{dt}", v, f"a dtype in {DTYPES} with a rate > 0")
 
     @property
@@ -98,6 +102,7 @@ class SystemSpec:
 
     def __post_init__(self) -> None:
         require(self, ("io_bytes_per_s", "io_latency_s", "power_w", "weight_store_bandwidth_bytes_per_s"), "positive")
+        require(self, ("price_usd_per_hour",), "nonnegative")
 
 
 def wafer_from_dict(data: dict, origin: str):
