@@ -176,3 +176,24 @@ def test_a_chromium_setting_that_is_a_folder_is_named(tmp_path, monkeypatch):
     html.write_text("<html></html>")
     pdf, message = report.export_pdf(html, tmp_path / "r.pdf")
     assert pdf is None and "is not an executable file" in message and str(tmp_path) in message
+
+
+def test_run_all_with_parameters_is_refused_in_one_line(capsys):
+    assert main(["run", "--all", "-p", "n_points=3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not allowed with --all" in err[0]
+
+
+def test_malformed_parameter_yaml_is_one_clean_error(root):
+    with pytest.raises(InputError, match="not valid YAML"):
+        run_study("tiny", overrides={"n_points": "[1, 2"}, root=root, out_root=root / "reports")
+
+
+def test_cli_refuses_a_folder_with_foreign_files_before_running(tmp_path, capsys):
+    out = tmp_path / "reports"
+    (out / "quantization").mkdir(parents=True)
+    (out / "quantization" / "notes.txt").write_text("mine")
+    assert main(["run", "quantization", "--smoke", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "notes.txt" in err[0] and "--force" in err[0]
+    assert (out / "quantization" / "notes.txt").read_text() == "mine"

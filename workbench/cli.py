@@ -232,6 +232,9 @@ def _run(ns) -> int:
     from .studies import StudyError, list_studies, run_study
     if ns.all == bool(ns.study):
         raise InputError("study is required unless --all; allowed: one of " + ", ".join(list_studies()))
+    if ns.all and ns.params:
+        raise InputError(f"-p {ns.params[0]!r} is not allowed with --all (each study has its own parameters); "
+                         "allowed: -p with one study")
     overrides = {}
     for item in ns.params:
         if "=" not in item:
@@ -243,7 +246,7 @@ def _run(ns) -> int:
     for name in names:
         t0 = time.perf_counter()
         try:
-            out = run_study(name, smoke=ns.smoke, overrides=overrides if not ns.all else None, out_root=ns.out)
+            out = run_study(name, smoke=ns.smoke, overrides=overrides or None, out_root=ns.out, force=ns.force)
             print(f"{name}: {out} ({time.perf_counter() - t0:.1f} s)")
         except StudyError as e:
             print(f"workbench: error: {e}", file=sys.stderr)
@@ -329,6 +332,8 @@ def parser(table: dict) -> argparse.ArgumentParser:
     rn.add_argument("-p", dest="params", action="append", default=[], metavar="NAME=VALUE",
                     help="override a notebook parameter (YAML syntax for lists)")
     rn.add_argument("--out", default=None, help="reports folder (default: reports/)")
+    rn.add_argument("--force", action="store_true",
+                    help="replace a report folder even if it holds files the workbench did not write")
     rp = sub.add_parser("report", help="render a study's HTML and PDF again from its executed notebook")
     rp.add_argument("study")
     rp.add_argument("--out", default=None, help="reports folder (default: reports/)")

@@ -91,7 +91,11 @@ def coerce(name: str, value, declared: str):
     """A command-line string to the declared type (YAML syntax for lists and dicts)."""
     if not isinstance(value, str) or declared == "str":
         return value
-    parsed = yaml.safe_load(value)
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError as e:
+        raise InputError(f"parameter {name}={value[:200]!r} is not valid YAML ({str(e).splitlines()[0]}); "
+                         f"allowed: a {declared} in YAML syntax") from None
     if declared == "float" and isinstance(parsed, int):
         parsed = float(parsed)
     return parsed

@@ -60,3 +60,10 @@ def test_malformed_input_still_raises():
         predict.inference(hardware="cs3", model="llama_3_1_8b", tp=8)
     with pytest.raises(InputError, match="tp=8 is not allowed on 'cs3'"):
         predict.training(hardware="cs3", model="llama_3_8b", tp=8)
+
+
+def test_gpu_layout_arguments_for_a_wafer_serving_pool_are_refused():
+    with pytest.raises(InputError, match="tp=8 is not allowed on 'cs3'"):
+        predict.serving(hardware="cs3", model="llama_3_1_8b", tp=8)
+    with pytest.raises(InputError, match="decode_tp=8 is not allowed on 'cs3'"):
+        predict.disaggregated(prefill_hardware="h100_sxm", decode_hardware="cs3", model="llama_3_1_8b", decode_tp=8)

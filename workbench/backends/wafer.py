@@ -156,8 +156,8 @@ class WaferBackend:
         return w.io_bytes_per_s
 
     def serving_layout(self, *, tp=1, pp=1, devices=None, hardware: str = "", prefix: str = "") -> dict:
-        """One serving instance: `devices` systems. tp and pp are not read (the serving
-        study passes its GPU tp to a wafer decode pool; refusing them needs that changed)."""
+        """One serving instance: `devices` systems; GPU tp / pp are refused by name."""
+        _refuse({f"{prefix}tp": (tp, 1), f"{prefix}pp": (pp, 1)}, hardware)
         return dict(devices=devices or 1)
 
 
