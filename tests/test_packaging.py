@@ -24,6 +24,9 @@ def test_environment_yml_matches_pyproject():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda = dict(_name_spec(d) for d in env["dependencies"]
                  if isinstance(d, str) and not d.startswith(("python", "pip")))
+    # packages only PyPI has come through the environment's pip section
+    pip = [d for section in env["dependencies"] if isinstance(section, dict) for d in section.get("pip", [])]
+    conda.update(_name_spec(d) for d in pip if not d.startswith("-e"))
     assert conda == wanted
 
 

@@ -227,6 +227,22 @@ def _list(ns) -> int:
     return 0
 
 
+def _import_kernels(ns) -> int:
+    """`workbench calibrate import-kernels --source aiconfigurator ... --out DIR`."""
+    if ns.source != "aiconfigurator":
+        raise InputError(f"source={ns.source!r} is not known; allowed: aiconfigurator")
+    from pathlib import Path
+
+    from .calibrate import aiconfigurator
+    out = Path(ns.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"out={ns.out!r} is a file; allowed: a folder")
+    datasets = aiconfigurator.import_kernels(hardware=ns.hardware, framework=ns.framework)
+    for path in aiconfigurator.write(datasets, out):
+        print(f"wrote {path}")
+    return 0
+
+
 def _run(ns) -> int:
     """`workbench run STUDY|--all`: exit 1 naming the study, cell and error on a failure."""
     from .studies import StudyError, list_studies, run_study
@@ -351,6 +367,13 @@ def parser(table: dict) -> argparse.ArgumentParser:
     mb.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     mb.add_argument("--quick", action="store_true", help="small sizes")
     mb.add_argument("--out", required=True)
+    cal = sub.add_parser("calibrate", help="import measured kernel tables into the measurement schema")
+    csub = cal.add_subparsers(dest="calibrate_command", required=True)
+    ik = csub.add_parser("import-kernels", help="kernel tables of a public source -> <out>/<gpu>-<framework>.nc")
+    ik.add_argument("--source", required=True, help="aiconfigurator (pip install -e '.[silicon]')")
+    ik.add_argument("--hardware", default=None, help="one GPU (default: every GPU the source covers)")
+    ik.add_argument("--framework", default=None, help="trtllm, vllm or sglang (default: all; NCCL tables always)")
+    ik.add_argument("--out", required=True, help="folder for the netCDF files")
     return p
 
 
@@ -360,6 +383,8 @@ def main(argv=None) -> int:
         ns = parser(table).parse_args(argv)
         if ns.command == "predict":
             return _predict(ns.kind, table[ns.kind], ns)
+        if ns.command == "calibrate":
+            return _import_kernels(ns)
         if ns.command == "microbench":
             from .microbench.__main__ import main as microbench_main
             return microbench_main(["--device", ns.device, "--out", ns.out] + (["--quick"] if ns.quick else []))

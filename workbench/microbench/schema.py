@@ -5,12 +5,16 @@ apply to a kind are NaN (numbers) or "" (strings), so GEMMs, attention, memory s
 launch latency and collectives share one flat table that converts to a DataFrame row for
 row (`to_frame`) and back (`to_dataset`).
 
-    kind         gemm | attention | memory | launch | all_reduce | all_gather
-    op           memory: copy | triad; collectives: the op; others ""
+    kind         gemm | attention | decode_attention | memory | launch | all_reduce |
+                 all_gather | reduce_scatter | all_to_all
+    op           memory: copy | triad; imported tables: the kernel source; others ""
+    framework    the serving framework whose kernels ran (trtllm, vllm, sglang, nccl), or ""
     hardware     spec name when the device is known (h100_sxm), else the device name
     dtype        math dtype (workbench.units.DTYPES), "" where not applicable
     m n k        GEMM C[m,n] = A[m,k] @ B[k,n]
-    batch seq_len n_heads head_dim causal   attention (causal: 1.0 / 0.0)
+    batch seq_len n_heads head_dim causal   attention (causal: 1.0 / 0.0); seq_len = new tokens
+    n_kv_heads context window kv_dtype      attention: KV heads, cached tokens attended
+                 (decode), sliding window (0: none), KV-cache dtype
     size_bytes   memory: bytes moved (read + write); collectives: the per-device buffer
     devices      collectives: ranks; others 1
     time_s       median over repetitions; time_p25_s, time_p75_s, time_min_s the spread
@@ -28,10 +32,12 @@ import xarray as xr
 from ..units import unit_attrs
 
 DIM = "measurement"
-KINDS = ("gemm", "attention", "memory", "launch", "all_reduce", "all_gather")
+KINDS = ("gemm", "attention", "decode_attention", "memory", "launch", "all_reduce", "all_gather", "reduce_scatter",
+         "all_to_all")
 METRICS = ("flops_per_s", "bytes_per_s", "bus_bandwidth_bytes_per_s", "time_s")
-STRINGS = ("kind", "op", "hardware", "dtype", "metric", "source")
-NUMBERS = ("m", "n", "k", "batch", "seq_len", "n_heads", "head_dim", "causal", "size_bytes", "devices",
+STRINGS = ("kind", "op", "hardware", "framework", "dtype", "kv_dtype", "metric", "source")
+NUMBERS = ("m", "n", "k", "batch", "seq_len", "n_heads", "n_kv_heads", "head_dim", "context", "window", "causal",
+           "size_bytes", "devices",
            "time_s", "time_p25_s", "time_p75_s", "time_min_s", "n_reps", "value_si")
 COLUMNS = STRINGS + NUMBERS
 REQUIRED = ("kind", "hardware", "metric", "value_si")
@@ -58,7 +64,8 @@ def to_dataset(records, attrs: dict | None = None) -> xr.Dataset:
     df = df.reindex(columns=COLUMNS)
     data = {}
     for c in STRINGS:
-        data[c] = (DIM, df[c].fillna("").astype(str).to_numpy(dtype=object))
+        col = df[c].astype(object)
+        data[c] = (DIM, col.where(col.notna(), "").astype(str).to_numpy(dtype=object))
     for c in NUMBERS:
         data[c] = (DIM, pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float))
     ds = xr.Dataset(data, coords={DIM: np.arange(len(df))})

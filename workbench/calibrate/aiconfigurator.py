@@ -1,0 +1,164 @@
+"""Import the measured kernel tables of NVIDIA's `aiconfigurator-core` package (PyPI,
+Apache-2.0; the optional extra `silicon`) into the project's measurement schema
+(microbench/schema.py): one dataset per GPU and serving framework, SI units, every row
+keeping the package version, the framework version and the file it came from.
+
+    workbench calibrate import-kernels --source aiconfigurator --hardware h100_sxm --framework trtllm --out DIR
+
+Only the kernel tables under `systems/data/<gpu>/<class>/<framework>/<version>/` are read
+(GEMM, context and generation attention, NCCL and custom all-reduce); the package's
+end-to-end serving measurements are never read: they are held out to judge the model.
+
+Units of the tables (checked against physics in tests/calibrate/test_aiconfigurator.py):
+`latency` is milliseconds (an 8192^3 bf16 GEMM on H100 takes 1.40: 783 TFLOP/s, 79% of
+peak); NCCL `message_size` counts elements of the whole buffer, nccl-tests' `size` (half
+takes twice int8's time at large sizes).
+"""
+from __future__ import annotations
+
+from importlib import metadata, resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..microbench import schema
+
+PACKAGE = "aiconfigurator-core"
+MS = 1e-3
+# Their directory name -> our catalog name (the GPUs without a catalog spec keep theirs).
+HARDWARE = {"a100_sxm": "a100_sxm", "h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200"}
+FRAMEWORKS = ("trtllm", "vllm", "sglang")
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8": "fp8", "fp8_block": "fp8_block",
+          "nvfp4": "fp4", "int8": "int8", "int4_wo": "int4", "fp8_e4m3": "fp8"}
+DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "fp4": 0.5, "int8": 1.0, "int4": 0.5}
+COLLECTIVE_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+                  "alltoall": "all_to_all"}
+
+
+def data_root() -> Path:
+    """systems/data of the installed package; a clear error when the extra is missing."""
+    try:
+        import aiconfigurator_core  # noqa: F401  (the package whose data is read)
+        import pyarrow  # noqa: F401  (its parquet reader)
+    except ImportError:
+        raise InputError("source='aiconfigurator' needs the optional extra: pip install -e '.[silicon]' "
+                         "(aiconfigurator-core and pyarrow)") from None
+    return Path(str(resources.files("aiconfigurator_core"))) / "systems" / "data"
+
+
+def package_version() -> str:
+    return metadata.version(PACKAGE)
+
+
+def available(root: Path | None = None) -> pd.DataFrame:
+    """Every kernel table of the package: gpu, class, framework, version, file."""
+    root = root or data_root()
+    rows = [{"gpu": p.parts[-5], "kernel_class": p.parts[-4], "framework": p.parts[-3], "version": p.parts[-2],
+             "file": str(p.relative_to(root.parents[1]))}
+            for p in sorted(root.glob("*/*/*/*/*.parquet"))]
+    return pd.DataFrame(rows, columns=["gpu", "kernel_class", "framework", "version", "file"])
+
+
+def _origin(file: str, framework_version: str) -> str:
+    return f"{PACKAGE} {package_version()} {file} (framework version {framework_version})"
+
+
+def _gemm(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    dt = df["gemm_dtype"].map(DTYPES).fillna(df["gemm_dtype"])
+    t = df["latency"].to_numpy(float) * MS
+    flops = 2.0 * df["m"].to_numpy(float) * df["n"].to_numpy(float) * df["k"].to_numpy(float)
+    return pd.DataFrame({"kind": "gemm", "op": df["kernel_source"].astype(str), "hardware": hw, "framework": fw,
+                         "dtype": dt, "m": df["m"], "n": df["n"], "k": df["k"], "time_s": t,
+                         "metric": "flops_per_s", "value_si": flops / t, "source": origin})
+
+
+def _attention(df: pd.DataFrame, hw: str, fw: str, origin: str, phase: str) -> pd.DataFrame:
+    t = df["latency"].to_numpy(float) * MS
+    decode = phase == "generation"
+    return pd.DataFrame({
+        "kind": "decode_attention" if decode else "attention", "op": df["kernel_source"].astype(str),
+        "hardware": hw, "framework": fw, "dtype": df["attn_dtype"].map(DTYPES).fillna(df["attn_dtype"]),
+        "kv_dtype": df["kv_cache_dtype"].map(DTYPES).fillna(df["kv_cache_dtype"]),
+        "batch": df["batch_size"], "seq_len": df["isl"], "context": df["step"] if decode else 0.0,
+        "n_heads": df["num_heads"], "n_kv_heads": df["num_key_value_heads"], "head_dim": df["head_dim"],
+        "window": df["window_size"], "causal": 1.0, "time_s": t, "metric": "time_s", "value_si": t,
+        "source": origin})
+
+
+def _collective(df: pd.DataFrame, hw: str, fw: str, origin: str, op_column: str, dtype_column: str) -> pd.DataFrame:
+    df = df[df[op_column].isin(list(COLLECTIVE_OPS))]
+    dt = df[dtype_column].map(DTYPES).fillna(df[dtype_column])
+    t = df["latency"].to_numpy(float) * MS
+    return pd.DataFrame({"kind": df[op_column].map(COLLECTIVE_OPS), "op": df["kernel_source"].astype(str),
+                         "hardware": hw, "framework": fw, "dtype": dt, "devices": df["num_gpus"],
+                         "size_bytes": df["message_size"].to_numpy(float) * dt.map(DTYPE_BYTES).to_numpy(float),
+                         "time_s": t, "metric": "time_s", "value_si": t, "source": origin})
+
+
+def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFrame | None:
+    """One parquet table as schema rows (None for tables with no importer yet)."""
+    import pyarrow.parquet as pq
+    name = path.stem
+    origin = _origin(str(path.relative_to(root.parents[1])), version)
+    if name == "gemm_perf":
+        return _gemm(pq.read_table(path).to_pandas(), hw, fw, origin)
+    if name in ("context_attention_perf", "generation_attention_perf"):
+        return _attention(pq.read_table(path).to_pandas(), hw, fw, origin, name.split("_")[0])
+    if name == "nccl_perf":
+        return _collective(pq.read_table(path).to_pandas(), hw, "nccl", origin, "op_name", "nccl_dtype")
+    if name == "custom_allreduce_perf":  # the framework's own all-reduce kernels
+        return _collective(pq.read_table(path).to_pandas(), hw, fw, origin, "op_name", "allreduce_dtype")
+    return None
+
+
+def import_kernels(*, hardware: str | None = None, framework: str | None = None, root: Path | None = None) -> dict:
+    """{(hardware, framework): Dataset} of every importable table (newest framework
+    version per kernel class), in the measurement schema."""
+    root = root or data_root()
+    tables = available(root)
+    if hardware is not None:
+        theirs = {v: k for k, v in HARDWARE.items()}.get(hardware, hardware)
+        if theirs not in set(tables["gpu"]):
+            raise InputError(f"hardware={hardware!r} has no kernel tables; allowed: "
+                             f"{', '.join(sorted(HARDWARE.get(g, g) for g in set(tables['gpu'])))}")
+        tables = tables[tables["gpu"] == theirs]
+    if framework is not None:
+        if framework not in FRAMEWORKS:
+            raise InputError(f"framework={framework!r} is not known; allowed: {', '.join(FRAMEWORKS)}")
+        tables = tables[tables["framework"].isin([framework, "nccl"])]
+    out: dict = {}
+    for (gpu, klass, fw), group in tables.groupby(["gpu", "kernel_class", "framework"]):
+        newest = max(group["version"], key=_version_key)
+        for _, t in group[group["version"] == newest].iterrows():
+            frame = _read(root.parents[1] / t["file"], HARDWARE.get(gpu, gpu), fw, newest, root)
+            if frame is not None and len(frame):
+                out.setdefault((HARDWARE.get(gpu, gpu), frame["framework"].iloc[0]), []).append(frame)
+    return {key: schema.to_dataset(finite_rows(pd.concat(frames, ignore_index=True)),
+                                   attrs={"source": f"{PACKAGE} {package_version()}", "hardware": key[0],
+                                          "framework": key[1]})
+            for key, frames in out.items()}
+
+
+def _version_key(version: str) -> tuple:
+    """Order '1.3.0rc20' after '1.3.0rc5' and '0.5.14' after '0.5.9'."""
+    import re
+    return tuple(int(x) if x.isdigit() else x for x in re.findall(r"\d+|[a-z]+", version))
+
+
+def write(datasets: dict, out: Path) -> list[Path]:
+    """One netCDF per GPU and framework: <out>/<hardware>-<framework>.nc."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for (hw, fw), ds in sorted(datasets.items()):
+        path = out / f"{hw}-{fw}.nc"
+        schema.save(ds, path)
+        paths.append(path)
+    return paths
+
+
+def finite_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a positive, finite latency (the tables carry a few failed measurements)."""
+    v = pd.to_numeric(df["value_si"], errors="coerce").to_numpy(float)
+    return df[np.isfinite(v) & (v > 0)]
