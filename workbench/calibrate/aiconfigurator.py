@@ -77,6 +77,9 @@ def _gemm(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
 def _attention(df: pd.DataFrame, hw: str, fw: str, origin: str, phase: str) -> pd.DataFrame:
     t = df["latency"].to_numpy(float) * MS
     decode = phase == "generation"
+    # older tables lack some columns: no sliding window, the KV cache in the math dtype
+    df = df.assign(window_size=df.get("window_size", 0), kv_cache_dtype=df.get("kv_cache_dtype", df["attn_dtype"]),
+                   step=df.get("step", 0))
     return pd.DataFrame({
         "kind": "decode_attention" if decode else "attention", "op": df["kernel_source"].astype(str),
         "hardware": hw, "framework": fw, "dtype": df["attn_dtype"].map(DTYPES).fillna(df["attn_dtype"]),
