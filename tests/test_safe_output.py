@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import stat
-from pathlib import Path
 
 import pytest
 
@@ -18,14 +17,6 @@ from workbench.errors import InputError
 from workbench.safe_output import MANIFEST, foreign_files, install, private_folder, recover
 from workbench.studies import StudyError, run_study
 
-DATA = Path(__file__).parent / "data" / "study_root"
-
-
-@pytest.fixture
-def root(tmp_path):
-    dst = tmp_path / "root"
-    shutil.copytree(DATA, dst)
-    return dst
 
 
 @pytest.fixture

@@ -3,22 +3,12 @@ in place, and a failed run keeps the previous report."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
 from workbench.errors import InputError
 from workbench.studies import StudyError, load_study, run_study
 
-DATA = Path(__file__).parent / "data" / "study_root"
-
-
-@pytest.fixture
-def root(tmp_path):
-    dst = tmp_path / "root"
-    shutil.copytree(DATA, dst)
-    return dst
 
 
 def test_unknown_or_ill_typed_parameter_fails_before_running(root):

@@ -13,7 +13,7 @@ import xarray as xr
 from workbench import predict
 from workbench.primitives.attention import SCORE_BYTES, attention_decode, attention_prefill
 from workbench.primitives.gemm import memory_time
-from workbench.specs import list_gpus, load_hardware
+from workbench.specs import list_gpus
 from workbench.units import DTYPE_BYTES
 from workbench.backends import numbers
 

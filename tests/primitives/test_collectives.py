@@ -13,7 +13,7 @@ import xarray as xr
 from workbench import predict
 from workbench.errors import InputError
 from workbench.primitives.collectives import COLLECTIVES, collective
-from workbench.specs import list_gpus, load_hardware
+from workbench.specs import list_gpus
 from workbench.backends import numbers
 
 HARDWARE = list_gpus()

@@ -8,7 +8,7 @@ import xarray as xr
 
 from workbench import predict
 from workbench.primitives.gemm import elementwise, gemm, memory_time, wave_efficiency
-from workbench.specs import list_gpus, load_hardware
+from workbench.specs import list_gpus
 from workbench.units import DTYPE_BYTES
 from workbench.backends import numbers
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workbench.specs import load_hardware, load_model
+from workbench.specs import load_model
 from workbench.workloads.inference import inference, memory_per_device
 from workbench.workloads.layers import layer_decode
 from workbench.backends import numbers

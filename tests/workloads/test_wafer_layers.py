@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workbench.specs import list_models, load_hardware, load_model
+from workbench.specs import list_models, load_model
 from workbench.workloads.wafer_layers import (decode_layer, layer_memory_per_pe, layer_weight_matrices,
                                               prefill_layer)
 from workbench.backends import numbers

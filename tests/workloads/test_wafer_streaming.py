@@ -6,7 +6,7 @@ import pytest
 
 from workbench import predict
 from workbench.primitives.weight_streaming import stream_time, streamed_layer
-from workbench.specs import load_hardware, load_model
+from workbench.specs import load_model
 from workbench.backends import numbers
 
 

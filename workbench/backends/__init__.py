@@ -116,9 +116,12 @@ def _number(v: float) -> str:
     return f"{v:.0f}" if np.isfinite(v) and v == round(v) and abs(v) < 1e15 else f"{v:g}"
 
 
-def flag_problems(result: dict, problems: list, *sizes) -> dict:
-    """Each layout.Problem as flagged points, the first listed shown where several hold."""
-    shape = np.broadcast(result["fits"], *sizes).shape
+def flag_problems(result: dict, problems: list) -> dict:
+    """Each layout.Problem as flagged points, the first listed shown where several hold.
+    The points are the broadcast of the result and every size the problems depend on."""
+    sizes = [np.asarray(v if v is not None else 0.0, dtype=float) for p in problems for v in p.values.values()]
+    shape = np.broadcast_shapes(np.shape(result["fits"]), *(np.shape(p.where) for p in problems),
+                                *(np.shape(v) for v in sizes))
     for p in reversed(problems):
         result = flag_each(result, np.broadcast_to(p.where, shape), p.values, p.message, nan=not p.keep_numbers)
     return result

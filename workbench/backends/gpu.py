@@ -20,9 +20,6 @@ from ..errors import InputError
 from ..layout import GpuLayout, context_problems
 from . import flag_problems
 
-_LINK_KNOBS = ("bandwidth_bytes_per_s", "latency_s", "domain_size")
-
-
 def _knobs(spec, every: bool = False) -> dict:
     """Knob -> (unit, value). Peaks are listed for the chip's dtypes; with `every`, the
     dtypes it lacks too (a hypothetical unit may be given a peak)."""
@@ -112,7 +109,7 @@ class GpuBackend:
         r["kv"] = np.array(kvd, dtype=object)
         problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
                                                                                 generate=generate)
-        return flag_problems(r, problems, tp, pp, ep, layout.dp, prompt, generate)
+        return flag_problems(r, problems)
 
     def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
                  global_batch, micro_batch, virtual_stages, devices=None, dp=None, **_) -> dict:
@@ -123,8 +120,7 @@ class GpuBackend:
                      seq_len=seq_len, global_batch=global_batch, micro_batch=layout.micro_batch, precision=precision,
                      zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
                      attention=attention)
-        return flag_problems(r, layout.problems(model, phase="training"), tp, pp, cp, ep, layout.dp,
-                             1.0 if devices is None else devices)
+        return flag_problems(r, layout.problems(model, phase="training"))
 
     def gemm(self, hw: GpuNumbers, *, dtype, m, n, k, **_) -> dict:
         b = DTYPE_BYTES[dtype]

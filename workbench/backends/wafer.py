@@ -110,7 +110,7 @@ class WaferBackend:
         r["kv"] = np.array(kvd, dtype=object)
         problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
                                                                                 generate=generate)
-        return flag_problems(r, problems, layout.systems, prompt, generate)
+        return flag_problems(r, problems)
 
     def training(self, w: WaferNumbers, model, *, precision, recompute, seq_len, global_batch, devices=None,
                  **_) -> dict:
@@ -118,8 +118,7 @@ class WaferBackend:
         layout = WaferLayout(systems=1.0 if devices is None else devices)  # data-parallel systems
         r = wafer_training(w=w, model=model, devices=layout.systems, seq_len=seq_len,
                            global_batch=global_batch, precision=precision, recompute=recompute)
-        return flag_problems(r, layout.problems(model, phase="training", global_batch=global_batch),
-                             layout.systems, global_batch)
+        return flag_problems(r, layout.problems(model, phase="training", global_batch=global_batch))
 
     def gemm(self, w: WaferNumbers, *, dtype, mapping, m, n, k, pe_grid=None, **_) -> dict:
         """On a pe_grid x pe_grid region (default: the largest square), as MeshGEMV when
