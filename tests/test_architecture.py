@@ -84,7 +84,7 @@ def test_modes_are_checked_where_they_are_used():
         mesh_gemm(w, P=8.0, m=8.0, k=8.0, n=8.0, mapping="Mesh")
     with pytest.raises(InputError, match="mapping"):
         kv_capacity_tokens(free_bytes_per_pe=1e4, P=8.0, kv_bytes_per_token_per_layer=512.0, mapping="")
-    with pytest.raises(InputError, match="kernel='flash3'"):
-        attention_prefill(hw=g, batch=1.0, seq_len=128.0, n_heads=8.0, head_dim=64.0, kernel="flash3")
+    with pytest.raises(InputError, match="kernel='flash4'"):
+        attention_prefill(hw=g, batch=1.0, seq_len=128.0, n_heads=8.0, head_dim=64.0, kernel="flash4")
     with pytest.raises(InputError, match="dtype='e4m3'"):
         gemm(hw=g, m=8.0, n=8.0, k=8.0, dtype="e4m3")

@@ -165,7 +165,7 @@ def test_installed_console_script():
     if not exe.exists():
         pytest.skip(f"console script not installed next to {sys.executable}")
     proc = subprocess.run([str(exe), "predict", "gemm", "--hardware", "h100_sxm", "--m", "8192", "--n", "8192",
-                           "--k", "8192", "--dtype", "fp8", "--json"], capture_output=True, text=True, timeout=120)
+                           "--k", "8192", "--dtype", "fp8", "--framework", "none", "--json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     assert record["flops"] == 2 * 8192**3  # 2·m·n·k

@@ -54,7 +54,7 @@ def test_normalize_training_state_fills_defaults_and_checks():
                        (dict(tp=0), "tp=0 is not allowed; allowed: a positive integer"),
                        (dict(seq_len=1.5), "seq_len=1.5 is not allowed"),
                        (dict(zero=5), "zero=5 is not known; allowed: 0, 1, 2, 3"),
-                       (dict(attention="x"), "attention='x' is not known; allowed: flash2, flash1, materialized"),
+                       (dict(attention="x"), "attention='x' is not known; allowed: flash2, flash1, flash3, materialized"),
                        (dict(recompute="half"), "recompute='half' is not known"),
                        (dict(precision="fp16"), "precision='fp16' is not known; allowed: bf16, fp8"),
                        (dict(batch=8), "control 'batch' is not known")):

@@ -94,6 +94,15 @@ def broadcast_numeric(numeric: dict) -> tuple[dict, tuple, dict]:
     return out, tuple(dims), coords
 
 
+def _variable(dims, values: np.ndarray) -> xr.Variable:
+    """A Variable of the array as it is. Object arrays (labels: bound, reason) skip
+    xarray's object inspection, which under pandas 3 round-trips them through Arrow
+    strings (0.4 s per million labels); their elements are Python strings already."""
+    if values.dtype == object:
+        return xr.Variable(dims, values, fastpath=True)
+    return xr.Variable(dims, values)
+
+
 def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> xr.Dataset:
     """Run `fn(**categorical_point, **numeric_arrays) -> dict of arrays` over every
     combination of categorical values; dims of lists / DataArrays are kept."""
@@ -108,7 +117,7 @@ def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> 
         out = fn(**point, **arrays)
         shape = tuple(len(coords[d]) if d in coords else max(np.shape(a)[i] for a in arrays.values())
                       for i, d in enumerate(dims))
-        ds = xr.Dataset({k: (dims, np.broadcast_to(np.asarray(v), shape))
+        ds = xr.Dataset({k: _variable(dims, np.broadcast_to(np.asarray(v), shape))
                          for k, v in out.items() if k not in coords and k not in cat_dims},
                         coords=coords)
         for d in cat_dims:

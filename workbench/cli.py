@@ -212,7 +212,33 @@ def _add_predict(psub, kind: str, args: dict) -> None:
     sp.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _list_frameworks(name) -> int:
+    """Frameworks with kernel tables for one hardware: default mark, the classes fitted and
+    their held-out error."""
+    from .backends import kernel_tables
+    from .specs import load_hardware
+    spec = load_hardware(name)
+    have = kernel_tables.frameworks(spec)
+    if not have:
+        print(f"{spec.name}: no kernel tables (framework none: the spec's analytical efficiencies)")
+        return 0
+    via = "" if spec.kernel_tables == spec.name else f" (tables of {spec.kernel_tables})"
+    for fw in have:
+        fits = kernel_tables.fits_for(spec, fw)
+        mark = " (default)" if fw == spec.default_framework else ""
+        print(f"{fw}{mark}{via}: {fits.source}")
+        for (c, v), sc in sorted(fits.scores.items()):
+            print(f"  {c:17s} {v:20s} {sc['rows']:7d} rows  held-out median |err| {sc['median_abs_err']:6.1%}"
+                  f"  p90 {sc['p90_abs_err']:6.1%}")
+    print("none: the spec's analytical efficiencies")
+    return 0
+
+
 def _list(ns) -> int:
+    if ns.what == "frameworks":
+        if not ns.name:
+            raise InputError("list frameworks needs HARDWARE; allowed: a name from `workbench list hardware`")
+        return _list_frameworks(ns.name)
     if ns.what != "knobs":
         for n in list_hardware() if ns.what == "hardware" else list_models():
             print(n)
@@ -239,6 +265,17 @@ def _import_kernels(ns) -> int:
         raise InputError(f"out={ns.out!r} is a file; allowed: a folder")
     datasets = aiconfigurator.import_kernels(hardware=ns.hardware, framework=ns.framework)
     for path in aiconfigurator.write(datasets, out):
+        print(f"wrote {path}")
+    return 0
+
+
+def _fit_kernels(ns) -> int:
+    """`workbench calibrate fit-kernels --tables DIR`: surfaces -> workbench/specs/kernels/."""
+    from pathlib import Path
+
+    from .calibrate import kernel_fit
+    out = Path(ns.out) if ns.out else kernel_fit.KERNELS_DIR
+    for path in kernel_fit.fit_folder(Path(ns.tables), hardware=ns.hardware, framework=ns.framework, out_dir=out):
         print(f"wrote {path}")
     return 0
 
@@ -360,8 +397,8 @@ def parser(table: dict) -> argparse.ArgumentParser:
     sw.add_argument("--scheduler", default=None, help="dask.distributed scheduler address")
     sw.add_argument("--progress", action="store_true", help="show a progress bar")
     ls = sub.add_parser("list", help="list the catalog, or the knobs of one hardware")
-    ls.add_argument("what", choices=["hardware", "models", "knobs"])
-    ls.add_argument("name", nargs="?", help="knobs: the hardware (name or YAML path)")
+    ls.add_argument("what", choices=["hardware", "models", "knobs", "frameworks"])
+    ls.add_argument("name", nargs="?", help="knobs, frameworks: the hardware (name or YAML path)")
     sub.add_parser("demo", help="print the demo prediction table")
     mb = sub.add_parser("microbench", help="run kernel microbenchmarks (needs PyTorch) into a netCDF file")
     mb.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -374,6 +411,12 @@ def parser(table: dict) -> argparse.ArgumentParser:
     ik.add_argument("--hardware", default=None, help="one GPU (default: every GPU the source covers)")
     ik.add_argument("--framework", default=None, help="trtllm, vllm or sglang (default: all; NCCL tables always)")
     ik.add_argument("--out", required=True, help="folder for the netCDF files")
+    fk = csub.add_parser("fit-kernels", help="fit kernel efficiency surfaces to imported tables, scored by "
+                                             "held-out shape neighbourhoods")
+    fk.add_argument("--tables", required=True, help="the --out folder of import-kernels")
+    fk.add_argument("--hardware", default=None, help="one catalog GPU (default: every GPU with tables)")
+    fk.add_argument("--framework", default=None, help="trtllm, vllm or sglang (default: all)")
+    fk.add_argument("--out", default=None, help="folder for the JSON surfaces (default: workbench/specs/kernels)")
     return p
 
 
@@ -384,7 +427,7 @@ def main(argv=None) -> int:
         if ns.command == "predict":
             return _predict(ns.kind, table[ns.kind], ns)
         if ns.command == "calibrate":
-            return _import_kernels(ns)
+            return _fit_kernels(ns) if ns.calibrate_command == "fit-kernels" else _import_kernels(ns)
         if ns.command == "microbench":
             from .microbench.__main__ import main as microbench_main
             return microbench_main(["--device", ns.device, "--out", ns.out] + (["--quick"] if ns.quick else []))

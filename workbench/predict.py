@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._broadcast import as_axis, evaluate, values_of
-from .backends import backend_for, check_knobs
+from .backends import backend_for, check_knobs, kernel_tables
 from .errors import InputError, brief, check_choice, check_positive, check_range, check_scalar
 from .primitives.attention import ATTENTION_KERNELS
 from .primitives.collectives import COLLECTIVES
@@ -101,14 +101,38 @@ def _split(point: dict, knob_names) -> tuple[dict, dict]:
 
 def _dispatch(method: str, specs: dict, knob_axes: dict, models: dict | None = None):
     """The function `evaluate` runs per combination of categorical values: resolve the
-    point's model (with its knobs) and hardware knobs, then the hardware's backend
-    evaluates `method` on the numbers."""
+    point's model (with its knobs), hardware knobs and serving framework (its kernel
+    tables), then the hardware's backend evaluates `method` on the numbers."""
     def fn(hardware, **point):
         args = (_resolve_model(models, point.pop("model"), point),) if models is not None else ()
         knobs, point = _split(point, knob_axes)
-        be = backend_for(specs[hardware])
-        return getattr(be, method)(be.numbers(specs[hardware], knobs), *args, **point)
+        spec = specs[hardware]
+        be = backend_for(spec)
+        fw = point.pop("framework", "none")
+        fw = kernel_tables.resolve(spec, fw) if be.kind == "gpu" else "none"
+        return getattr(be, method)(be.numbers(spec, knobs, fw), *args, **point)
     return fn
+
+
+def _check_framework(framework, specs: dict, *, default: str) -> object:
+    """`framework` checked against each hardware: a name with tables for every GPU given,
+    "none" (no tables), or None (each GPU's default_framework; `default` "none" where the
+    prediction defaults to no tables). Wafers take none."""
+    allowed = (*kernel_tables.FRAMEWORKS, kernel_tables.NONE)
+    values = values_of(framework)
+    for v in values:
+        if v is not None:
+            check_choice("framework", v, allowed)
+    for name, spec in specs.items():
+        kind = backend_for(spec).kind
+        for v in values:
+            if v in (None, kernel_tables.NONE):
+                continue
+            if kind != "gpu":
+                raise InputError(f"framework={v!r} is not allowed on {name!r}; allowed: none (serving frameworks "
+                                 "run on GPUs)")
+            kernel_tables.resolve(spec, v)
+    return default if framework is None and default == kernel_tables.NONE else framework
 
 
 def _axes(**values) -> dict:
@@ -120,12 +144,15 @@ def _check_dtype(arg, value):
     check_choice(arg, values_of(value), DTYPES)
 
 
-def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", hardware_overrides=None):
+def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", framework=None, hardware_overrides=None):
     """Time and achieved FLOP/s of C[m,n] = A[m,k] @ B[k,n] in `dtype` (inputs and output
     in that dtype, as cuBLASLt benchmarks run them). On a wafer (wse2, wse3, cs2, cs3) it
     runs on a pe_grid x pe_grid region (default: the largest square), as MeshGEMV when
-    m == 1 and MeshGEMM otherwise, with `mapping` "mesh" or "gpu_style"."""
+    m == 1 and MeshGEMM otherwise, with `mapping` "mesh" or "gpu_style". `framework` (trtllm, vllm, sglang; `workbench list frameworks HW`) selects the
+    measured kernel tables of that serving framework; None: the GPU's default_framework;
+    "none": the spec's analytical efficiencies."""
     hw_axis, specs = _hardware_axis(hardware)
+    framework = _check_framework(framework, specs, default="spec")
     _check_dtype("dtype", dtype)
     check_choice("mapping", values_of(mapping), MAPPINGS)
     for arg, v in (("m", m), ("n", n), ("k", k)):
@@ -138,18 +165,27 @@ def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", hardw
 
     return evaluate(_dispatch("gemm", specs, knob_axes),
                     categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
-                                 "mapping": as_axis("mapping", mapping)},
+                                 "mapping": as_axis("mapping", mapping), "framework": as_axis("framework", framework)},
                     numeric={**numeric, **knob_axes}, attrs={"function": "predict.gemm"})
 
 
-def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True, kernel="flash2",
-              hardware_overrides=None):
+def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True, kernel=None,
+              n_kv_heads=None, framework=None, hardware_overrides=None):
     """Attention forward over `seq_len` tokens: FLOPs 4·batch·seq²·heads·head_dim, halved
     when causal (the FlashAttention papers' convention), by a `kernel` of
-    primitives/attention.ATTENTION_KERNELS; backward_s is its backward pass."""
+    primitives/attention.ATTENTION_KERNELS (flash1, flash2, flash3, framework: the serving
+    framework's own kernel from its tables, materialized; None: framework where the GPU
+    has tables, else flash2); backward_s is its backward pass. `n_kv_heads` (default
+    n_heads) for grouped-query attention. `framework` (trtllm, vllm, sglang; `workbench list frameworks HW`) selects the
+    measured kernel tables of that serving framework; None: the GPU's default_framework;
+    "none": the spec's analytical efficiencies."""
     hw_axis, specs = _hardware_axis(hardware)
     _check_dtype("dtype", dtype)
-    check_choice("kernel", values_of(kernel), ATTENTION_KERNELS)
+    framework = _check_framework(framework, specs, default="spec")
+    if kernel is not None:  # None (one value): each GPU's framework kernel where it has tables, else flash2
+        check_choice("kernel", values_of(kernel), ATTENTION_KERNELS)
+    if n_kv_heads is not None:
+        check_positive("n_kv_heads", n_kv_heads, integer=True)
     for arg, v in (("batch", batch), ("seq_len", seq_len), ("n_heads", n_heads), ("head_dim", head_dim)):
         check_positive(arg, v, integer=True)
     check_choice("causal", values_of(causal), (True, False))
@@ -157,23 +193,29 @@ def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", caus
 
     return evaluate(_dispatch("attention", specs, knob_axes),
                     categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
-                                 "causal": as_axis("causal", causal), "kernel": as_axis("kernel", kernel)},
+                                 "causal": as_axis("causal", causal), "kernel": as_axis("kernel", kernel),
+                                 "framework": as_axis("framework", framework)},
                     numeric={"batch": as_axis("batch", batch), "seq_len": as_axis("seq_len", seq_len),
                              "n_heads": as_axis("n_heads", n_heads), "head_dim": as_axis("head_dim", head_dim),
-                             **knob_axes},
+                             **_axes(n_kv_heads=n_kv_heads), **knob_axes},
                     attrs={"function": "predict.attention"})
 
 
-def collective(*, hardware, devices, op, size_bytes, hardware_overrides=None):
-    """Time and bus bandwidth (nccl-tests convention) of collective `op` on `size_bytes`."""
+def collective(*, hardware, devices, op, size_bytes, framework=None, hardware_overrides=None):
+    """Time and bus bandwidth (nccl-tests convention) of collective `op` on `size_bytes`.
+    With kernel tables, inside the scale-up domain: NCCL's measured curve, or the
+    framework's own all-reduce where it is faster. `framework` (trtllm, vllm, sglang; `workbench list frameworks HW`) selects the
+    measured kernel tables of that serving framework; None: the GPU's default_framework;
+    "none": the spec's analytical efficiencies."""
     hw_axis, specs = _hardware_axis(hardware)
+    framework = _check_framework(framework, specs, default="spec")
     check_choice("op", values_of(op), COLLECTIVES)
     check_positive("devices", devices, integer=True)
     check_positive("size_bytes", size_bytes)
     knob_axes = _knob_axes(hardware_overrides, specs)
 
     return evaluate(_dispatch("collective", specs, knob_axes),
-                    categorical={"hardware": hw_axis, "op": as_axis("op", op)},
+                    categorical={"hardware": hw_axis, "op": as_axis("op", op), "framework": as_axis("framework", framework)},
                     numeric={"devices": as_axis("devices", devices), "size_bytes": as_axis("size_bytes", size_bytes),
                              **knob_axes},
                     attrs={"function": "predict.collective"})
@@ -181,7 +223,8 @@ def collective(*, hardware, devices, op, size_bytes, hardware_overrides=None):
 
 def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048, generate=256,
               weights="bf16", activations=None, kv=None, pe_grid=None, mapping="mesh",
-              placement="regions", ep=1, imbalance=1.0, hardware_overrides=None, model_overrides=None):
+              placement="regions", ep=1, imbalance=1.0, framework=None, hardware_overrides=None,
+              model_overrides=None):
     """Static-batch inference: prefill of `prompt` tokens then `generate` output tokens per
     sequence. `batch="max"` uses the largest batch that fits in memory.
 
@@ -197,8 +240,11 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     over the mean. A layout that cannot run (tp not dividing the heads, pp beyond the
     layers, devices not a multiple of tp·pp, ep not dividing tp, more pipelined systems
     than layers) is a point with fits=False, its reason and NaN outputs; prompt + generate
-    beyond the model's max_seq_len is fits=False with its reason (the costs kept)."""
+    beyond the model's max_seq_len is fits=False with its reason (the costs kept). `framework` (trtllm, vllm, sglang; `workbench list frameworks HW`) selects the
+    measured kernel tables of that serving framework; None: the GPU's default_framework;
+    "none": the spec's analytical efficiencies."""
     hw_axis, specs = _hardware_axis(hardware)
+    framework = _check_framework(framework, specs, default="spec")
     _check_dtype("weights", weights)
     for arg, v in (("activations", activations), ("kv", kv)):
         if v is not None:
@@ -231,17 +277,18 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     categorical = {"hardware": hw_axis, **model_axes,
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
-                   "placement": as_axis("placement", placement)}
+                   "placement": as_axis("placement", placement), "framework": as_axis("framework", framework)}
     ds = evaluate(_dispatch("inference", specs, knob_axes, models), categorical=categorical,
                   numeric={**numeric, **knob_axes}, attrs={"function": "predict.inference", "batching": "static"})
     if all(backend_for(s).kind == "gpu" for s in specs.values()):  # wafer-only settings say nothing here
         ds = ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords and c not in ds.dims])
+    ds = ds.drop_vars([c for c in ("framework",) if c in ds.coords and c not in ds.dims and ds[c].item() is None])
     return ds
 
 
 def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, seq_len=2048, global_batch=512,
              micro_batch=1, precision="bf16", zero=None, recompute="none", virtual_stages=1, attention="flash2",
-             hardware_overrides=None, model_overrides=None):
+             framework="none", hardware_overrides=None, model_overrides=None):
     """One training step (workloads/training.py for GPUs, workloads/wafer_training.py for
     CS systems with weight streaming). `global_batch` is in sequences; `devices` defaults
     to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp). `zero` is
@@ -250,9 +297,12 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     point with fits=False and its reason (a seq_len beyond the model's max_seq_len is not:
     a training run sets its own context, layout.context_problems); GPU layout arguments
     (zero included) and a precision other than bf16 given for a wafer are an error (the
-    wafer would ignore them)."""
+    wafer would ignore them). `framework` (default "none": the analytical efficiencies the
+    training rows are calibrated with) may name a serving framework's kernel tables for
+    the GEMMs, attention ("framework" kernel) and collectives."""
     from .workloads.training import PRECISIONS, RECOMPUTE
     hw_axis, specs = _hardware_axis(hardware)
+    framework = _check_framework(framework, specs, default="none")
     check_choice("precision", values_of(precision), PRECISIONS)
     check_choice("recompute", values_of(recompute), RECOMPUTE)
     check_choice("attention", values_of(attention), ATTENTION_KERNELS)
@@ -278,7 +328,8 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
 
     categorical = {"hardware": hw_axis, **model_axes,
                    "precision": as_axis("precision", precision), "zero": as_axis("zero", zero),
-                   "recompute": as_axis("recompute", recompute), "attention": as_axis("attention", attention)}
+                   "recompute": as_axis("recompute", recompute), "attention": as_axis("attention", attention),
+                   "framework": as_axis("framework", framework)}
     return evaluate(_dispatch("training", specs, knob_axes, models), categorical=categorical,
                     numeric={**numeric, **knob_axes}, attrs={"function": "predict.training"})
 
@@ -303,11 +354,11 @@ def _check_slos(*, ttft_slo, tpot_slo, quantile, **sizes) -> None:
 BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step time is tabulated at
 
 
-def _step_table(hardware, model, layout, prompt, generate, weights, kv, overrides):
+def _step_table(hardware, model, layout, prompt, generate, weights, kv, overrides, framework=None):
     """Decode step time against batch (tabulated, then interpolated), prefill time of one
     prompt and the largest batch that fits, from the static-batch model."""
     common = dict(hardware=hardware, model=model, prompt=prompt, generate=generate, weights=weights, kv=kv,
-                  hardware_overrides=overrides, **layout)
+                  hardware_overrides=overrides, framework=framework, **layout)
     grid = inference(batch=BATCH_GRID.tolist(), **common)
     steps = grid.tpot_s.values
     first = inference(batch=1, **dict(common, generate=1))
@@ -318,7 +369,7 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
 
 def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
             ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
-            draft_model=None, hardware_overrides=None):
+            draft_model=None, framework=None, hardware_overrides=None):
     """Continuous batching under Poisson arrivals (workloads/serving.py). `arrival_rate` in
     requests/s per instance (a list sweeps it; default: a grid up to saturation). With
     draft_len > 0, speculative decoding by `draft_model` (or one extra target layer per
@@ -343,8 +394,10 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     _knob_axes(hardware_overrides, {hw.name: hw}, scalar_only=True)
     be = backend_for(hw)
     layout = be.serving_layout(tp=tp, pp=pp, devices=devices, hardware=hw.name)
+    _check_one("serving", framework=framework)
+    _check_framework(framework, {hw.name: hw}, default="spec")
     grid, steps, prefill_s, max_batch = _step_table(hw, model, layout, prompt, generate, weights, kv,
-                                                    hardware_overrides)
+                                                    hardware_overrides, framework)
     per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
 
     if draft_len > 0:
@@ -352,7 +405,8 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
             draft_steps = steps / spec.n_layers
         else:
             d = inference(hardware=hw, model=draft_model, batch=BATCH_GRID.tolist(), prompt=prompt,
-                          generate=generate, weights=weights, kv=kv, hardware_overrides=hardware_overrides, **layout)
+                          generate=generate, weights=weights, kv=kv, hardware_overrides=hardware_overrides,
+                          framework=framework, **layout)
             draft_steps = d.tpot_s.values
         row = grid.tpot_s.values - grid.get("decode_attention_s", 0.0 * grid.tpot_s).values
         steps = time_per_token_s(batches=BATCH_GRID, step_s=steps, row_s=row, draft_step_s=draft_steps,
@@ -394,11 +448,12 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
 
 def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, decode_tp=1, prefill_devices=None,
                   decode_devices=None, prompt=2048, generate=256, ttft_slo=2.0, tpot_slo=0.05, quantile=0.9,
-                  weights="bf16", kv=None, total_devices=64):
+                  weights="bf16", kv=None, total_devices=64, framework=None):
     """Prefill and decode in separate pools (workloads/disaggregated.py): capacities, the
     balancing ratio, goodput per device, the best integer split of `total_devices`, and the
     colocated baseline on the decode hardware. KV caches leave the prefill instance over
-    its backend's link (every GPU its own NIC; a CS system's I/O)."""
+    its backend's link (every GPU its own NIC; a CS system's I/O). `framework` selects the
+    kernel tables of the GPU pools (None: each GPU's default; a wafer pool takes none)."""
     import xarray as xr
 
     from .workloads.disaggregated import balance, best_split, decode_capacity, prefill_capacity
@@ -415,14 +470,18 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     pre_be, dec_be = backend_for(pre_hw), backend_for(dec_hw)
     pre_layout = pre_be.serving_layout(tp=prefill_tp, devices=prefill_devices, hardware=pre_hw.name, prefix="prefill_")
     dec_layout = dec_be.serving_layout(tp=decode_tp, devices=decode_devices, hardware=dec_hw.name, prefix="decode_")
+    _check_one("disaggregated", framework=framework)
+    fw_p, fw_d = (framework if be.kind == "gpu" else None for be in (pre_be, dec_be))
+    for hw_, fw_ in ((pre_hw, fw_p), (dec_hw, fw_d)):
+        _check_framework(fw_, {hw_.name: hw_}, default="spec")
     dev_p = pre_be.instance_devices(tp=prefill_tp, devices=prefill_devices)  # devices per instance
     dev_d = dec_be.instance_devices(tp=decode_tp, devices=decode_devices)
     if total_devices < dev_p + dev_d:
         raise InputError(f"total_devices={total_devices} is not allowed; allowed: at least {dev_p + dev_d:g} "
                          f"(one prefill instance of {dev_p:g} devices and one decode instance of {dev_d:g})")
     first = inference(hardware=pre_hw, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
-                      kv=kv, **pre_layout)
-    grid, steps, _, max_batch = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None)
+                      kv=kv, framework=fw_p, **pre_layout)
+    grid, steps, _, max_batch = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None, fw_d)
     kv_bytes = spec.kv_cache_bytes(context=prompt, dtype=kv or "bf16")
     kv_s = kv_bytes / pre_be.kv_link_bytes_per_s(pre_be.numbers(pre_hw, {}), tp=prefill_tp, devices=prefill_devices)
     lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)
@@ -434,7 +493,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                                     prefill_devices=dev_p, decode_devices=dev_d, output_len=generate)
     colocated = serving(hardware=dec_hw, model=model, tp=decode_tp, devices=decode_devices, prompt=prompt,
                         generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights,
-                        kv=kv)
+                        kv=kv, framework=fw_d)
     ds = xr.Dataset({
         "prefill_s": float(first.ttft_s), "kv_transfer_s": kv_s, "kv_transfer_bytes": kv_bytes,
         "prefill_requests_per_s": float(lam_p), "decode_requests_per_s": float(lam_d), "decode_batch": float(b_d),

@@ -190,7 +190,7 @@ def test_float_ndarray_dataarray_agree():
 
 def test_predict_attention_sweeps_and_units():
     ds = predict.attention(hardware=["h100_sxm", "b200"], batch=[1, 4], seq_len=[1024, 8192], n_heads=32,
-                           head_dim=128)
+                           head_dim=128, framework="none")
     assert dict(ds.sizes) == {"hardware": 2, "batch": 2, "seq_len": 2}
     assert ds.time_s.attrs["units"] == "s" and ds.flops_per_s.attrs["units"] == "FLOP/s"
     a = attention_prefill(hw=numbers("b200"), batch=4, seq_len=8192, n_heads=32, head_dim=128)

@@ -4,7 +4,9 @@ the architecture / workload / mapping restructuring (issue 13) and replayed by
 test_regression_grid.py. `python tests/regression/record.py` writes the reference.
 
 Each call is (name, function, kwargs). Changes made on purpose are listed in
-test_regression_grid.CHANGED with the reason.
+test_regression_grid.CHANGED with the reason. The GPU calls recorded before the measured
+kernel tables (issue 15) run with framework="none" (the analytical efficiencies, unchanged);
+the *_tables calls, recorded with the committed surfaces, run each GPU's default framework.
 """
 from __future__ import annotations
 
@@ -12,16 +14,16 @@ GPUS = ["a100_sxm", "h100_sxm", "h200_sxm", "b200", "mi300x"]
 WAFERS = ["cs2", "cs3", "wse3"]
 
 CALLS = [
-    ("inference_gpu_dense", "inference", dict(
+    ("inference_gpu_dense", "inference", dict(framework="none", 
         hardware=GPUS, model=["llama_3_1_8b", "llama_3_1_70b", "qwen3_32b"], tp=[1, 8], pp=[1, 2],
         batch=[1, 64], prompt=[128, 4096], generate=256, weights=["bf16", "fp8"])),
-    ("inference_gpu_moe", "inference", dict(
+    ("inference_gpu_moe", "inference", dict(framework="none", 
         hardware=GPUS, model=["mixtral_8x7b", "deepseek_v3", "gpt_oss_120b", "qwen3_235b_a22b"], tp=8,
         ep=[1, 8], imbalance=[1.0, 1.5], batch=[1, 32], prompt=[512, 4096], generate=128, weights=["fp8", "fp4"])),
-    ("inference_gpu_max_batch", "inference", dict(
+    ("inference_gpu_max_batch", "inference", dict(framework="none", 
         hardware=GPUS, model=["llama_3_1_70b", "mixtral_8x7b", "llama_3_1_8b"], tp=[4, 8], batch="max",
         prompt=[1024, 8192], generate=512, weights=["bf16", "fp8", "int4"], kv=["bf16", "fp8"])),
-    ("inference_gpu_dp", "inference", dict(
+    ("inference_gpu_dp", "inference", dict(framework="none", 
         hardware=["h100_sxm", "b200"], model="llama_3_1_8b", devices=[8, 16], tp=[1, 2, 8], batch=[1, 16],
         prompt=2048, generate=128, weights="bf16", activations=["bf16", "fp8"])),
     ("inference_wafer_regions", "inference", dict(
@@ -47,7 +49,7 @@ CALLS = [
     ("training_wafer", "training", dict(
         hardware=["cs2", "cs3"], model=["llama_3_8b", "llama_3_70b", "gpt3_175b"], devices=[1, 4, 16],
         seq_len=[2048, 8192], global_batch=[256, 1024], recompute=["none", "full"])),
-    ("gemm_gpu", "gemm", dict(
+    ("gemm_gpu", "gemm", dict(framework="none", 
         hardware=GPUS, m=[1, 16, 128, 4096, 16384], n=[1024, 8192, 28672], k=[512, 8192],
         dtype=["bf16", "fp8", "fp4"])),
     ("gemm_wafer", "gemm", dict(
@@ -55,24 +57,40 @@ CALLS = [
         pe_grid=[128, 512], mapping=["mesh", "gpu_style"])),
     ("gemm_wafer_default_grid", "gemm", dict(
         hardware=["wse2", "wse3"], m=[1, 1024], n=8192, k=8192, dtype="fp16")),
-    ("attention_gpu", "attention", dict(
+    ("attention_gpu", "attention", dict(framework="none", 
         hardware=GPUS, batch=[1, 8], seq_len=[512, 4096, 32768], n_heads=[32, 64], head_dim=128,
         dtype=["bf16", "fp8"], causal=[True, False], kernel=["flash2", "flash1", "materialized"])),
-    ("collective_gpu", "collective", dict(
+    ("collective_gpu", "collective", dict(framework="none", 
         hardware=GPUS, devices=[2, 8, 16, 64, 512], op=["all_reduce", "all_gather", "reduce_scatter",
                                                         "all_to_all", "send_recv"],
         size_bytes=[1e3, 1e6, 1e9])),
-    ("serving_h100_8b", "serving", dict(hardware="h100_sxm", model="llama_3_1_8b", tp=1, weights="fp8")),
-    ("serving_h200_70b_spec", "serving", dict(hardware="h200_sxm", model="llama_3_1_70b", tp=8, weights="fp8",
+    ("serving_h100_8b", "serving", dict(framework="none", hardware="h100_sxm", model="llama_3_1_8b", tp=1, weights="fp8")),
+    ("serving_h200_70b_spec", "serving", dict(framework="none", hardware="h200_sxm", model="llama_3_1_70b", tp=8, weights="fp8",
                                               draft_len=3, acceptance=0.7)),
-    ("serving_h100_draft", "serving", dict(hardware="h100_sxm", model="llama_3_1_70b", tp=8, weights="fp8",
+    ("serving_h100_draft", "serving", dict(framework="none", hardware="h100_sxm", model="llama_3_1_70b", tp=8, weights="fp8",
                                            draft_len=4, acceptance=0.6, draft_model="llama_3_1_8b",
                                            arrival_rate=[0.5, 1.0, 2.0])),
     ("serving_cs3", "serving", dict(hardware="cs3", model="llama_3_1_8b", devices=1, weights="fp16")),
-    ("serving_moe", "serving", dict(hardware="b200", model="mixtral_8x7b", tp=4, weights="fp8")),
-    ("disaggregated_gpu", "disaggregated", dict(prefill_hardware="h100_sxm", decode_hardware="h200_sxm",
+    ("serving_moe", "serving", dict(framework="none", hardware="b200", model="mixtral_8x7b", tp=4, weights="fp8")),
+    ("disaggregated_gpu", "disaggregated", dict(framework="none", prefill_hardware="h100_sxm", decode_hardware="h200_sxm",
                                                 model="llama_3_1_70b", prefill_tp=8, decode_tp=8, weights="fp8")),
-    ("disaggregated_mixed", "disaggregated", dict(prefill_hardware="h100_sxm", decode_hardware="cs3",
+    ("disaggregated_mixed", "disaggregated", dict(framework="none", prefill_hardware="h100_sxm", decode_hardware="cs3",
                                                   model="llama_3_1_8b", prefill_tp=1, decode_devices=1,
                                                   weights="fp16")),
+    # recorded with the kernel tables of issue 15 (each GPU's default framework, trtllm)
+    ("inference_gpu_tables", "inference", dict(
+        hardware=["a100_sxm", "h100_sxm", "h200_sxm", "b200", "b300", "gb200", "gb300"],
+        model=["llama_3_1_8b", "llama_3_1_70b", "mixtral_8x7b"], tp=[1, 8], batch=[1, 64], prompt=[128, 4096],
+        generate=256, weights=["bf16", "fp8"])),
+    ("gemm_gpu_tables", "gemm", dict(
+        hardware=["a100_sxm", "h100_sxm", "h200_sxm", "b200", "b300", "gb200", "gb300"],
+        m=[1, 16, 128, 4096, 16384], n=[1024, 8192, 28672], k=[512, 8192], dtype=["bf16", "fp8"])),
+    ("attention_gpu_tables", "attention", dict(
+        hardware=["a100_sxm", "h100_sxm", "h200_sxm", "b200"], batch=[1, 8], seq_len=[512, 4096, 16384],
+        n_heads=[32, 64], head_dim=128, dtype="bf16", kernel=["framework", "flash3"],
+        framework=["trtllm", "vllm", "sglang"])),
+    ("collective_gpu_tables", "collective", dict(
+        hardware=["a100_sxm", "h100_sxm", "b200", "gb200"], devices=[2, 8, 64], op=["all_reduce", "all_gather"],
+        size_bytes=[1e3, 1e6, 1e9], framework=["trtllm", "vllm"])),
+    ("serving_h100_8b_tables", "serving", dict(hardware="h100_sxm", model="llama_3_1_8b", tp=1, weights="fp8")),
 ]

@@ -43,13 +43,15 @@ def list_knobs(hardware) -> list[tuple[str, str, float]]:
     return [(k, unit, v) for k, (unit, v) in knobs(hardware).items()]
 
 
-def numbers(hardware, overrides: dict | None = None):
-    """The numbers record of `hardware` with `overrides` (knob -> value or array) set."""
+def numbers(hardware, overrides: dict | None = None, framework: str | None = "none"):
+    """The numbers record of `hardware` with `overrides` (knob -> value or array) set and
+    the kernel tables of `framework` (None: the spec's default; "none": no tables)."""
+    from .kernel_tables import resolve
     spec = load_hardware(hardware)
     be = backend_for(spec)
     overrides = dict(overrides or {})
     check_knobs(spec, overrides)
-    return be.numbers(spec, overrides)
+    return be.numbers(spec, overrides, resolve(spec, framework) if be.kind == "gpu" else "none")
 
 
 def as_numbers(hardware):

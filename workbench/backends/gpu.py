@@ -19,6 +19,7 @@ from ..units import DTYPE_BYTES, DTYPES
 from ..errors import InputError
 from ..layout import GpuLayout, context_problems
 from . import flag_problems
+from .kernel_tables import NONE, fits_for
 
 def _knobs(spec, every: bool = False) -> dict:
     """Knob -> (unit, value). Peaks are listed for the chip's dtypes; with `every`, the
@@ -38,8 +39,11 @@ def _knobs(spec, every: bool = False) -> dict:
     return out
 
 
-def _numbers(spec, overrides: dict) -> GpuNumbers:
-    """The spec's numbers with the overrides (knob -> scalar or array) in their place."""
+def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
+    """The spec's numbers with the overrides (knob -> scalar or array) in their place, and
+    the fitted kernel surfaces of `framework` (kernel_tables.resolve; NONE: none). A
+    hypothetical chip (overridden knobs, or a spec whose kernel_tables names another GPU)
+    keeps the measured efficiency of each kernel shape and moves its roofline."""
     v = {k: val for k, (_, val) in _knobs(spec).items()}
     v.update(overrides)
     peaks = {dt: v[f"peak_flops_per_s_{dt}"] for dt in DTYPES if f"peak_flops_per_s_{dt}" in v}
@@ -60,7 +64,8 @@ def _numbers(spec, overrides: dict) -> GpuNumbers:
         n_sms=v["n_sms"] if "n_sms" in overrides else spec.n_sms,
         collective_sms=v["collective_sms"] if "collective_sms" in overrides else spec.collective_sms,
         gemm_tile_m=spec.gemm_tile_m, gemm_tile_n=spec.gemm_tile_n,
-        scale_up=link("scale_up"), scale_out=link("scale_out"), tdp_w=v["tdp_w"])
+        scale_up=link("scale_up"), scale_out=link("scale_out"), tdp_w=v["tdp_w"],
+        kernels=fits_for(spec, framework))
 
 
 def default_activations(weights: str, hw: GpuNumbers) -> str:
@@ -114,6 +119,10 @@ class GpuBackend:
     def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
                  global_batch, micro_batch, virtual_stages, devices=None, dp=None, **_) -> dict:
         from ..workloads.training import training
+        if attention == "framework" and hw.kernels is None:
+            raise InputError(f"attention='framework' is not allowed on {hw.label} without kernel tables; allowed: "
+                             "framework= a serving framework with tables (workbench list frameworks), or attention "
+                             "flash1/flash2/flash3/materialized")
         layout = GpuLayout.for_training(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, devices=devices, micro_batch=micro_batch,
                                         virtual_stages=virtual_stages, zero=int(zero), recompute=recompute)
         r = training(hw=hw, model=model, tp=layout.tp, pp=layout.pp, dp=layout.dp, cp=layout.cp, ep=layout.ep,
@@ -131,9 +140,15 @@ class GpuBackend:
                 "bytes": g["bytes"], "fits": fits, "reason": reason,
                 "bound": np.where(fits, np.where(g["compute_bound"], "compute", "memory"), "unsupported")}
 
-    def attention(self, hw: GpuNumbers, *, dtype, causal, kernel, batch, seq_len, n_heads, head_dim, **_) -> dict:
+    def attention(self, hw: GpuNumbers, *, dtype, causal, kernel, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
+                  **_) -> dict:
+        if kernel == "framework" and hw.kernels is None:
+            raise InputError(f"kernel='framework' is not allowed on {hw.label} without kernel tables; allowed: "
+                             "a framework with tables (workbench list frameworks) or kernel flash1/flash2/flash3/"
+                             "materialized")
         a = attention_prefill(hw=hw, batch=batch, seq_len=seq_len, n_heads=n_heads, head_dim=head_dim,
-                              causal=bool(causal), dtype=dtype, act_bytes=DTYPE_BYTES[dtype], kernel=kernel)
+                              n_kv_heads=n_kv_heads, causal=bool(causal), dtype=dtype, act_bytes=DTYPE_BYTES[dtype],
+                              kernel=kernel)
         fits, reason = _unsupported(hw, dtype, np.shape(a["time_s"]))
         return {"time_s": a["time_s"], "flops_per_s": a["flops"] / a["time_s"], "flops": a["flops"],
                 "bytes": a["bytes"], "compute_s": a["compute_s"], "memory_s": a["memory_s"],

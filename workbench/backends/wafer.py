@@ -44,7 +44,9 @@ def _knobs(spec, every: bool = False) -> dict:
     return out
 
 
-def _numbers(spec, overrides: dict) -> WaferNumbers:
+def _numbers(spec, overrides: dict, framework: str = "none") -> WaferNumbers:
+    """The system's numbers with the overrides in place (GPU serving frameworks do not
+    apply: predict refuses a framework for a wafer)."""
     system, wafer = system_of(spec)
     v = {k: val for k, (_, val) in _knobs(spec).items()}
     v.update(overrides)

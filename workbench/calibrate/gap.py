@@ -21,7 +21,7 @@ from .. import predict
 from ..microbench import schema
 from ..primitives.collectives import COLLECTIVES
 from ..primitives.gemm import memory_time, wave_efficiency
-from ..backends import as_numbers
+from ..backends import as_numbers, backend_for
 from ..specs import HardwareSpec, list_hardware, load_hardware
 from ..specs._base import read_yaml
 from ..units import format_si
@@ -127,11 +127,15 @@ def _share(parts: dict, total: float, of: str = "") -> str:
 @predictor("gemm")
 def _gemm(r):
     extra = {"pe_grid": int(r.config["pe_grid"])} if "pe_grid" in r.config else {}
+    # published kernel rows score the spec's analytical efficiencies (what calibration fits);
+    # the serving frameworks' kernel tables are scored on their own (kernel_fit.scores)
+    if backend_for(load_hardware(r.hardware)).kind == "gpu":
+        extra["framework"] = "none"
     ds = predict.gemm(hardware=r.hardware, m=int(r.m), n=int(r.n), k=int(r.k), dtype=r.dtype, **extra)
     value, bound, shape, note = float(ds[r.metric]), str(ds["bound"].item()), (r.m, r.n, r.k), ""
     if fit.best_of_shapes({"config": r.config}):  # MAMF: the model's best of this shape and the plateau
         plateau = predict.gemm(hardware=r.hardware, m=fit.PLATEAU_SHAPE[0], n=fit.PLATEAU_SHAPE[1],
-                               k=fit.PLATEAU_SHAPE[2], dtype=r.dtype)
+                               k=fit.PLATEAU_SHAPE[2], dtype=r.dtype, **extra)
         if float(plateau[r.metric]) > value:
             note = f"; plateau 16384^3 (at its shape {value / float(plateau[r.metric]) - 1:+.0%})"
             value, bound, shape = float(plateau[r.metric]), str(plateau["bound"].item()), fit.PLATEAU_SHAPE
@@ -148,7 +152,7 @@ def _gemm(r):
 @predictor("attention")
 def _attention(r):
     ds = predict.attention(hardware=r.hardware, batch=int(r.batch), seq_len=int(r.seq_len), n_heads=int(r.n_heads),
-                           head_dim=int(r.head_dim), dtype=r.dtype, causal=bool(r.causal))
+                           head_dim=int(r.head_dim), dtype=r.dtype, causal=bool(r.causal), framework="none")
     bound = "compute" if float(ds.compute_s) >= float(ds.memory_s) else "memory"
     return float(ds[r.metric]), f"{bound}-bound"
 
@@ -167,7 +171,8 @@ def _launch(r):
 
 @predictor(*COLLECTIVES)
 def _collective(r):
-    ds = predict.collective(hardware=r.hardware, devices=int(r.devices), op=r.kind, size_bytes=float(r.size_bytes))
+    ds = predict.collective(hardware=r.hardware, devices=int(r.devices), op=r.kind, size_bytes=float(r.size_bytes),
+                            framework="none")
     hw = load_hardware(r.hardware)
     up = hw.link("scale_up")
     alpha = COLLECTIVES[r.kind].steps(r.devices, up.in_network_reduction) * up.latency_s

@@ -49,7 +49,8 @@ TRAINING_DEFAULTS = {"hardware": ("h100_sxm", "b200", "cs3"), "model": "llama_3_
                      "recompute": "full", "attention": "flash2", "virtual_stages": 1, "systems": 4}
 TRAINING_CONTROLS = tuple(TRAINING_DEFAULTS)
 CHOICES = {"precision": PRECISIONS, "zero": (0, 1, 2, 3), "recompute": RECOMPUTE,
-           "attention": ATTENTION_KERNELS}
+           # the explorer trains with the analytical efficiencies (framework none): no table kernel
+           "attention": tuple(k for k in ATTENTION_KERNELS if k != "framework")}
 SIZES = ("seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "virtual_stages", "systems")
 # Sweep ranges (tp and pp follow the model: see training_sweep_values) and who they apply to.
 TRAINING_POWERS = {"seq_len": tuple(2 ** i for i in range(10, 18)),

@@ -11,6 +11,7 @@ from ..errors import check_choice
 from ..units import DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
+from .kernel_fits import attended_pairs, attribute, context_attention_roofline, decode_attention_roofline
 import numpy as np
 
 
@@ -22,7 +23,14 @@ import numpy as np
 # "materialized": the pre-flash kernels of Megatron-LM (2021): batched GEMMs for QK^T and
 # PV over every query-key pair (no causal skipping) with the scores in HBM between them.
 FLASH_RELATIVE_EFF = {"flash2": 1.0, "flash1": 40.0 / 73.0}
-ATTENTION_KERNELS = (*FLASH_RELATIVE_EFF, "materialized")
+# FlashAttention-3 (Shah et al. 2024, abstract): up to 740 TFLOP/s BF16 forward on H100
+# (75% of the 989 TFLOP/s peak), close to 1.2 PFLOP/s FP8 (61% of 1979): fractions of peak
+# at long sequences, ramping with size like a GEMM; written for Hopper's warpgroup MMA and
+# TMA, the fractions are assumed to carry to any chip that runs it.
+FLASH3_PEAK_EFF = {"bf16": 740.0 / 989.4, "fp16": 740.0 / 989.4, "fp8": 1200.0 / 1978.9}
+# "framework": the serving framework's own kernel, from its measured tables (hw.kernels:
+# TensorRT-LLM's FMHA / XQA, vLLM's and SGLang's FlashInfer / FlashAttention builds).
+ATTENTION_KERNELS = (*FLASH_RELATIVE_EFF, "flash3", "framework", "materialized")
 FLASH_BACKWARD = 2.5  # FlashAttention-2 backward: five matmuls against the forward's two
 # Bytes per score element (16-bit scores, 1-byte dropout mask), Megatron-LM's kernels:
 # forward QK^T writes 2, fused scale-mask-softmax reads 2 and writes 2, dropout reads 2 and
@@ -36,15 +44,37 @@ def _matmul_eff(hw: GpuNumbers, flops, dtype: str, kernel: str = "flash2"):
     """Flash attention runs at its kernel's own best efficiency (attention_peak_eff, from the
     FlashAttention papers: softmax, masking and the online rescaling keep it below a GEMM),
     ramping with size like a GEMM of the same work."""
+    if kernel == "flash3":
+        return FLASH3_PEAK_EFF.get(dtype, FLASH3_PEAK_EFF["bf16"]) * hw.gemm_eff(flops)
     return hw.attention_peak_eff_for(dtype) * FLASH_RELATIVE_EFF[kernel] * hw.gemm_eff(flops)
+
+
+def _kv_name(kv_bytes) -> str:
+    return "fp8" if np.all(np.asarray(kv_bytes) <= 1.0) else "bf16"
+
+
+def _fitted(hw: GpuNumbers, kernel_class: str, dtype: str, kv_bytes):
+    """The framework's fitted surface for this attention, (None, 0) without one."""
+    return hw.fitted(kernel_class, f"{'fp8' if dtype == 'fp8' else 'bf16'}/{_kv_name(kv_bytes)}")
+
+
+def resolve_kernel(hw: GpuNumbers, kernel):
+    """kernel=None: the framework's kernel where the numbers carry its tables, else flash2."""
+    if kernel is None:
+        return "framework" if hw.kernels is not None else "flash2"
+    return kernel
 
 
 def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
                       v_head_dim=None, causal=True, dtype: str = "bf16", act_bytes=2.0,
-                      kv_bytes=None, context=0.0, kernel: str = "flash2") -> dict:
+                      kv_bytes=None, context=0.0, kernel: str | None = None) -> dict:
     """Attention over `seq_len` new tokens per sequence that also attend to `context` cached
-    tokens, by a `kernel` of ATTENTION_KERNELS. Memory: read Q, K, V (new and cached), write
-    O; the materialized kernel also moves its scores. backward_s: the backward pass."""
+    tokens, by a `kernel` of ATTENTION_KERNELS (None: resolve_kernel). Memory: read Q, K, V
+    (new and cached), write O; the materialized kernel also moves its scores. backward_s:
+    the backward pass. "framework" is the fitted surface of the tables (its roofline:
+    primitives/kernel_fits.context_attention_roofline); a framework without a table for
+    this dtype falls back to flash2."""
+    kernel = resolve_kernel(hw, kernel)
     check_choice("kernel", kernel, ATTENTION_KERNELS)
     check_choice("dtype", dtype, DTYPES)
     n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
@@ -56,6 +86,22 @@ def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv
     nbytes = batch * (seq_len * n_heads * (head_dim + v_head_dim) * act_bytes
                       + keys * n_kv_heads * (head_dim + v_head_dim) * kv_bytes)
     memory_s = memory_time(hw=hw, nbytes=nbytes)
+    grid, fixed_s = _fitted(hw, "attention", dtype, kv_bytes) if kernel == "framework" else (None, 0.0)
+    if kernel == "framework" and grid is None:
+        kernel = "flash2"
+    if grid is not None:
+        roof, coords = context_attention_roofline(
+            batch=batch, seq_len=seq_len, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
+            v_head_dim=v_head_dim, peak=hw.peak(dtype), bandwidth=hw.hbm_bandwidth_bytes_per_s, act_bytes=act_bytes,
+            kv_bytes=kv_bytes, n_sms=hw.n_sms, causal=causal)
+        # cached context: the pairs grow, the surface's coordinates are those of the new tokens
+        scale = pairs / attended_pairs(seq_len, 0.0, 0.0, causal)
+        eff = grid(**coords)
+        time_s = fixed_s + roof * scale / eff
+        compute_s, memory_s = attribute(time_s, flops / hw.peak(dtype), nbytes / hw.hbm_bandwidth_bytes_per_s)
+        return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
+                "overhead_s": 0.0 * time_s, "time_s": time_s, "backward_s": FLASH_BACKWARD * time_s,
+                "compute_bound": compute_s >= memory_s}
     if kernel == "materialized":
         scores = batch * n_heads * seq_len * keys  # every pair, masked ones included
         executed = 2.0 * batch * n_heads * (head_dim + v_head_dim) * seq_len * keys
@@ -83,8 +129,21 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
     v_head_dim = head_dim if v_head_dim is None else v_head_dim
     if kv_elements_per_token is None:
         kv_elements_per_token = n_kv_heads * (head_dim + v_head_dim)
+    # a latent cache (MLA) runs its own kernels, which the tables read here do not cover
+    latent = bool(np.any(np.asarray(kv_elements_per_token) != np.asarray(n_kv_heads * (head_dim + v_head_dim))))
     flops = 2.0 * batch * n_heads * (head_dim + v_head_dim) * context
     nbytes = batch * context * kv_elements_per_token * kv_bytes
+    grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes)
+    if grid is not None:
+        roof, coords = decode_attention_roofline(
+            batch=batch, kv_len=context, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
+            v_head_dim=v_head_dim, peak=hw.peak(dtype), bandwidth=hw.hbm_bandwidth_bytes_per_s,
+            act_bytes=2.0 if dtype != "fp8" else 1.0, kv_bytes=kv_bytes)
+        eff = grid(**coords)
+        time_s = fixed_s + roof / eff
+        compute_s, memory_s = attribute(time_s, flops / hw.peak(dtype), nbytes / hw.hbm_bandwidth_bytes_per_s)
+        return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
+                "overhead_s": 0.0 * time_s, "time_s": time_s, "compute_bound": compute_s >= memory_s}
     # Decode attention is a batched GEMV: its matmuls run far from peak, so the compute
     # side uses the GEMM efficiency of its size; it is memory-bound in practice.
     compute_s = flops / (hw.peak(dtype) * _matmul_eff(hw, flops, dtype))

@@ -51,15 +51,34 @@ def link_time(*, link: LinkNumbers, op: str, size, p):
     return c.steps(p, link.in_network_reduction) * link.latency_s + traffic / bw
 
 
+def fitted_link_time(*, hw: GpuNumbers, op: str, size, p):
+    """Seconds for `op` inside the scale-up domain from the measured tables (NCCL's, and
+    the framework's own all-reduce where it has one: the frameworks pick the faster per
+    size), or None without tables for `op`."""
+    up = hw.link("scale_up")
+    traffic = COLLECTIVES[op].traffic(size, p, False)
+    best = None
+    for owner in ("nccl", getattr(hw.kernels, "framework", "")):
+        grid, fixed_s = hw.fitted("collective", f"{owner}/{op}")
+        if grid is not None:
+            t = fixed_s + traffic / up.unidir_bytes_per_s / grid(size=size, devices=p)
+            best = t if best is None else np.minimum(best, t)
+    return best
+
+
 def collective(*, hw: GpuNumbers, op: str, size, devices) -> dict:
     """Cost of collective `op` of `size` bytes (the per-device buffer nccl-tests calls
-    size) among `devices` devices. Returns time_s, the bus bandwidth, and the algbw."""
+    size) among `devices` devices. Returns time_s, the bus bandwidth, and the algbw.
+    Inside the scale-up domain the measured tables set the time where the numbers carry
+    them (fitted_link_time; beyond their largest GPU count, at that count's efficiency)."""
     from ..errors import check_choice
     check_choice("op", op, COLLECTIVES)
     c = COLLECTIVES[op]
     up = hw.link("scale_up")
     p = devices * 1.0
-    flat = link_time(link=up, op=op, size=size, p=p)
+    flat = fitted_link_time(hw=hw, op=op, size=size, p=p)
+    if flat is None:
+        flat = link_time(link=up, op=op, size=size, p=p)
     domain = up.domain_size * 1.0
     hier = c.hierarchical(hw, size, np.maximum(p, domain))
     t = where(p <= 1, 0.0, where(p <= domain, flat, hier))

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import check_choice
 from ..units import DTYPES
 from .hardware_numbers import GpuNumbers
+from .kernel_fits import attribute, gemm_roofline
 
 # Stream-K / split-K: when there are fewer output tiles than SMs, libraries split the K
 # dimension so that every SM has work (CUTLASS stream-K, cuBLAS split-K). A split needs
@@ -72,6 +73,35 @@ def memory_time(*, hw: GpuNumbers, nbytes):
     return nbytes / bw
 
 
+def gemm_variant(dtype: str, b_bytes) -> str:
+    """The measured table a GEMM reads: its math dtype ('fp8': per-tensor scaled W8A8), or
+    'int4' for 16-bit math on 4-bit weights (W4A16 weight-only); other weight-only formats
+    have no table ("")."""
+    b = np.asarray(b_bytes)
+    if np.all(b >= DTYPE_BYTES_OF.get(dtype, 2.0)):
+        return dtype
+    return "int4" if dtype in ("bf16", "fp16") and np.all(b == 0.5) else ""
+
+
+DTYPE_BYTES_OF = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5}
+
+
+def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
+    """(compute_s, memory_s, time_s) of one GEMM from the framework's fitted surface: each
+    roofline term over the efficiency of the shape, plus the table's fixed latency; None
+    where the numbers carry no surface for this GEMM."""
+    grid, fixed_s = hw.fitted("gemm", gemm_variant(dtype, b_bytes))
+    if grid is None:
+        return None
+    _, coords = gemm_roofline(m=m, n=n, k=k, peak=1.0, bandwidth=1.0, a_bytes=a_bytes, b_bytes=b_bytes,
+                              c_bytes=c_bytes)
+    eff = grid(**coords)
+    compute_ideal = 2.0 * m * n * k / hw.peak(dtype)
+    memory_ideal = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) / hw.hbm_bandwidth_bytes_per_s
+    time_s = fixed_s + np.maximum(compute_ideal, memory_ideal) / eff
+    return (*attribute(time_s, compute_ideal, memory_ideal), time_s)
+
+
 def gemm(*, hw: GpuNumbers, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2.0,
          c_bytes=2.0, count=1.0, grouped: bool = False) -> dict:
     """Cost of `count` identical GEMMs [m, k] x [k, n] -> [m, n].
@@ -81,13 +111,27 @@ def gemm(*, hw: GpuNumbers, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2
 
     a_bytes / b_bytes / c_bytes are bytes per element of the activation, the weight and
     the output (weights may be narrower than the math dtype: W4A16 reads 0.5 B/element).
-    Returns compute_s, memory_s, time_s (the kernel's roofline time, max of the two),
-    overhead_s (launch gaps, kept apart so a measured kernel time compares with time_s),
-    flops and bytes, and compute_bound.
+    With a serving framework's measured tables (hw.kernels), the time is the fitted
+    surface's (roofline over the efficiency of the shape, its fixed latency included, so
+    overhead_s is 0); a grouped GEMM runs as one GEMM of count·n columns. Without tables: tile/wave-quantized compute at the
+    spec's size ramp and the memory stream at its size efficiency.
+    Returns compute_s, memory_s, time_s (the kernel's time), overhead_s (launch gaps, kept
+    apart so a measured kernel time compares with time_s), flops and bytes, compute_bound.
     """
     check_choice("dtype", dtype, DTYPES)  # a dtype the chip lacks is NaN time; an unknown one an error
     flops = 2.0 * m * n * k * count
     nbytes = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) * count
+    # a grouped GEMM streams every expert's weights in one kernel: it runs as one GEMM with
+    # the experts' columns side by side (m tokens per expert, count·n columns, k)
+    n_fit = n * count if grouped else n
+    fit = fitted_gemm(hw=hw, m=m, n=n_fit, k=k, dtype=dtype, a_bytes=a_bytes, b_bytes=b_bytes, c_bytes=c_bytes)
+    if fit is not None:
+        compute_s, memory_s, time_s = fit
+        if not grouped:
+            compute_s, memory_s, time_s = compute_s * count, memory_s * count, time_s * count
+        return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
+                "overhead_s": 0.0 * time_s, "time_s": time_s, "compute_bound": compute_s >= memory_s}
+
     if grouped:
         rows = count * np.ceil(m / _SKINNY_TILE_M) * _SKINNY_TILE_M
         compute_s = gemm_compute_time(hw=hw, m=rows, n=n, k=k, dtype=dtype)

@@ -61,6 +61,7 @@ class GpuNumbers:
     scale_up: LinkNumbers
     scale_out: LinkNumbers
     tdp_w: object
+    kernels: object = None  # KernelFits of the serving framework's measured tables, or None
 
     def peak(self, dtype: str):
         """Dense peak FLOP/s for math in `dtype`; NaN where the chip has no such unit."""
@@ -73,6 +74,14 @@ class GpuNumbers:
     def attention_peak_eff_for(self, dtype: str):
         """Flash-attention efficiency for `dtype`; dtypes without a figure use bf16's."""
         return self.attention_peak_eff.get(dtype, self.attention_peak_eff["bf16"])
+
+    def fitted(self, kernel_class: str, variant: str):
+        """The fitted efficiency surface (EffGrid) and fixed latency of a kernel class, or
+        (None, 0) where the numbers carry no tables or the tables lack the variant."""
+        if self.kernels is None:
+            return None, 0.0
+        grid = self.kernels.grid(kernel_class, variant)
+        return (grid, self.kernels.scores[(kernel_class, variant)].get("fixed_s", 0.0)) if grid else (None, 0.0)
 
     def link(self, scope: str) -> LinkNumbers:
         if scope == "scale_up":

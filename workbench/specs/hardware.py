@@ -99,6 +99,12 @@ class HardwareSpec:
     kernel_launch_s: float  # fixed cost per kernel (launch + tail), CUDA-graph replay
     tdp_w: float
     price_usd_per_hour: float = 0.0  # on-demand USD per device-hour (market data; 0: not known)
+    # Measured kernel tables (specs/kernels/<kernel_tables>-<framework>.json): the GPU whose
+    # fitted efficiencies this one uses (itself, or for a chip with no tables the nearest
+    # measured chip of its family: same SM generation), and the serving framework used when
+    # a prediction names none. "": no tables, the analytical efficiencies above.
+    kernel_tables: str = ""
+    default_framework: str = ""
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -129,6 +135,9 @@ class HardwareSpec:
             raise SpecError(self.name, "collective_sms", self.collective_sms, f"an integer in [0, n_sms={self.n_sms})")
         if not self.memory:
             raise SpecError(self.name, "memory", [], "at least one memory tier")
+        if self.default_framework and not self.kernel_tables:
+            raise SpecError(self.name, "default_framework", self.default_framework,
+                            "empty unless kernel_tables names the GPU whose tables it selects")
 
     @property
     def hbm(self) -> MemoryTier:

@@ -1,0 +1,99 @@
+"""The `framework` argument: kernel tables selected per GPU and serving framework, the
+default stated in each spec, "none" for the analytical efficiencies, clear errors for what
+cannot be; hypothetical hardware keeps the measured efficiency of each shape and moves its
+roofline."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from workbench import predict
+from workbench.backends import kernel_tables, numbers
+from workbench.cli import main
+from workbench.errors import InputError
+from workbench.specs import load_hardware
+
+
+def test_default_is_the_specs_framework():
+    spec = load_hardware("h100_sxm")
+    assert spec.default_framework == "trtllm" and kernel_tables.resolve(spec, None) == "trtllm"
+    a = predict.gemm(hardware="h100_sxm", m=64, n=8192, k=8192)
+    b = predict.gemm(hardware="h100_sxm", m=64, n=8192, k=8192, framework="trtllm")
+    assert float(a.time_s) == float(b.time_s)
+    c = predict.gemm(hardware="h100_sxm", m=64, n=8192, k=8192, framework="none")
+    assert float(c.time_s) != float(a.time_s)
+
+
+def test_frameworks_are_a_dimension():
+    r = predict.inference(hardware="h100_sxm", model="llama_3_1_8b", batch=16, prompt=1024, generate=128,
+                          framework=["trtllm", "vllm", "sglang", "none"])
+    assert r.tpot_s.dims == ("framework",) and np.all(np.isfinite(r.tpot_s)) and len(set(r.tpot_s.values)) == 4
+
+
+def test_chips_without_tables_and_wafers():
+    assert kernel_tables.resolve(load_hardware("mi300x"), None) == "none"
+    with pytest.raises(InputError, match=r"framework='trtllm' has no kernel tables for 'mi300x'; allowed: none"):
+        predict.gemm(hardware="mi300x", m=64, n=64, k=64, framework="trtllm")
+    with pytest.raises(InputError, match=r"framework='vllm' is not allowed on 'cs3'; allowed: none"):
+        predict.inference(hardware="cs3", model="llama_3_1_8b", framework="vllm")
+    with pytest.raises(InputError, match=r"framework='tensorrt' is not known; allowed: trtllm, vllm, sglang, none"):
+        predict.gemm(hardware="h100_sxm", m=64, n=64, k=64, framework="tensorrt")
+    with pytest.raises(InputError, match=r"kernel='framework' is not allowed on mi300x without kernel tables"):
+        predict.attention(hardware="mi300x", batch=1, seq_len=1024, n_heads=32, head_dim=128, kernel="framework")
+
+
+def test_training_defaults_to_the_analytical_efficiencies():
+    a = predict.training(hardware="h100_sxm", model="llama_3_1_8b", devices=8, tp=8, global_batch=8)
+    b = predict.training(hardware="h100_sxm", model="llama_3_1_8b", devices=8, tp=8, global_batch=8, framework="none")
+    assert float(a.step_time_s) == float(b.step_time_s)
+    c = predict.training(hardware="h100_sxm", model="llama_3_1_8b", devices=8, tp=8, global_batch=8,
+                         framework="trtllm")
+    assert np.isfinite(float(c.step_time_s)) and float(c.step_time_s) != float(a.step_time_s)
+
+
+def test_a_chip_with_twice_the_bandwidth_halves_a_memory_bound_gemm():
+    """The surface keys on the shape, so on hypothetical hardware a memory-bound GEMV keeps
+    its measured efficiency and its time follows the roofline: half with twice the HBM
+    bandwidth (less the table's fixed latency, which is the same)."""
+    hw = numbers("h100_sxm", framework="trtllm")
+    fast = numbers("h100_sxm", {"hbm_bandwidth_bytes_per_s": 2 * 3.35e12}, framework="trtllm")
+    from workbench.primitives.gemm import gemm
+    a = gemm(hw=hw, m=1.0, n=16384.0, k=16384.0)
+    b = gemm(hw=fast, m=1.0, n=16384.0, k=16384.0)
+    _, fixed_s = hw.fitted("gemm", "bf16")
+    assert (b["time_s"] - fixed_s) == pytest.approx((a["time_s"] - fixed_s) / 2, rel=1e-9)
+
+
+def test_a_derived_spec_uses_the_tables_of_its_base():
+    """A dataclasses.replace'd H100 with more SMs' worth of peak keeps kernel_tables
+    'h100_sxm': the carry-over rule for a chip with no tables of its own."""
+    base = load_hardware("h100_sxm")
+    what_if = dataclasses.replace(base, name="h100_2x_peak",
+                                  peak_flops_per_s={k: 2 * v for k, v in base.peak_flops_per_s.items()})
+    assert kernel_tables.frameworks(what_if) == kernel_tables.frameworks(base)
+    big = dict(m=8192, n=8192, k=8192)
+    t0 = float(predict.gemm(hardware=base, **big).time_s)
+    t1 = float(predict.gemm(hardware=what_if, **big).time_s)
+    assert t1 == pytest.approx(t0 / 2, rel=0.02)  # compute-bound: half, less the fixed latency
+
+
+def test_list_frameworks(capsys):
+    assert main(["list", "frameworks", "h100_sxm"]) == 0
+    out = capsys.readouterr().out
+    assert "trtllm (default)" in out and "vllm" in out and "sglang" in out and "none:" in out
+    assert "gemm" in out and "held-out median |err|" in out
+    assert main(["list", "frameworks", "mi300x"]) == 0
+    assert "no kernel tables" in capsys.readouterr().out
+
+
+def test_flash3_and_the_framework_kernel_by_name():
+    """FlashAttention-3 at long sequences reaches the paper's fraction of peak (740 of
+    989 TFLOP/s BF16 forward on H100, Shah et al. 2024), above FlashAttention-2's."""
+    r = predict.attention(hardware="h100_sxm", batch=4, seq_len=16384, n_heads=16, head_dim=128, causal=False,
+                          kernel=["flash2", "flash3", "framework"])
+    f = r.flops_per_s.sel(kernel="flash3").item()
+    assert 0.6 * 989.4e12 < f <= 740e12 * 1.001
+    assert f > r.flops_per_s.sel(kernel="flash2").item()
+    assert np.isfinite(r.flops_per_s.sel(kernel="framework").item())

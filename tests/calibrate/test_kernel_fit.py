@@ -1,0 +1,168 @@
+"""Fitting efficiency surfaces (calibrate/kernel_fit.py): a known surface and fixed latency
+are recovered from synthetic rows; the folds hold out whole neighbourhoods; the committed
+surfaces (workbench/specs/kernels/) load, stay physical and carry the held-out scores that
+the closing note of the kernel-table issue states; with the silicon extra installed, the
+primitives evaluated through predict reproduce the measured tables they were fitted to."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from workbench import predict
+from workbench.backends import kernel_tables
+from workbench.calibrate import kernel_fit as kf
+from workbench.primitives.kernel_fits import EffGrid, gemm_roofline
+from workbench.specs import list_gpus, load_hardware
+
+RNG = np.random.default_rng(7)
+
+
+def _synthetic_gemms(n=4000, fixed_s=4e-6):
+    """Rows timed by a known model, monotone in every size as real kernels are: t = fixed
+    + max(FLOPs / (peak · ramp(FLOPs)), bytes / (bandwidth · 0.85)), the math ramp
+    0.8 · F / (F + 1e9) (half speed at a GFLOP)."""
+    m = np.round(2 ** RNG.uniform(0, 14, n))
+    nn = np.round(2 ** RNG.uniform(6, 15, n))
+    k = np.round(2 ** RNG.uniform(6, 15, n))
+    flops = 2 * m * nn * k
+    nbytes = 2 * (m * k + k * nn + m * nn)
+    busy = np.maximum(flops / (1e15 * 0.8 * flops / (flops + 1e9)), nbytes / (3e12 * 0.85))
+    roof, _ = gemm_roofline(m=m, n=nn, k=k, peak=1e15, bandwidth=3e12, a_bytes=2, b_bytes=2, c_bytes=2)
+    return pd.DataFrame({"m": m, "n": nn, "k": k, "time_s": fixed_s + busy}), roof / busy
+
+
+class _Chip:
+    """The two spec numbers a GEMM roofline reads."""
+    class hbm:
+        bandwidth_bytes_per_s = 3e12
+
+    @staticmethod
+    def peak(dtype):
+        return 1e15
+
+
+def test_known_surface_and_fixed_latency_are_recovered():
+    """The times are recovered; the fixed latency is one of the candidate shares of the
+    fastest row (a flexible surface can absorb part of it at small shapes, so it is not
+    identified on its own: what is checked is the time it predicts)."""
+    rows, eff = _synthetic_gemms()
+    table = kf.Table("gemm", "bf16", rows, kf.gemm_features)
+    grid, fixed_s, score, per_row = kf.fit_table(table, _Chip())
+    fastest = rows["time_s"].min()
+    assert any(fixed_s == pytest.approx(s * fastest) for s in kf.FIXED_SHARES)
+    # held out by neighbourhood: the smooth truth is interpolated from the cells around it
+    assert score["median_abs_err"] < 0.02 and score["p90_abs_err"] < 0.08
+    assert per_row["err"].notna().all()
+
+
+def test_folds_hold_out_whole_neighbourhoods():
+    coords = {"m": 2 ** RNG.uniform(0, 14, 5000), "n": 2 ** RNG.uniform(5, 16, 5000), "k": 2 ** RNG.uniform(5, 16, 5000)}
+    fold = kf.neighbourhoods(coords, ("m", "n", "k"))
+    assert set(np.unique(fold)) == set(range(kf.FOLDS))
+    cell = np.stack([np.floor(np.log2(coords[a]) / kf.NEIGHBOURHOOD_LOG2) for a in "mnk"], -1)
+    frame = pd.DataFrame(cell).assign(fold=fold)
+    assert (frame.groupby([0, 1, 2])["fold"].nunique() == 1).all()  # a cell is never split across folds
+
+
+def test_penalty_leaves_log_linear_surfaces_alone():
+    d = kf._penalty((5, 4))
+    x = np.add.outer(np.arange(5.0), 2 * np.arange(4.0)).ravel()  # linear in both axes
+    np.testing.assert_allclose(d @ x, 0.0, atol=1e-12)
+
+
+# ---- the committed surfaces ---------------------------------------------------------------
+
+SPECS = [load_hardware(h) for h in list_gpus() if load_hardware(h).kernel_tables]
+FILES = sorted(kernel_tables.KERNELS_DIR.glob("*.json"))
+
+
+def test_every_gpu_with_tables_has_its_default_framework():
+    assert {s.name for s in SPECS} >= {"a100_sxm", "h100_sxm", "h200_sxm", "b200", "b300", "gb200", "gb300"}
+    for s in SPECS:
+        assert s.default_framework in kernel_tables.frameworks(s), s.name
+
+
+# No kernel beats its roofline where the roofline is the datasheet peak: at a compute-bound
+# GEMM shape the surface stays under the peak (boost clocks: 5%). Against the HBM roofline it
+# can: operands that fit in L2 (50 MB on H100, 126 MB on B200) are re-read from L2 across a
+# benchmark's repetitions (measured: m=32768, n=32, k=512 bf16 on H100 in 7.4 us against
+# 10.6 us of HBM traffic, 1.43x), a small batch's KV cache likewise, and an NVLS all-reduce
+# sends S where the ring roofline counts 2(p-1)/p·S. For those the bound guards against a
+# surface running away where no row was measured.
+RUNAWAY_MAX_EFF = {"gemm": 3.0, "attention": 2.0, "decode_attention": 4.0, "collective": 4.0}
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_surfaces_are_physical(path):
+    doc = json.loads(path.read_text())
+    assert doc["source"].startswith("aiconfigurator-core")
+    for s in doc["surfaces"]:
+        g = EffGrid.from_dict(s)
+        # sliding-window tiles: the roofline counts whole tiles, a kernel that skips the masked
+        # part of the band runs above it
+        bound = RUNAWAY_MAX_EFF[s["class"]] * (2.0 if "+window" in s["variant"] else 1.0)
+        assert np.exp(g.log_eff.max()) < bound, (s["class"], s["variant"], float(np.exp(g.log_eff.max())))
+        if s["class"] == "gemm" and s["variant"] in ("bf16", "fp8", "fp4"):
+            assert float(g(m=8192.0, n=8192.0, k=8192.0)) <= 1.05, (s["variant"], float(g(m=8192.0, n=8192.0,
+                                                                                           k=8192.0)))
+        assert s["score"]["rows"] >= 20 and 0 <= s["score"]["median_abs_err"] <= s["score"]["p90_abs_err"]
+
+
+# Held-out scores of the committed fits (5 folds by factor-2 neighbourhoods), as stated in
+# the closing note: GEMM and context attention in the 16-bit and FP8 formats the layer
+# model uses, on every catalog GPU the tables cover.
+# Bounds (median, p90) over every GPU and framework; TensorRT-LLM's, the default, are lower
+# (GEMM bf16 <= 5.2% / 18.7%, fp8 <= 3.1% / 7.9%, prefill attention <= 3.8% / 12.8%, decode
+# <= 9.5% / 38.6%, NCCL all-reduce <= 10.5% / 32%).
+BOUNDS = {("gemm", "bf16"): (0.065, 0.20), ("gemm", "fp8"): (0.08, 0.25), ("gemm", "fp4"): (0.07, 0.22),
+          ("attention", "bf16/bf16"): (0.07, 0.22), ("attention", "fp8/fp8"): (0.07, 0.20),
+          ("decode_attention", "bf16/bf16"): (0.10, 0.40), ("collective", "nccl/all_reduce"): (0.11, 0.33)}
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_held_out_scores_within_the_stated_bounds(path):
+    doc = json.loads(path.read_text())
+    for s in doc["surfaces"]:
+        bound = BOUNDS.get((s["class"], s["variant"]))
+        if bound:
+            assert s["score"]["median_abs_err"] <= bound[0], (path.stem, s["class"], s["variant"], s["score"])
+            assert s["score"]["p90_abs_err"] <= bound[1], (path.stem, s["class"], s["variant"], s["score"])
+
+
+# ---- the primitives reproduce the tables (needs the silicon extra) ----------------------
+
+def _measured(kind_file: str, gpu: str = "h100_sxm", framework: str = "trtllm"):
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pyarrow")
+    from workbench.calibrate import aiconfigurator
+    root = aiconfigurator.data_root()
+    tables = aiconfigurator.available(root)
+    t = tables[(tables.gpu == gpu) & (tables.framework == framework) & tables.file.str.endswith(kind_file)]
+    newest = max(t.version, key=aiconfigurator._version_key)
+    row = t[t.version == newest].iloc[0]
+    return aiconfigurator._read(root.parents[1] / row.file, gpu, framework, newest, root)
+
+
+def test_predict_gemm_reproduces_the_measured_table():
+    """In-sample agreement of predict.gemm with every measured bf16 GEMM on H100 under
+    TensorRT-LLM: the primitive evaluates exactly the roofline and surface that were fitted."""
+    df = _measured("gemm_perf.parquet")
+    df = df[df.dtype == "bf16"].sample(3000, random_state=0)
+    row = {c: xr.DataArray(df[c].to_numpy(float), dims="row") for c in ("m", "n", "k")}
+    t = predict.gemm(hardware="h100_sxm", framework="trtllm", **row).time_s.values
+    err = np.abs(t / df.time_s.to_numpy() - 1)
+    assert np.median(err) < 0.03 and np.quantile(err, 0.9) < 0.10
+
+
+def test_predict_attention_reproduces_the_measured_table():
+    df = _measured("context_attention_perf.parquet")
+    df = df[(df.dtype == "bf16") & (df.kv_dtype == "bf16") & (df.window == 0)].sample(400, random_state=0)
+    row = {c: xr.DataArray(df[c].to_numpy(float), dims="row") for c in ("batch", "seq_len", "n_heads", "n_kv_heads",
+                                                                         "head_dim")}
+    t = predict.attention(hardware="h100_sxm", framework="trtllm", **row).time_s.values
+    err = np.abs(t / df.time_s.to_numpy() - 1)
+    assert np.median(err) < 0.04 and np.quantile(err, 0.9) < 0.15

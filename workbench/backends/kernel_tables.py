@@ -1,0 +1,57 @@
+"""The fitted kernel surfaces of a GPU under a serving framework, as the GPU backend hands
+them to the primitives: workbench/specs/kernels/<gpu>-<framework>.json (written by
+`workbench calibrate fit-kernels`, read once per process)."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import InputError
+from ..primitives.kernel_fits import EffGrid, KernelFits
+
+KERNELS_DIR = Path(__file__).resolve().parents[1] / "specs" / "kernels"
+FRAMEWORKS = ("trtllm", "vllm", "sglang")
+NONE = "none"  # framework=NONE: the analytical efficiencies of the spec, no tables
+
+
+def frameworks(spec) -> list[str]:
+    """The frameworks with fitted tables for `spec` (through its kernel_tables)."""
+    name = getattr(spec, "kernel_tables", "")
+    if not name:
+        return []
+    return [fw for fw in FRAMEWORKS if (KERNELS_DIR / f"{name}-{fw}.json").exists()]
+
+
+@lru_cache(maxsize=64)
+def _load(name: str, framework: str) -> KernelFits:
+    doc = json.loads((KERNELS_DIR / f"{name}-{framework}.json").read_text())
+    grids, scores = {}, {}
+    for s in doc["surfaces"]:
+        key = (s["class"], s["variant"])
+        grids[key] = EffGrid.from_dict(s)
+        scores[key] = dict(s["score"])
+    return KernelFits(hardware=name, framework=framework, grids=grids, source=doc["source"], scores=scores)
+
+
+def resolve(spec, framework) -> str:
+    """The framework a prediction on `spec` uses: the one named, or the spec's default
+    (NONE where the spec has no tables). A framework without tables for it is an error."""
+    framework = None if framework is None else str(framework)
+    if framework is None:
+        default = getattr(spec, "default_framework", "")
+        return default if default and default in frameworks(spec) else NONE
+    if framework == NONE:
+        return NONE
+    have = frameworks(spec)
+    if framework not in have:
+        raise InputError(f"framework={framework!r} has no kernel tables for {spec.name!r}; allowed: "
+                         f"{', '.join(have + [NONE]) if have else NONE}")
+    return framework
+
+
+def fits_for(spec, framework: str) -> KernelFits | None:
+    """The surfaces of a resolved framework (None for NONE)."""
+    if framework == NONE:
+        return None
+    return _load(spec.kernel_tables, framework)

@@ -1,0 +1,408 @@
+"""Fit the kernel efficiency surfaces (primitives/kernel_fits.py) to measured kernel tables
+(imported by calibrate/aiconfigurator.py) and score them on held-out shape neighbourhoods.
+
+For every row: y = log(roofline / measured), the roofline from the catalog spec's peak and
+memory bandwidth (primitives/kernel_fits.ROOFLINES). The surface minimizes
+
+    sum (y - f(x))^2 + smooth * sum (second differences of f along each axis)^2
+
+over its knot values (a sparse linear least-squares problem), so knots without rows take
+the curvature-free continuation of their neighbours. Scoring: rows are grouped into
+neighbourhoods, the cells of a coarse grid (a factor 2 in each size coordinate); each of
+FOLDS folds holds out whole neighbourhoods, so no point is predicted by a fit that saw it
+or its near neighbours. The fitted surfaces go to workbench/specs/kernels/<hw>-<fw>.json
+with their held-out scores:
+
+    workbench calibrate fit-kernels --tables DIR [--hardware h100_sxm] [--framework trtllm]
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..primitives.collectives import COLLECTIVES
+from ..primitives.kernel_fits import ROOFLINES, EffGrid
+
+FOLDS = 5
+NEIGHBOURHOOD_LOG2 = 1.0  # a neighbourhood spans a factor 2 of every size coordinate
+SMOOTH = 0.03  # second-difference penalty weight, relative to one row: of 0.01, 0.03, 0.1, 0.3, 1, 3 the
+# one with the lowest held-out error on h100_sxm/trtllm (GEMM, attention; 0.01 within noise)
+KERNELS_DIR = Path(__file__).resolve().parents[1] / "specs" / "kernels"
+# Bytes per element of A, B (weights) and C for each GEMM format: block-scaled FP8 and NVFP4
+# read their scales too (one FP32 per 128x128 weight block and per 1x128 activation run for
+# fp8_block; one FP8 per 16 elements for NVFP4), the output is 16-bit.
+GEMM_BYTES = {"bf16": (2.0, 2.0, 2.0), "fp16": (2.0, 2.0, 2.0), "fp8": (1.0, 1.0, 2.0),
+              "fp8_block": (1.0 + 4.0 / 128, 1.0 + 4.0 / 128 ** 2, 2.0), "fp4": (0.5 + 1.0 / 16, 0.5 + 1.0 / 16, 2.0),
+              "int8": (1.0, 1.0, 2.0), "int4": (2.0, 0.5, 2.0)}
+GEMM_PEAK = {"fp8_block": "fp8", "int4": "bf16"}  # math dtype of each format
+ELEMENT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5, "int8": 1.0, "int4": 0.5}
+
+
+def _num(df, col):
+    return df[col].to_numpy(float)
+
+
+def gemm_features(df: pd.DataFrame, hw, variant: str):
+    variant = variant.split("@")[0]
+    a, b, c = GEMM_BYTES[variant]
+    return ROOFLINES["gemm"].roofline(m=_num(df, "m"), n=_num(df, "n"), k=_num(df, "k"),
+                                      peak=hw.peak(GEMM_PEAK.get(variant, variant)),
+                                      bandwidth=hw.hbm.bandwidth_bytes_per_s, a_bytes=a, b_bytes=b, c_bytes=c)
+
+
+WINDOWED = "+window"  # variant suffix of the rows whose sliding window is shorter than the keys
+
+
+def _dtypes(variant: str) -> tuple[str, str]:
+    dtype, kv = variant.split("@")[0].removesuffix(WINDOWED).split("/")
+    return dtype, kv
+
+
+def attention_features(df: pd.DataFrame, hw, variant: str):
+    dtype, kv = _dtypes(variant)
+    return ROOFLINES["attention"].roofline(
+        batch=_num(df, "batch"), seq_len=_num(df, "seq_len"), n_heads=_num(df, "n_heads"),
+        n_kv_heads=_num(df, "n_kv_heads"), head_dim=_num(df, "head_dim"), window=_num(df, "window"),
+        peak=hw.peak(dtype), bandwidth=hw.hbm.bandwidth_bytes_per_s, act_bytes=ELEMENT_BYTES[dtype],
+        kv_bytes=ELEMENT_BYTES[kv], n_sms=hw.n_sms)
+
+
+def decode_features(df: pd.DataFrame, hw, variant: str):
+    dtype, kv = _dtypes(variant)
+    return ROOFLINES["decode_attention"].roofline(
+        batch=_num(df, "batch"), kv_len=_num(df, "seq_len") + _num(df, "context"), n_heads=_num(df, "n_heads"),
+        n_kv_heads=_num(df, "n_kv_heads"), head_dim=_num(df, "head_dim"), window=_num(df, "window"),
+        peak=hw.peak(dtype), bandwidth=hw.hbm.bandwidth_bytes_per_s, act_bytes=ELEMENT_BYTES[dtype],
+        kv_bytes=ELEMENT_BYTES[kv])
+
+
+def collective_traffic(op: str, size, devices):
+    """Bytes each device sends per direction, ring convention (nccl-tests)."""
+    return COLLECTIVES[op].traffic(size, devices, False)
+
+
+def collective_features(df: pd.DataFrame, hw, variant: str):
+    op = variant.split("/")[1]
+    size, p = _num(df, "size_bytes"), _num(df, "devices")
+    return ROOFLINES["collective"].roofline(size=size, devices=p, traffic=collective_traffic(op, size, p),
+                                            bandwidth=hw.link("scale_up").unidir_bytes_per_s)
+
+
+@dataclass(frozen=True)
+class Table:
+    """The rows of one (class, variant) and how to compute their roofline."""
+    kernel_class: str
+    variant: str
+    rows: pd.DataFrame
+    features: object
+
+
+def _by_kernel(rows: pd.DataFrame, kernel_class: str, variant: str, features) -> list[Table]:
+    """One table per kernel source ('op') of a framework's tables: frameworks time several
+    backends (SGLang's trtllm_mha, FlashInfer and Triton attention; vLLM's FA3 and FA4; three
+    block-FP8 GEMMs), whose rows contradict each other at equal shapes. The source with the
+    most rows is the one the framework runs by default and keeps the plain variant name;
+    the others are scored and stored as variant@source."""
+    counts = rows["op"].value_counts()
+    out = []
+    for op in counts.index:
+        name = variant if op == counts.index[0] else f"{variant}@{op}"
+        out.append(Table(kernel_class, name, rows[rows["op"] == op], features))
+    return out
+
+
+def tables(df: pd.DataFrame) -> list[Table]:
+    """Split one imported dataset (as a frame) into fit tables."""
+    out = []
+    kind = df["kind"]
+    g = df[kind == "gemm"]
+    for dt, rows in g.groupby("dtype"):
+        if dt in GEMM_BYTES:
+            out += _by_kernel(rows, "gemm", dt, gemm_features)
+    for klass, feat in (("attention", attention_features), ("decode_attention", decode_features)):
+        a = df[kind == klass]
+        keys = a["seq_len"] + a["context"].fillna(0.0)
+        banded = np.where((a["window"] > 0) & (keys > a["window"]), WINDOWED, "")
+        for (dt, kv, band), rows in a.groupby([a["dtype"], a["kv_dtype"], banded]):
+            if dt in ELEMENT_BYTES and kv in ELEMENT_BYTES:
+                out += _by_kernel(rows, klass, f"{dt}/{kv}{band}", feat)
+    c = df[kind.isin(list(COLLECTIVES))]
+    for (fw, op), rows in c.groupby(["framework", "kind"]):
+        # 16-bit buffers: the frameworks reduce activations in bf16 (the tables also time
+        # fp32/int8, whose busbw at a given size matches within noise)
+        rows = rows[rows["dtype"].isin(["bf16", "fp16"])] if rows["dtype"].isin(["bf16", "fp16"]).any() else rows
+        # served decode replays CUDA graphs: where a table times both, keep the graph rows
+        if rows["op"].str.contains("graph").any():
+            rows = rows[~rows["op"].str.contains("eager")]
+        out.append(Table("collective", f"{fw}/{op}", rows, collective_features))
+    return out
+
+
+def _penalty(dims: tuple, order: int = 2):
+    """Sparse difference operator of `order` (1: slopes, 2: curvature) along every axis of a
+    grid of shape `dims`."""
+    import scipy.sparse as sp
+    stencil = {1: ([-1.0, 1.0], [0, 1]), 2: ([1.0, -2.0, 1.0], [0, 1, 2])}[order]
+    blocks = []
+    for ax, n in enumerate(dims):
+        if n <= order:
+            continue
+        dn = sp.diags(stencil[0], stencil[1], shape=(n - order, n))
+        mats = [sp.identity(m, format="csr") if i != ax else dn for i, m in enumerate(dims)]
+        op = mats[0]
+        for m in mats[1:]:
+            op = sp.kron(op, m, format="csr")
+        blocks.append(op)
+    return sp.vstack(blocks, format="csr")
+
+
+TENSION = 0.02  # slope penalty over the curvature penalty: beyond the measured shapes a surface
+# levels off within about 1/sqrt(TENSION) = 7 knots instead of continuing its last slope
+# A surface never exceeds the best efficiency measured in its table (some exceed 1 against
+# the HBM or ring roofline: KV caches served from L2, NVLS all-reduce sending S, not 2S).
+
+
+def fit_grid(grid: EffGrid, coords: dict, roof: np.ndarray, measured: np.ndarray, fixed_s: float,
+             smooth: float = SMOOTH) -> EffGrid:
+    """The knot values minimizing the squared log error of t = fixed_s + roof / eff plus the
+    smoothness penalty: least squares on y = log(roof / (measured - fixed_s)), each row
+    weighted by the share of its time the surface explains ((measured - fixed_s) /
+    measured, squared: the first-order sensitivity of log t to log eff)."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as sla
+    rest = np.maximum(measured - fixed_s, 1e-3 * measured)
+    y = np.log(roof / rest)
+    wrow = (rest / measured) ** 2
+    flat, w = grid.weights(coords)
+    n, p = len(y), int(np.prod([len(k) for k in grid.knots]))
+    a = sp.csr_matrix((w.ravel(), (np.repeat(np.arange(n), w.shape[-1]), flat.ravel())), shape=(n, p))
+    aw = sp.diags(wrow) @ a
+    dims = tuple(len(k) for k in grid.knots)
+    d2, d1 = _penalty(dims, 2), _penalty(dims, 1)
+    lhs = (a.T @ aw + smooth * (d2.T @ d2) + smooth * TENSION * (d1.T @ d1) + 1e-6 * sp.identity(p)).tocsr()
+    # conjugate gradients on the normal equations (symmetric positive definite; a direct
+    # factorization of a 4-D stencil fills in and is 50x slower), Jacobi-preconditioned
+    inv_diag = sp.diags(1.0 / lhs.diagonal())
+    x, _ = sla.cg(lhs, aw.T @ y, M=inv_diag, rtol=1e-7, maxiter=5000)
+    return EffGrid(grid.axes, grid.knots, np.minimum(x, y.max()).reshape(dims))
+
+
+def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
+    """The knots of a grid as table rows of its kernel class (the columns its features
+    read), so their roofline is computed exactly as the measured rows' is."""
+    mesh = np.meshgrid(*[2.0 ** np.asarray(k) for k in grid.knots], indexing="ij")
+    c = dict(zip(grid.axes, (m.ravel() for m in mesh)))
+    if kernel_class == "gemm":
+        return pd.DataFrame({"m": c["m"], "n": c["n"], "k": c["k"]})
+    if kernel_class == "attention":
+        return pd.DataFrame({"batch": 1.0, "n_heads": c["work"], "n_kv_heads": c["work"] / c["group"],
+                             "seq_len": c["seq_len"], "head_dim": c["head_dim"], "window": 0.0})
+    if kernel_class == "decode_attention":
+        return pd.DataFrame({"batch": c["slices"], "n_kv_heads": 1.0, "n_heads": c["group"], "seq_len": 1.0,
+                             "context": c["keys"] - 1.0, "head_dim": c["head_dim"], "window": 0.0})
+    return pd.DataFrame({"size_bytes": c["size"], "devices": c["devices"]})
+
+
+def monotone(grid: EffGrid, roof_knots: np.ndarray, fixed_s: float, sizes: tuple, supported=None) -> EffGrid:
+    """The surface with its time at the knots made non-decreasing along every size
+    coordinate: t = fixed_s + roof / eff, replaced by the least time of any larger size
+    along each size axis (a running minimum from the large end, which keeps it monotone
+    along the others). A smaller problem can always run as a larger one, padded, so no
+    size needs more time than a larger one; the tables' slow small sizes (a framework's
+    kernel heuristic picking a poor tile at m = 2 or 14) are not propagated to every
+    larger size, as a running maximum would. Knots no measured row touches (`supported`
+    False) are lowered like the others but never lower their neighbours."""
+    shape = grid.log_eff.shape
+    roof = roof_knots.reshape(shape)
+    t = fixed_s + roof / np.exp(grid.log_eff)
+    held = np.ones(shape, bool) if supported is None else supported.reshape(shape)
+    for ax, name in enumerate(grid.axes):
+        if name in sizes:
+            flipped = np.flip(np.where(held, t, np.inf), axis=ax)
+            t = np.minimum(t, np.flip(np.minimum.accumulate(flipped, axis=ax), axis=ax))
+    return EffGrid(grid.axes, grid.knots, np.log(roof / np.maximum(t - fixed_s, 1e-30)))
+
+
+FIXED_SHARES = (0.0, 0.25, 0.5, 0.7, 0.85)  # candidate fixed latencies, as shares of the fastest row
+
+
+def fit_fixed(grid: EffGrid, coords: dict, roof, measured, smooth: float = SMOOTH,
+              shape_fix=None) -> tuple[EffGrid, float]:
+    """(surface, fixed latency): the candidate share of the fastest measured time whose
+    surface has the smallest squared log error in time; `shape_fix(grid, t0, coords)`
+    (monotone) is applied to each candidate before it is scored."""
+    best = None
+    for share in FIXED_SHARES:
+        t0 = share * float(np.min(measured))
+        g = fit_grid(grid, coords, roof, measured, t0, smooth)
+        g = shape_fix(g, t0, coords) if shape_fix else g
+        loss = float(np.mean(np.log((t0 + roof / g(**coords)) / measured) ** 2))
+        if best is None or loss < best[0]:
+            best = (loss, g, t0)
+    return best[1], best[2]
+
+
+def empty_grid(kernel_class: str, coords: dict) -> EffGrid:
+    """Knots of the class, trimmed to the span of the measured coordinates (one knot of
+    margin), so the surface is not extrapolated by the penalty far beyond the data."""
+    kc = ROOFLINES[kernel_class]
+    knots = []
+    for ax in kc.axes:
+        kn = np.asarray(kc.knots(ax), float)
+        x = np.log2(np.maximum(np.asarray(coords[ax], float), 1e-30))
+        lo = max(np.searchsorted(kn, x.min(), side="right") - 1, 0)
+        hi = min(np.searchsorted(kn, x.max(), side="left"), len(kn) - 1)
+        if hi - lo < 1:
+            hi = min(lo + 1, len(kn) - 1)
+            lo = hi - 1
+        knots.append(tuple(kn[lo:hi + 1]))
+    return EffGrid(kc.axes, tuple(knots), np.zeros(tuple(len(k) for k in knots)))
+
+
+def neighbourhoods(coords: dict, axes: tuple) -> np.ndarray:
+    """Fold of each row: its cell of a grid a factor 2**NEIGHBOURHOOD_LOG2 wide in every
+    coordinate, cells dealt to folds by a fixed hash."""
+    cells = np.stack([np.floor(np.log2(np.maximum(np.asarray(coords[a], float), 1e-30)) / NEIGHBOURHOOD_LOG2)
+                      for a in axes], -1).astype(np.int64)
+    h = np.zeros(len(cells), np.int64)
+    for j in range(cells.shape[1]):
+        h = (h * 1000003 + cells[:, j] * 7919 + 17) % 2147483647
+    return (h * 2654435761 % 4294967296) % FOLDS
+
+
+def summarize(err: np.ndarray) -> dict:
+    a = np.abs(err)
+    return {"rows": int(len(err)), "median_abs_err": float(np.median(a)), "p90_abs_err": float(np.quantile(a, 0.9)),
+            "median_signed_err": float(np.median(err))}
+
+
+def fit_table(t: Table, hw, smooth: float = SMOOTH) -> tuple[EffGrid, float, dict, pd.DataFrame]:
+    """(surface and fixed latency fitted on every row, held-out score, per-row held-out
+    errors)."""
+    roof, coords = t.features(t.rows, hw, t.variant)
+    measured = t.rows["time_s"].to_numpy(float)
+    ok = np.isfinite(roof) & (roof > 0) & np.isfinite(measured) & (measured > 0)
+    coords = {k: np.broadcast_to(np.asarray(v, float), roof.shape)[ok] for k, v in coords.items()}
+    roof, measured = roof[ok], measured[ok]
+    base = empty_grid(t.kernel_class, coords)
+    sizes = ROOFLINES[t.kernel_class].sizes
+    fold = neighbourhoods(coords, sizes)
+    roof_knots, _ = t.features(knot_frame(t.kernel_class, base), hw, t.variant)
+
+    def shape_fix(g, t0, seen):
+        """Monotone in the sizes, supported by the knots the fitted rows (`seen`) touch."""
+        flat, w = base.weights(seen)
+        support = np.bincount(flat.ravel(), weights=w.ravel(), minlength=base.log_eff.size) > 0.05
+        return monotone(g, np.asarray(roof_knots, float), t0, sizes, support)
+    pred = np.full(len(roof), np.nan)
+    for f in range(FOLDS):
+        train = fold != f
+        if train.all() or not train.any():
+            continue
+        g, t0 = fit_fixed(base, {k: v[train] for k, v in coords.items()}, roof[train], measured[train], smooth,
+                          shape_fix)
+        held = ~train
+        pred[held] = t0 + roof[held] / g(**{k: v[held] for k, v in coords.items()})
+    err = pred / measured - 1.0
+    scored = np.isfinite(err)
+    full, t0 = fit_fixed(base, coords, roof, measured, smooth, shape_fix)
+    per_row = pd.DataFrame({**coords, "measured_s": measured, "held_out_pred_s": pred, "err": err,
+                            "fold": fold})
+    score = summarize(err[scored])
+    score["worst"] = worst_regions(per_row[scored], ROOFLINES[t.kernel_class].sizes)
+    return full, t0, score, per_row
+
+
+def worst_regions(per_row: pd.DataFrame, sizes: tuple, n: int = 3, min_rows: int = 5) -> list[str]:
+    """The `n` neighbourhoods (cells of the folds) with the largest median held-out |error|,
+    each as its coordinate ranges and that median, signed ('m 1-2, n 32768-65536: +35%')."""
+    cell = pd.DataFrame({a: np.floor(np.log2(per_row[a].to_numpy(float)) / NEIGHBOURHOOD_LOG2) for a in sizes})
+    g = per_row.assign(abs_err=per_row["err"].abs(), **{f"cell_{a}": cell[a].to_numpy() for a in sizes})
+    keys = [f"cell_{a}" for a in sizes]
+    stats = g.groupby(keys).agg(rows=("err", "size"), abs_err=("abs_err", "median"), err=("err", "median"))
+    stats = stats[stats["rows"] >= min_rows].sort_values("abs_err", ascending=False).head(n)
+    out = []
+    for key, r in stats.iterrows():
+        key = key if isinstance(key, tuple) else (key,)
+        span = ", ".join(f"{a} {2 ** (c * NEIGHBOURHOOD_LOG2):g}-{2 ** ((c + 1) * NEIGHBOURHOOD_LOG2):g}"
+                         for a, c in zip(sizes, key))
+        out.append(f"{span}: {r['err']:+.0%} ({int(r['rows'])} rows)")
+    return out
+
+
+def fit_dataset(df: pd.DataFrame, hw, smooth: float = SMOOTH) -> dict:
+    """{(class, variant): (EffGrid, score)} for every table of one GPU and framework."""
+    out = {}
+    for t in tables(df):
+        if len(t.rows) < 20:
+            continue
+        g, fixed_s, score, _ = fit_table(t, hw, smooth)
+        out[(t.kernel_class, t.variant)] = (g, dict(score, fixed_s=fixed_s))
+    return out
+
+
+def save(fits: dict, *, hardware: str, framework: str, source: str, out_dir: Path = KERNELS_DIR) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc = {"hardware": hardware, "framework": framework, "source": source,
+           "fit": f"calibrate/kernel_fit.py: {FOLDS} folds by neighbourhood (factor {2 ** NEIGHBOURHOOD_LOG2:g}), "
+                  f"smooth={SMOOTH}",
+           "surfaces": [{"class": c, "variant": v, "score": s, **g.to_dict()}
+                        for (c, v), (g, s) in sorted(fits.items())]}
+    path = out_dir / f"{hardware}-{framework}.json"
+    path.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    return path
+
+
+def catalog_name(file_hardware: str) -> str | None:
+    """The catalog spec of a table's GPU, None for GPUs the catalog lacks."""
+    from ..specs import list_hardware
+    return file_hardware if file_hardware in list_hardware() else None
+
+
+def fit_folder(tables_dir: Path, *, hardware: str | None = None, framework: str | None = None,
+               out_dir: Path = KERNELS_DIR, log=print) -> list[Path]:
+    """Fit every <hw>-<framework>.nc of `tables_dir` (with that GPU's NCCL tables) whose GPU
+    has a catalog spec; one JSON of surfaces per GPU and framework in `out_dir`."""
+    import xarray as xr
+    from ..errors import InputError
+    from ..specs import load_hardware
+    paths = []
+    files = sorted(p for p in Path(tables_dir).glob("*-*.nc") if not p.stem.endswith("-nccl"))
+    if not files:
+        raise InputError(f"tables={str(tables_dir)!r} holds no <gpu>-<framework>.nc; allowed: the --out folder "
+                         "of workbench calibrate import-kernels")
+    for path in files:
+        hw_name, fw = path.stem.rsplit("-", 1)
+        if (hardware and hw_name != hardware) or (framework and fw != framework) or catalog_name(hw_name) is None:
+            continue
+        frames = [xr.open_dataset(path).to_dataframe()]
+        nccl = path.with_name(f"{hw_name}-nccl.nc")
+        if nccl.exists():
+            frames.append(xr.open_dataset(nccl).to_dataframe())
+        df = pd.concat(frames, ignore_index=True)
+        source = sorted(set(df["source"].str.split(" ").str[:2].str.join(" ")))
+        fits = fit_dataset(df, load_hardware(hw_name))
+        paths.append(save(fits, hardware=hw_name, framework=fw, source=", ".join(source), out_dir=out_dir))
+        for (c, v), (_, s) in sorted(fits.items()):
+            log(f"{hw_name:9s} {fw:7s} {c:17s} {v:20s} rows={s['rows']:6d} held-out median |err| "
+                f"{s['median_abs_err']:.1%}, p90 {s['p90_abs_err']:.1%}")
+    return paths
+
+
+def scores(kernels_dir: Path = KERNELS_DIR) -> pd.DataFrame:
+    """The held-out score of every committed surface: hardware, framework, class, variant,
+    rows, median and p90 |error|, median signed error, fixed latency and worst regions."""
+    rows = []
+    for path in sorted(Path(kernels_dir).glob("*-*.json")):
+        doc = json.loads(path.read_text())
+        for s in doc["surfaces"]:
+            sc = s["score"]
+            rows.append({"hardware": doc["hardware"], "framework": doc["framework"], "kernel_class": s["class"],
+                         "variant": s["variant"], "rows": sc["rows"], "median_abs_err": sc["median_abs_err"],
+                         "p90_abs_err": sc["p90_abs_err"], "median_signed_err": sc["median_signed_err"],
+                         "fixed_s": sc.get("fixed_s", 0.0), "worst": "; ".join(sc.get("worst", []))})
+    return pd.DataFrame(rows)

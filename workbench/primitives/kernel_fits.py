@@ -1,0 +1,227 @@
+"""Kernel efficiencies fitted to measured kernel tables: roofline time divided by a smooth
+efficiency surface over the kernel's shape.
+
+A measured kernel runs slower than its roofline bound, max(FLOPs / peak, bytes / memory
+bandwidth), by a factor that depends on its shape: small GEMMs cannot fill the SMs, skinny
+ones are memory-bound GEMVs, few (sequence x head) slices leave decode attention short of
+parallelism. EffGrid holds log(roofline / measured) on a grid of knots in log2 of the
+shape coordinates and interpolates it multilinearly, holding it constant beyond the outer
+knots. It is defined for every shape, measured or not, stays an array function (one call
+for a million points), and scales with the hardware: a chip with another peak or bandwidth
+keeps the efficiency of its shape and moves its roofline.
+
+Each kernel class states its roofline and its coordinates once here (ROOFLINES); the fit
+(calibrate/kernel_fit.py) and the primitives both read them, so what was fitted is what
+is evaluated.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ._array import _is_xr, where
+
+
+@dataclass(frozen=True)
+class EffGrid:
+    """log efficiency on knots (log2 of each coordinate), one axis per coordinate."""
+    axes: tuple  # coordinate names
+    knots: tuple  # per axis, increasing log2 values (at least two)
+    log_eff: np.ndarray = field(repr=False)  # shape = tuple(len(k) for k in knots)
+
+    def weights(self, coords: dict):
+        """(flat knot indices, weights), each [..., 2**D]: the multilinear stencil of every
+        point. Coordinates are clipped to the outer knots (constant beyond them)."""
+        idx, frac = [], []
+        for name, kn in zip(self.axes, self.knots):
+            kn = np.asarray(kn, float)
+            x = np.clip(np.log2(np.maximum(np.asarray(coords[name], float), 1e-30)), kn[0], kn[-1])
+            i = np.clip(np.searchsorted(kn, x, side="right") - 1, 0, len(kn) - 2)
+            idx.append(i)
+            frac.append((x - kn[i]) / (kn[i + 1] - kn[i]))
+        shape = np.broadcast_shapes(*(np.shape(i) for i in idx))
+        idx = [np.broadcast_to(i, shape) for i in idx]
+        frac = [np.broadcast_to(f, shape) for f in frac]
+        dims = tuple(len(k) for k in self.knots)
+        flat, wts = [], []
+        for corner in itertools.product((0, 1), repeat=len(dims)):
+            flat.append(np.ravel_multi_index(tuple(i + c for i, c in zip(idx, corner)), dims))
+            w = np.ones(shape)
+            for f, c in zip(frac, corner):
+                w = w * (f if c else 1.0 - f)
+            wts.append(w)
+        return np.stack(flat, -1), np.stack(wts, -1)
+
+    def __call__(self, **coords):
+        """Efficiency (fraction of the roofline rate) at the coordinates; broadcasts.
+        Axes whose coordinate is one number are contracted out of the table first (the
+        head size and GQA group of a model, the n and k of a matmul), so a sweep pays
+        only for the axes it varies: one axis is np.interp, more a gather per corner."""
+        if _is_xr(*coords.values()):
+            import xarray as xr
+            names = list(coords)
+            return xr.apply_ufunc(lambda *v: self(**dict(zip(names, v))), *coords.values())
+        table = np.asarray(self.log_eff, float)
+        free = []  # (knots, log2 coordinate) of the axes that vary
+        for ax, (name, kn) in reversed(list(enumerate(zip(self.axes, self.knots)))):
+            kn = np.asarray(kn, float)
+            x = np.log2(np.maximum(np.asarray(coords[name], float), 1e-30))
+            if x.size == 1:
+                x = float(np.clip(x.reshape(()), kn[0], kn[-1]))
+                i = int(np.clip(np.searchsorted(kn, x, side="right") - 1, 0, len(kn) - 2))
+                f = (x - kn[i]) / (kn[i + 1] - kn[i])
+                table = np.take(table, i, axis=ax) * (1.0 - f) + np.take(table, i + 1, axis=ax) * f
+            else:
+                free.insert(0, (kn, x))
+        if not free:
+            return np.exp(table) + 0.0 * sum(np.asarray(v, float) for v in coords.values())
+        if len(free) == 1:
+            kn, x = free[0]
+            return np.exp(np.interp(x, kn, table))
+        idx, frac = [], []
+        for kn, x in free:
+            x = np.clip(x, kn[0], kn[-1])
+            i = np.clip(np.searchsorted(kn, x, side="right") - 1, 0, len(kn) - 2)
+            idx.append(i)
+            frac.append((x - kn[i]) / (kn[i + 1] - kn[i]))
+        dims = table.shape
+        strides = [int(np.prod(dims[d + 1:])) for d in range(len(dims))]
+        flat_table = table.ravel()
+        base = sum(i * st for i, st in zip(idx, strides))
+        out = 0.0
+        for corner in itertools.product((0, 1), repeat=len(dims)):
+            w = 1.0
+            for f, c in zip(frac, corner):
+                w = w * (f if c else 1.0 - f)
+            out = out + np.take(flat_table, base + sum(st for st, c in zip(strides, corner) if c)) * w
+        return np.exp(out)
+
+    def to_dict(self) -> dict:
+        return {"axes": list(self.axes), "knots": [list(map(float, k)) for k in self.knots],
+                "log_eff": np.round(np.asarray(self.log_eff), 4).ravel().tolist()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "EffGrid":
+        knots = tuple(tuple(float(x) for x in k) for k in d["knots"])
+        values = np.asarray(d["log_eff"], float).reshape(tuple(len(k) for k in knots))
+        return cls(axes=tuple(d["axes"]), knots=knots, log_eff=values)
+
+
+def attribute(time_s, compute_ideal_s, memory_ideal_s):
+    """(compute_s, memory_s) of a kernel timed by a fitted surface: its whole time goes to
+    the resource its roofline is bound by, the other keeps its ideal time, so the bound a
+    workload names is the one its fitted kernels spend their time on."""
+    compute_bound = compute_ideal_s >= memory_ideal_s
+    return where(compute_bound, time_s, compute_ideal_s), where(compute_bound, memory_ideal_s, time_s)
+
+
+# ---- the rooflines and coordinates of each kernel class ---------------------------------
+
+def _bound(flops, nbytes, peak, bandwidth):
+    return np.maximum(flops / peak, nbytes / bandwidth)
+
+
+def gemm_roofline(*, m, n, k, peak, bandwidth, a_bytes, b_bytes, c_bytes, **_):
+    flops = 2.0 * m * n * k
+    nbytes = m * k * a_bytes + k * n * b_bytes + m * n * c_bytes
+    return _bound(flops, nbytes, peak, bandwidth), {"m": m, "n": n, "k": k}
+
+
+ATTENTION_TILE = 128.0  # query and key rows per flash-attention tile (FA2/FA3, TRT-LLM FMHA)
+
+
+def attended_pairs(seq_len, context=0.0, window=0.0, causal=True):
+    """Query-key pairs per (sequence, head) of `seq_len` new tokens after `context` cached
+    ones. A sliding window w > 0 caps each query's keys at w, but the kernel computes whole
+    tiles: a tile of ATTENTION_TILE queries reads the keys from w before its first query to
+    its last, w + ATTENTION_TILE of them (the masked part of the band costs as much as the
+    rest), so the work counted is that of the tiles executed."""
+    full = seq_len * (seq_len + 1.0) / 2.0 if causal else seq_len * seq_len
+    pairs = full + seq_len * context
+    w = np.asarray(window, float)
+    banded = seq_len * (w + ATTENTION_TILE)
+    if not np.any(w > 0):
+        return pairs
+    return where((w > 0) & (seq_len + context > w), np.minimum(pairs, banded + 0 * pairs), pairs)
+
+
+def sm_utilization(work_units, n_sms):
+    """Share of the SM-time busy when `work_units` equal units run in waves over n_sms."""
+    return work_units / (np.ceil(work_units / n_sms) * n_sms)
+
+
+def context_attention_roofline(*, batch, seq_len, n_heads, n_kv_heads, head_dim, peak, bandwidth, act_bytes,
+                               kv_bytes, n_sms, window=0.0, causal=True, v_head_dim=None, **_):
+    """Flash-attention prefill: one thread block per (sequence, head, tile of ATTENTION_TILE
+    queries); the blocks run in waves over the SMs, so the math bound is the FLOPs over the
+    peak times the waves' utilization."""
+    hv = head_dim if v_head_dim is None else v_head_dim
+    flops = 2.0 * batch * n_heads * (head_dim + hv) * attended_pairs(seq_len, 0.0, window, causal)
+    nbytes = batch * seq_len * (n_heads * (head_dim + hv) * act_bytes + n_kv_heads * (head_dim + hv) * kv_bytes)
+    blocks = batch * n_heads * np.ceil(seq_len / ATTENTION_TILE)
+    coords = {"work": batch * n_heads, "seq_len": seq_len, "group": n_heads / n_kv_heads, "head_dim": head_dim}
+    return _bound(flops / sm_utilization(blocks, n_sms), nbytes, peak, bandwidth), coords
+
+
+def decode_attention_roofline(*, batch, kv_len, n_heads, n_kv_heads, head_dim, peak, bandwidth, act_bytes,
+                              kv_bytes, window=0.0, v_head_dim=None, kv_elements_per_token=None, **_):
+    """One query per sequence over `kv_len` cached keys (a window caps them)."""
+    hv = head_dim if v_head_dim is None else v_head_dim
+    w = np.asarray(window, float)
+    keys = where(w > 0, np.minimum(kv_len, np.where(w > 0, w, np.inf)), kv_len) if np.any(w > 0) else kv_len
+    per_token = n_kv_heads * (head_dim + hv) if kv_elements_per_token is None else kv_elements_per_token
+    flops = 2.0 * batch * n_heads * (head_dim + hv) * keys
+    nbytes = batch * (keys * per_token * kv_bytes + 2.0 * n_heads * head_dim * act_bytes)
+    coords = {"slices": batch * n_kv_heads, "keys": keys, "group": n_heads / n_kv_heads, "head_dim": head_dim}
+    return _bound(flops, nbytes, peak, bandwidth), coords
+
+
+def collective_roofline(*, size, devices, bandwidth, traffic, **_):
+    """Bytes each device sends per direction over the link's rate (no latency term: the
+    fitted efficiency absorbs it at small sizes)."""
+    return traffic / bandwidth, {"size": size, "devices": devices}
+
+
+@dataclass(frozen=True)
+class KernelClass:
+    roofline: Callable
+    axes: tuple  # coordinate names, in grid order
+    knots: Callable  # coordinate -> knots (log2) used by the fit
+    sizes: tuple  # the size coordinates (the rest are shape classes: head size, GQA group, GPUs)
+
+
+def _span(lo, hi, step=1.0):
+    return tuple(np.arange(lo, hi + 1e-9, step))
+
+
+ROOFLINES = {
+    "gemm": KernelClass(gemm_roofline, ("m", "n", "k"),
+                        {"m": _span(0, 15), "n": _span(5, 16), "k": _span(5, 16)}.get, ("m", "n", "k")),
+    "attention": KernelClass(context_attention_roofline, ("work", "seq_len", "group", "head_dim"),
+                             {"work": _span(0, 14), "seq_len": _span(0, 17), "group": _span(0, 5),
+                              "head_dim": (6.0, 7.0, 7.585, 8.0)}.get, ("work", "seq_len")),
+    "decode_attention": KernelClass(decode_attention_roofline, ("slices", "keys", "group", "head_dim"),
+                                    {"slices": _span(0, 16), "keys": _span(0, 17), "group": _span(0, 7),
+                                     "head_dim": (6.0, 7.0, 7.585, 8.0)}.get, ("slices", "keys")),
+    "collective": KernelClass(collective_roofline, ("size", "devices"),
+                              {"size": _span(8, 34), "devices": _span(1, 7)}.get, ("size",)),
+}
+
+
+@dataclass(frozen=True)
+class KernelFits:
+    """The fitted surfaces of one GPU under one serving framework: (class, variant) ->
+    EffGrid, where the variant is a dtype ('bf16', 'fp8', 'fp8_block', 'fp4'), a KV dtype
+    for attention ('bf16/fp8': math/KV), or a collective op ('nccl/all_reduce',
+    'trtllm/all_reduce')."""
+    hardware: str
+    framework: str
+    grids: dict  # (class, variant) -> EffGrid
+    source: str = ""
+    scores: dict = field(default_factory=dict)  # (class, variant) -> held-out error summary
+
+    def grid(self, kernel_class: str, variant: str):
+        return self.grids.get((kernel_class, variant))
