@@ -480,7 +480,9 @@ def test_a_sweep_over_the_dense_limit_runs_in_blocks(monkeypatch):
         predict.inference(**LLAMA, **g)
     ds = sweep.evaluate(predict.inference, sweep.grid(**g), fixed=LLAMA)  # 30 points in blocks of <= 8
     assert ds.tpot_s.shape == (5, 3, 2)
-    np.testing.assert_array_equal(ds.tpot_s.transpose(*dense.tpot_s.dims).values, dense.tpot_s.values)
+    # equal to rounding: a block with one value on an axis takes the scalar path of the efficiency
+    # surfaces (that axis contracted first), the dense call the array path
+    np.testing.assert_allclose(ds.tpot_s.transpose(*dense.tpot_s.dims).values, dense.tpot_s.values, rtol=1e-12)
 
 
 def test_sweep_api_refuses_what_the_cli_refuses():

@@ -280,6 +280,24 @@ def _fit_kernels(ns) -> int:
     return 0
 
 
+def _fit_serving(ns) -> int:
+    """`workbench calibrate fit-serving`: each framework's CUDA-graph saving per kernel, then
+    its per-iteration host overhead, on the measured serving runs (specs/serving/)."""
+    from .backends.kernel_tables import serving_constants
+    from .calibrate import serving_rows
+    rows = serving_rows.load()
+    savings = serving_rows.fit_graph_savings(rows)
+    serving_constants()["kernel_graph_saving_s"].update({fw: f["kernel_graph_saving_s"] for fw, f in savings.items()})
+    overheads = serving_rows.fit_overheads(serving_rows.predict_rows(rows))
+    for fw in sorted(savings):
+        a, b = savings[fw], overheads.get(fw, {})
+        print(f"{fw:7s} graph saving {a['kernel_graph_saving_s'] * 1e6:5.1f} us per kernel, TPOT median |err| "
+              f"{a['median_abs_err']:.1%} (leave-one-model-out {a['loo_model_median_abs_err']:.1%}); host "
+              f"overhead {b.get('iteration_overhead_s', 0.0) * 1e6:6.1f} us per iteration over {a['rows']} rows")
+    print(f"wrote {serving_rows.write_constants(savings, overheads)}")
+    return 0
+
+
 def _run(ns) -> int:
     """`workbench run STUDY|--all`: exit 1 naming the study, cell and error on a failure."""
     from .studies import StudyError, list_studies, run_study
@@ -417,6 +435,8 @@ def parser(table: dict) -> argparse.ArgumentParser:
     fk.add_argument("--hardware", default=None, help="one catalog GPU (default: every GPU with tables)")
     fk.add_argument("--framework", default=None, help="trtllm, vllm or sglang (default: all)")
     fk.add_argument("--out", default=None, help="folder for the JSON surfaces (default: workbench/specs/kernels)")
+    csub.add_parser("fit-serving", help="fit each serving framework's per-iteration overhead to the measured "
+                                        "serving runs (specs/serving/frameworks.yaml), leave-one-out scored")
     return p
 
 
@@ -427,7 +447,8 @@ def main(argv=None) -> int:
         if ns.command == "predict":
             return _predict(ns.kind, table[ns.kind], ns)
         if ns.command == "calibrate":
-            return _fit_kernels(ns) if ns.calibrate_command == "fit-kernels" else _import_kernels(ns)
+            return {"fit-kernels": _fit_kernels, "fit-serving": _fit_serving}.get(ns.calibrate_command,
+                                                                                _import_kernels)(ns)
         if ns.command == "microbench":
             from .microbench.__main__ import main as microbench_main
             return microbench_main(["--device", ns.device, "--out", ns.out] + (["--quick"] if ns.quick else []))

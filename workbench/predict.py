@@ -19,12 +19,12 @@ import numpy as np
 
 from ._broadcast import as_axis, evaluate, values_of
 from .backends import backend_for, check_knobs, kernel_tables
-from .errors import InputError, brief, check_choice, check_positive, check_range, check_scalar
+from .errors import InputError, brief, check_choice, check_positive, check_scalar
 from .primitives.attention import ATTENTION_KERNELS
 from .primitives.collectives import COLLECTIVES
 from .primitives.mesh import MAPPINGS
 from .specs import MODEL_KNOBS, load_hardware, load_model, with_model_knobs
-from .units import DTYPES, unit_attrs
+from .units import DTYPES
 
 PLACEMENTS = ("regions", "streaming")
 
@@ -341,168 +341,6 @@ def _check_one(fn: str, **values) -> None:
                              "to sweep it)")
 
 
-def _check_slos(*, ttft_slo, tpot_slo, quantile, **sizes) -> None:
-    """Counts (None: not given) positive integers, latency targets positive, the quantile in (0, 1)."""
-    for arg, v in sizes.items():
-        if v is not None:
-            check_positive(arg, v, integer=True)
-    for arg, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo)):
-        check_positive(arg, v)
-    check_range("quantile", quantile, low=0.0, high=1.0, open_low=True, open_high=True, allowed="a number in (0, 1)")
-
-
-BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step time is tabulated at
-
-
-def _step_table(hardware, model, layout, prompt, generate, weights, kv, overrides, framework=None):
-    """Decode step time against batch (tabulated, then interpolated), prefill time of one
-    prompt and the largest batch that fits, from the static-batch model."""
-    common = dict(hardware=hardware, model=model, prompt=prompt, generate=generate, weights=weights, kv=kv,
-                  hardware_overrides=overrides, framework=framework, **layout)
-    grid = inference(batch=BATCH_GRID.tolist(), **common)
-    steps = grid.tpot_s.values
-    first = inference(batch=1, **dict(common, generate=1))
-    most = inference(batch="max", **common)
-    max_batch = float(most.batch) if bool(most.fits) else 0.0
-    return grid, steps, float(first.ttft_s), max_batch
-
-
-def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
-            ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
-            draft_model=None, framework=None, hardware_overrides=None):
-    """Continuous batching under Poisson arrivals (workloads/serving.py). `arrival_rate` in
-    requests/s per instance (a list sweeps it; default: a grid up to saturation). With
-    draft_len > 0, speculative decoding by `draft_model` (or one extra target layer per
-    drafted token, as MTP heads, when None) at per-token `acceptance`. Scalar categorical
-    arguments and knobs only (sweep hardware or models by calling once per value)."""
-    import xarray as xr
-
-    from .workloads.serving import latencies
-    from .workloads.speculative import time_per_token_s
-    _check_one("serving", hardware=hardware, model=model, devices=devices, tp=tp, pp=pp, prompt=prompt,
-               generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights, kv=kv,
-               acceptance=acceptance, draft_len=draft_len, draft_model=draft_model)
-    _check_slos(tp=tp, pp=pp, devices=devices, prompt=prompt, generate=generate, ttft_slo=ttft_slo,
-                tpot_slo=tpot_slo, quantile=quantile)
-    check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
-    check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
-    if arrival_rate is not None:  # requests/s: a positive number or a flat list of distinct ones
-        check_positive("arrival_rate", arrival_rate)
-        as_axis("arrival_rate", arrival_rate)
-    spec = load_model(model)
-    hw = load_hardware(hardware)
-    _knob_axes(hardware_overrides, {hw.name: hw}, scalar_only=True)
-    be = backend_for(hw)
-    layout = be.serving_layout(tp=tp, pp=pp, devices=devices, hardware=hw.name)
-    _check_one("serving", framework=framework)
-    _check_framework(framework, {hw.name: hw}, default="spec")
-    grid, steps, prefill_s, max_batch = _step_table(hw, model, layout, prompt, generate, weights, kv,
-                                                    hardware_overrides, framework)
-    per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
-
-    if draft_len > 0:
-        if draft_model is None:  # MTP: one more target layer per drafted token
-            draft_steps = steps / spec.n_layers
-        else:
-            d = inference(hardware=hw, model=draft_model, batch=BATCH_GRID.tolist(), prompt=prompt,
-                          generate=generate, weights=weights, kv=kv, hardware_overrides=hardware_overrides,
-                          framework=framework, **layout)
-            draft_steps = d.tpot_s.values
-        row = grid.tpot_s.values - grid.get("decode_attention_s", 0.0 * grid.tpot_s).values
-        steps = time_per_token_s(batches=BATCH_GRID, step_s=steps, row_s=row, draft_step_s=draft_steps,
-                                 draft_len=draft_len, acceptance=acceptance)
-
-    def decode_step_s(B):
-        return np.interp(B, BATCH_GRID, steps)
-
-    if arrival_rate is None:
-        saturation = max_batch / (generate * decode_step_s(max(max_batch, 1.0))) if max_batch else 1.0 / prefill_s
-        arrival_rate = np.linspace(0.02, 1.0, 50) * min(saturation, 1.0 / prefill_s)
-    lam = np.atleast_1d(np.asarray(arrival_rate, dtype=float))
-    r = latencies(arrival_rate=lam, output_len=float(generate), prefill_s=prefill_s, decode_step_s=decode_step_s,
-                  quantile=quantile)
-    fits = r["batch"] <= max_batch
-    meets = fits & (r["ttft_quantile_s"] <= ttft_slo) & (r["tpot_s"] <= tpot_slo)
-    out_rate = lam * generate
-    ds = xr.Dataset({
-        "batch": ("arrival_rate", r["batch"]), "tpot_s": ("arrival_rate", r["tpot_s"]),
-        "ttft_mean_s": ("arrival_rate", r["ttft_mean_s"]), "ttft_quantile_s": ("arrival_rate", r["ttft_quantile_s"]),
-        "e2e_mean_s": ("arrival_rate", r["e2e_mean_s"]), "prefill_utilization": ("arrival_rate", r["prefill_utilization"]),
-        "output_tokens_per_s": ("arrival_rate", out_rate),
-        "output_tokens_per_s_per_device": ("arrival_rate", out_rate / per_device),
-        "output_tokens_per_s_per_user": ("arrival_rate", 1.0 / r["tpot_s"]),
-        "fits": ("arrival_rate", fits), "meets_slo": ("arrival_rate", meets),
-    }, coords={"arrival_rate": lam})
-    best = np.where(meets, out_rate / per_device, 0.0)
-    ds["goodput_tokens_per_s_per_device"] = best.max()
-    ds["max_batch"] = max_batch
-    for name in ds.data_vars:
-        ds[name].attrs.update(unit_attrs(name))
-    ds["arrival_rate"].attrs.update({"units": "1/s", "long_name": "request arrival rate"})
-    ds.attrs.update({"function": "predict.serving", "hardware": hw.name, "model": spec.name,
-                     "queueing_model": "Poisson arrivals; iterations decode the batch and prefill the new prompts (chunked)",
-                     "ttft_slo_s": ttft_slo, "tpot_slo_s": tpot_slo, "quantile": quantile,
-                     "speculative": f"draft_len={draft_len}, acceptance={acceptance}, draft={draft_model or 'MTP'}"})
-    return ds
-
-
-def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, decode_tp=1, prefill_devices=None,
-                  decode_devices=None, prompt=2048, generate=256, ttft_slo=2.0, tpot_slo=0.05, quantile=0.9,
-                  weights="bf16", kv=None, total_devices=64, framework=None):
-    """Prefill and decode in separate pools (workloads/disaggregated.py): capacities, the
-    balancing ratio, goodput per device, the best integer split of `total_devices`, and the
-    colocated baseline on the decode hardware. KV caches leave the prefill instance over
-    its backend's link (every GPU its own NIC; a CS system's I/O). `framework` selects the
-    kernel tables of the GPU pools (None: each GPU's default; a wafer pool takes none)."""
-    import xarray as xr
-
-    from .workloads.disaggregated import balance, best_split, decode_capacity, prefill_capacity
-    _check_one("disaggregated", prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,
-               prefill_tp=prefill_tp, decode_tp=decode_tp, prefill_devices=prefill_devices,
-               decode_devices=decode_devices, prompt=prompt, generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
-               quantile=quantile, weights=weights, kv=kv, total_devices=total_devices)
-    _check_slos(prefill_tp=prefill_tp, decode_tp=decode_tp, prefill_devices=prefill_devices,
-                decode_devices=decode_devices, prompt=prompt, generate=generate, total_devices=total_devices,
-                ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile)
-    spec = load_model(model)
-    pre_hw = load_hardware(prefill_hardware, arg="prefill_hardware")
-    dec_hw = load_hardware(decode_hardware, arg="decode_hardware")
-    pre_be, dec_be = backend_for(pre_hw), backend_for(dec_hw)
-    pre_layout = pre_be.serving_layout(tp=prefill_tp, devices=prefill_devices, hardware=pre_hw.name, prefix="prefill_")
-    dec_layout = dec_be.serving_layout(tp=decode_tp, devices=decode_devices, hardware=dec_hw.name, prefix="decode_")
-    _check_one("disaggregated", framework=framework)
-    fw_p, fw_d = (framework if be.kind == "gpu" else None for be in (pre_be, dec_be))
-    for hw_, fw_ in ((pre_hw, fw_p), (dec_hw, fw_d)):
-        _check_framework(fw_, {hw_.name: hw_}, default="spec")
-    dev_p = pre_be.instance_devices(tp=prefill_tp, devices=prefill_devices)  # devices per instance
-    dev_d = dec_be.instance_devices(tp=decode_tp, devices=decode_devices)
-    if total_devices < dev_p + dev_d:
-        raise InputError(f"total_devices={total_devices} is not allowed; allowed: at least {dev_p + dev_d:g} "
-                         f"(one prefill instance of {dev_p:g} devices and one decode instance of {dev_d:g})")
-    first = inference(hardware=pre_hw, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
-                      kv=kv, framework=fw_p, **pre_layout)
-    grid, steps, _, max_batch = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None, fw_d)
-    kv_bytes = spec.kv_cache_bytes(context=prompt, dtype=kv or "bf16")
-    kv_s = kv_bytes / pre_be.kv_link_bytes_per_s(pre_be.numbers(pre_hw, {}), tp=prefill_tp, devices=prefill_devices)
-    lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)
-    lam_d, b_d = decode_capacity(batches=BATCH_GRID, step_s=steps, max_batch=max_batch, tpot_slo_s=tpot_slo,
-                                 output_len=generate)
-    ratio, good = balance(prefill_rate=lam_p, decode_rate=lam_d, prefill_devices=dev_p, decode_devices=dev_d,
-                          output_len=generate)
-    n_p, n_d, good_int = best_split(total_devices=total_devices, prefill_rate=float(lam_p), decode_rate=float(lam_d),
-                                    prefill_devices=dev_p, decode_devices=dev_d, output_len=generate)
-    colocated = serving(hardware=dec_hw, model=model, tp=decode_tp, devices=decode_devices, prompt=prompt,
-                        generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights,
-                        kv=kv, framework=fw_d)
-    ds = xr.Dataset({
-        "prefill_s": float(first.ttft_s), "kv_transfer_s": kv_s, "kv_transfer_bytes": kv_bytes,
-        "prefill_requests_per_s": float(lam_p), "decode_requests_per_s": float(lam_d), "decode_batch": float(b_d),
-        "prefill_per_decode_instances": float(ratio), "goodput_tokens_per_s_per_device": float(good),
-        "n_prefill_instances": n_p, "n_decode_instances": n_d, "split_goodput_tokens_per_s_per_device": good_int,
-        "colocated_goodput_tokens_per_s_per_device": float(colocated.goodput_tokens_per_s_per_device),
-    })
-    for name in ds.data_vars:
-        ds[name].attrs.update(unit_attrs(name))
-    ds.attrs.update({"function": "predict.disaggregated", "prefill_hardware": pre_hw.name,
-                     "decode_hardware": dec_hw.name, "model": spec.name})
-    return ds
+# Serving (open and closed loop) and disaggregated pools live in predict_serving.py; they
+# are part of this interface: predict.serving, predict.disaggregated.
+from .predict_serving import disaggregated, serving  # noqa: E402,F401  (after inference: it calls it)

@@ -17,9 +17,9 @@ from ..primitives.gemm import gemm
 from ..primitives.hardware_numbers import EffCurve, GpuNumbers, LinkNumbers
 from ..units import DTYPE_BYTES, DTYPES
 from ..errors import InputError
-from ..layout import GpuLayout, context_problems
+from ..layout import GpuLayout, Problem, context_problems
 from . import flag_problems
-from .kernel_tables import NONE, fits_for
+from .kernel_tables import NONE, fits_for, serving_constants
 
 def _knobs(spec, every: bool = False) -> dict:
     """Knob -> (unit, value). Peaks are listed for the chip's dtypes; with `every`, the
@@ -130,6 +130,40 @@ class GpuBackend:
                      zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
                      attention=attention)
         return flag_problems(r, layout.problems(model, phase="training"))
+
+    def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
+                    activations, kv, imbalance=1.0, **_) -> dict:
+        """Fixed-concurrency serving (workloads/concurrency.py) under the framework whose
+        tables the numbers carry: its token budget and per-iteration host overhead."""
+        from ..workloads import concurrency as cc
+        import dataclasses
+        fw = hw.kernels.framework if hw.kernels is not None else NONE
+        # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
+        hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0))
+        act = activations or default_activations(weights, hw)
+        kvd = kv or ("fp16" if act == "fp16" else "bf16")
+        r = cc.closed_loop(hw=hw, model=model, concurrency=concurrency, prompt=prompt, generate=generate, tp=tp,
+                           attention_dp=attention_dp, ep=ep, weights=weights, activations=act, kv=kvd,
+                           overhead_s=serving_constants()["iteration_overhead_s"].get(fw, 0.0),
+                           waves=serving_constants()["benchmark_waves"],
+                           token_budget=cc.TOKEN_BUDGET.get(fw, cc.TOKEN_BUDGET["none"]), imbalance=imbalance)
+        r["activations"] = np.array(act, dtype=object)
+        r["kv"] = np.array(kvd, dtype=object)
+        layout = GpuLayout.for_inference(tp=tp, pp=1.0, ep=1.0, devices=None)
+        problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
+                                                                                generate=generate)
+        devices = tp * attention_dp
+        if model.is_moe:
+            problems.append(Problem(np.mod(devices, ep) != 0, {"ep": ep, "devices": devices},
+                                    lambda ep, devices: f"ep={ep} does not divide tp*attention_dp={devices} (the "
+                                                        "experts are spread over the instance's GPUs)"))
+            problems.append(Problem(np.mod(model.n_experts, ep) != 0, {"ep": ep},
+                                    lambda ep: f"ep={ep} does not divide n_experts={model.n_experts} of {model.name}"))
+        else:
+            problems.append(Problem(np.asarray(ep) > 1, {"ep": ep},
+                                    lambda ep: f"ep={ep} is not allowed for {model.name}: a dense model has no "
+                                               "experts; allowed: 1"))
+        return flag_problems(r, problems)
 
     def gemm(self, hw: GpuNumbers, *, dtype, m, n, k, **_) -> dict:
         b = DTYPE_BYTES[dtype]

@@ -55,3 +55,13 @@ def fits_for(spec, framework: str) -> KernelFits | None:
     if framework == NONE:
         return None
     return _load(spec.kernel_tables, framework)
+
+
+SERVING_CONSTANTS = Path(__file__).resolve().parents[1] / "specs" / "serving" / "frameworks.yaml"
+
+
+@lru_cache(maxsize=1)
+def serving_constants() -> dict:
+    """The fitted constants of each serving framework (specs/serving/frameworks.yaml)."""
+    import yaml
+    return yaml.safe_load(SERVING_CONSTANTS.read_text())

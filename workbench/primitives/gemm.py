@@ -98,7 +98,9 @@ def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     eff = grid(**coords)
     compute_ideal = 2.0 * m * n * k / hw.peak(dtype)
     memory_ideal = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) / hw.hbm_bandwidth_bytes_per_s
-    time_s = fixed_s + np.maximum(compute_ideal, memory_ideal) / eff
+    roof = np.maximum(compute_ideal, memory_ideal)
+    table_s = fixed_s + roof / eff
+    time_s = np.maximum(table_s - hw.graph_saving_s, np.minimum(table_s, roof))  # the saving stops at the roofline
     return (*attribute(time_s, compute_ideal, memory_ideal), time_s)
 
 

@@ -62,6 +62,11 @@ class GpuNumbers:
     scale_out: LinkNumbers
     tdp_w: object
     kernels: object = None  # KernelFits of the serving framework's measured tables, or None
+    # Seconds of each table kernel's time that its framework's CUDA-graph replay removes (the
+    # tables time kernels launched one by one from PyTorch): a fitted kernel runs in
+    # max(table time - this, its roofline time). Set for a serving engine's iterations
+    # (predict.serving at a fixed concurrency); 0 for a kernel asked for alone.
+    graph_saving_s: object = 0.0
 
     def peak(self, dtype: str):
         """Dense peak FLOP/s for math in `dtype`; NaN where the chip has no such unit."""

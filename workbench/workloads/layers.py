@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..primitives._array import where
 from ..primitives.attention import attention_decode, attention_prefill
 from ..primitives.collectives import collective
 from ..primitives.gemm import elementwise, gemm
@@ -55,14 +56,15 @@ def _split(mm: ops.Matmul, ways):
 
 
 def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_bytes, a_bytes,
-                moe: bool, ep=1.0, imbalance=1.0) -> dict:
-    """Matmuls of one layer (ops.layer_matmuls) on one TP rank. Routed experts run as one
-    grouped GEMM: the tp devices hold E/ep experts each, every expert split over tp/ep of
-    them, and the busiest rank sees `imbalance` x the mean routed load."""
+                moe: bool, ep=1.0, imbalance=1.0, matmuls=None) -> dict:
+    """Matmuls of one layer (ops.layer_matmuls, or the `matmuls` given) on one TP rank.
+    Routed experts run as one grouped GEMM: the tp devices hold E/ep experts each, every
+    expert split over tp/ep of them, and the busiest rank sees `imbalance` x the mean
+    routed load."""
     T = tokens
     g = dict(hw=hw, math=math, w_bytes=w_bytes, a_bytes=a_bytes)
     parts = []
-    for mm in ops.layer_matmuls(model, moe=moe):
+    for mm in ops.layer_matmuls(model, moe=moe) if matmuls is None else matmuls:
         if mm.routed:
             touched = ops.expected_experts_touched(n_experts=mm.count, top_k=model.n_active_experts, tokens=T)
             m_exp = T * model.n_active_experts / touched * imbalance  # tokens per touched expert, busiest rank
@@ -138,4 +140,46 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
              tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes)]
     if moe:
         parts.append(expert_all_to_all(hw, model, tokens=batch, ep=ep, a_bytes=a_bytes))
+    return add(*parts)
+
+
+def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, math, w_bytes, a_bytes,
+                    kv_bytes, moe, attention_dp=1.0, ep=1.0, imbalance=1.0) -> dict:
+    """One layer of a continuous-batching iteration on one device of an attention replica:
+    `decode_batch` sequences decode one token each at `context`, and `prefill_tokens`
+    prompt tokens of `prompt`-token requests are prefilled (a chunk's attention is that
+    share of a whole prompt's: the chunks of a prompt attend to its earlier ones). The
+    attention projections, attention and dense MLP run TP-way in each of `attention_dp`
+    replicas; an MoE layer gathers every replica's tokens and runs over all tp·attention_dp
+    devices, experts split `ep`-way (MoE TP = tp·attention_dp / ep)."""
+    tokens = decode_batch + prefill_tokens
+    g = dict(math=math, w_bytes=w_bytes, a_bytes=a_bytes)
+    attn_mm = _classed(layer_gemms(hw, model, tokens=tokens, tp=tp, moe=moe, matmuls=ops.attention_matmuls(model),
+                                   **g), "matmul")
+    if moe:
+        mlp = layer_gemms(hw, model, tokens=tokens * attention_dp, tp=tp * attention_dp, moe=True, ep=ep,
+                          imbalance=imbalance, matmuls=ops.mlp_matmuls(model, moe=True), **g)
+    else:
+        mlp = layer_gemms(hw, model, tokens=tokens, tp=tp, moe=False, matmuls=ops.mlp_matmuls(model, moe=False), **g)
+    if model.is_mla:
+        kv_heads, kv_el = 1.0 + 0.0 * tp, model.kv_elements_per_token_per_layer + 0.0 * tp
+    else:
+        kv_heads = np.maximum(model.n_kv_heads / tp, 1.0)
+        kv_el = kv_heads * (model.head_dim + model.v_dim)
+    ctx = model.attention_context(context) / model.n_layers
+    dec = attention_decode(hw=hw, batch=decode_batch, context=ctx, n_heads=model.n_heads / tp,
+                           head_dim=model.head_dim, n_kv_heads=kv_heads, v_head_dim=model.v_dim,
+                           kv_elements_per_token=kv_el, dtype=attention_math(math), kv_bytes=kv_bytes)
+    pre = attention_prefill(hw=hw, batch=prefill_tokens / prompt, seq_len=prompt, n_heads=model.n_heads / tp,
+                            head_dim=model.head_dim, v_head_dim=model.v_dim,
+                            n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
+                            dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
+    # no chunk (or no decoding sequence) in the iteration: no such kernel, not its fixed latency
+    pre = {k: where(prefill_tokens > 0, v, 0.0) for k, v in pre.items() if k in PARTS}
+    dec = {k: where(decode_batch > 0, v, 0.0) for k, v in dec.items() if k in PARTS}
+    parts = [attn_mm, _classed(mlp, "matmul"), _classed(dec, "attention"), _classed(pre, "attention"),
+             _classed(layer_elementwise(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
+             tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes)]
+    if moe:  # dispatch and combine of this device's tokens over the ep expert ranks (none at ep = 1)
+        parts.append(expert_all_to_all(hw, model, tokens=tokens, ep=ep, a_bytes=a_bytes))
     return add(*parts)

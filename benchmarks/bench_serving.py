@@ -1,0 +1,43 @@
+"""Speed of fixed-concurrency serving (predict.serving with concurrency): one call over a
+concurrency x prompt x output x tp x ep x attention-DP grid of Qwen3-235B-A22B on H200
+against a loop of scalar calls.
+
+    .venv/bin/python benchmarks/bench_serving.py [--loop 50]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+from workbench import predict
+
+from _report import best_time, summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--loop", type=int, default=50, help="scalar calls to time")
+    args = ap.parse_args()
+    warnings.simplefilter("ignore", RuntimeWarning)  # infeasible layouts are NaN points
+    grid = dict(concurrency=np.unique(np.geomspace(1, 4096, 25).round()).tolist(),
+                prompt=np.linspace(128, 16384, 20).round().tolist(), generate=np.linspace(64, 8192, 10).round().tolist(),
+                tp=[1, 2, 4, 8], ep=[1, 2, 4, 8], attention_dp=[1, 2])
+    common = dict(hardware="h200_sxm", model="qwen3_235b_a22b", weights="fp8")
+    predict.serving(concurrency=8, tp=8, **common)  # warm caches
+    ds, vec_s = best_time(lambda: predict.serving(**grid, **common))
+    n = ds.tpot_s.size
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    for _ in range(args.loop):
+        predict.serving(concurrency=int(rng.choice(grid["concurrency"])), prompt=int(rng.choice(grid["prompt"])),
+                        generate=int(rng.choice(grid["generate"])), tp=8, ep=8, **common)
+    loop_s = time.perf_counter() - t0
+    summary(n=n, vec_s=vec_s, loop_calls=args.loop, loop_s=loop_s, ds=ds,
+            extra=f" ({float(ds.fits.mean()):.0%} of the layouts fit)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""The measured serving runs (reference/serving_silicon.csv) as predict.serving calls, the
+error of each, and the one constant per framework fitted to them.
+
+    workbench calibrate fit-serving     # refits specs/serving/frameworks.yaml, prints LOO errors
+
+A row is expressible when predict.serving can describe its deployment: aggregated serving
+of a catalog model (by its Hugging Face id, MODEL_IDS) on a catalog GPU. Others are listed
+with the reason they are not answered (disaggregated pools, models the catalog lacks).
+
+Error = model / measured - 1 for times (TTFT, TPOT): positive is a prediction slower than
+measured.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import predict
+from ..errors import InputError
+
+ROWS = Path(__file__).resolve().parent / "reference" / "serving_silicon.csv"
+# Hugging Face id -> catalog model (the FP8 / NVFP4 checkpoints are the same architecture)
+MODEL_IDS = {"meta-llama/Llama-3.1-70B": "llama_3_1_70b", "meta-llama/Llama-3.1-8B-Instruct": "llama_3_1_8b",
+             "nvidia/Llama-3.1-8B-Instruct-FP8": "llama_3_1_8b", "Qwen/Qwen3-32B": "qwen3_32b",
+             "nvidia/Qwen3-32B-NVFP4": "qwen3_32b", "openai/gpt-oss-120b": "gpt_oss_120b",
+             "Qwen/Qwen3-235B-A22B-FP8": "qwen3_235b_a22b", "deepseek-ai/DeepSeek-V3": "deepseek_v3",
+             "deepseek-ai/DeepSeek-R1": "deepseek_r1", "nvidia/DeepSeek-R1-NVFP4": "deepseek_r1",
+             "nvidia/DeepSeek-V3.1-NVFP4": "deepseek_v3"}
+SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "gb200": "gb200",
+           "b300_sxm": "b300", "gb300": "gb300", "a100_sxm": "a100_sxm"}
+# The benchmarks' weight formats -> the catalog's (block-scaled FP8 runs as FP8 until the
+# block format is a weight format of its own; MXFP4 and NVFP4 as fp4; INT4 weight-only as int4)
+WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "w4a16_mxfp4": "fp4", "mxfp4": "fp4",
+           "bf16": "bf16", "float16": "fp16", "int4_wo": "int4"}
+
+
+def load(path: Path = ROWS) -> pd.DataFrame:
+    return pd.read_csv(path)
+
+
+def _n(v, default=1):
+    return int(v) if v == v and v else default
+
+
+def config(r) -> tuple[dict | None, str]:
+    """(predict.serving arguments, "") for an expressible row, (None, why not) otherwise."""
+    if r.mode != "agg":
+        return None, "disaggregated pools: not yet expressible"
+    if r.model_path not in MODEL_IDS:
+        return None, f"model {r.model_path} is not in the catalog"
+    if r.system not in SYSTEMS:
+        return None, f"system {r.system} is not in the catalog"
+    moe_quant = r.moe_quant_mode if isinstance(r.moe_quant_mode, str) else r.gemm_quant_mode
+    return dict(hardware=SYSTEMS[r.system], model=MODEL_IDS[r.model_path], tp=_n(r.tp_size),
+                attention_dp=_n(r.attention_dp_size), ep=_n(r.moe_ep_size), concurrency=_n(r.concurrency),
+                prompt=_n(r.isl), generate=_n(r.osl), weights=WEIGHTS.get(moe_quant, "bf16"),
+                framework=r.backend), ""
+
+
+def _kind(model_path: str) -> str:
+    """'moe' or 'dense' for a catalog model, 'unknown' for one the catalog lacks."""
+    from ..specs import load_model
+    return ("moe" if load_model(MODEL_IDS[model_path]).is_moe else "dense") if model_path in MODEL_IDS else "unknown"
+
+
+def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Every row with its prediction (NaN and the reason where not answered)."""
+    out = []
+    for r in df.itertuples():
+        cfg, why = config(r)
+        row = {"id": r.id, "backend": r.backend, "system": r.system, "model": r.model_path, "mode": r.mode,
+               "concurrency": r.concurrency, "isl": r.isl, "osl": r.osl,
+               "measured_ttft_s": r.silicon_ttft_ms / 1e3, "measured_tpot_s": r.silicon_tpot_ms / 1e3,
+               "moe": _kind(r.model_path)}
+        if cfg is not None:
+            try:
+                ds = predict.serving(**cfg)
+                if bool(ds.fits):
+                    row.update(ttft_s=float(ds.ttft_s), tpot_s=float(ds.tpot_s),
+                               kernel_tpot_s=float(ds.kernel_tpot_s), prefill_iterations=float(
+                                   ds.prefill_iterations), overhead_s=float(ds.framework_overhead_s))
+                else:
+                    why = str(ds.reason.values)
+            except InputError as e:
+                why = str(e)
+        row["not_answered"] = why
+        out.append(row)
+    res = pd.DataFrame(out)
+    for m in ("ttft", "tpot"):
+        res[f"{m}_err"] = res.get(f"{m}_s", np.nan) / res[f"measured_{m}_s"] - 1.0
+    return res
+
+
+def fit_overheads(res: pd.DataFrame) -> dict:
+    """Per framework: the per-iteration host overhead h = median(measured TPOT - kernel TPOT)
+    over its answered rows (clipped at 0), and the leave-one-out TPOT error with h fitted on
+    the other rows."""
+    out = {}
+    for fw, g in res.dropna(subset=["kernel_tpot_s"]).groupby("backend"):
+        gap = (g["measured_tpot_s"] - g["kernel_tpot_s"]).to_numpy()
+        h = max(float(np.median(gap)), 0.0)
+        loo = np.array([max(float(np.median(np.delete(gap, i))), 0.0) for i in range(len(gap))])
+        err = (g["kernel_tpot_s"].to_numpy() + loo) / g["measured_tpot_s"].to_numpy() - 1.0
+        out[fw] = {"iteration_overhead_s": h, "rows": int(len(g)), "loo_tpot_median_abs_err": float(np.median(np.abs(err))),
+                   "loo_tpot_median_err": float(np.median(err)), "loo_h_spread_s": float(loo.max() - loo.min())}
+    return out
+
+
+def _section(name: str, fits: dict, key: str, note) -> list[str]:
+    lines = [f"{name}:"]
+    for fw in ("trtllm", "vllm", "sglang"):
+        f = fits.get(fw)
+        lines.append(f"  {fw}: {f[key]:.4e}  # {note(f)}" if f else f"  {fw}: 0.0  # no answered rows")  # a dot: YAML reads 1e-06 as text
+    return lines + ["  none: 0.0"]
+
+
+def write_constants(savings: dict, overheads: dict, path: Path | None = None) -> Path:
+    """Rewrite the fitted sections of specs/serving/frameworks.yaml (its comments kept)."""
+    from ..backends.kernel_tables import SERVING_CONSTANTS, serving_constants
+    path = path or SERVING_CONSTANTS
+    text = path.read_text()
+    head = text.split("kernel_graph_saving_s:")[0]
+    middle = text.split("kernel_graph_saving_s:")[1].split("\n", 1)[1]
+    middle = "\n".join(line for line in middle.split("\n") if not line.startswith("  "))
+    middle = middle.split("iteration_overhead_s:")[0]
+    lines = _section("kernel_graph_saving_s", savings, "kernel_graph_saving_s",
+                     lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
+                               f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
+    lines2 = _section("iteration_overhead_s", overheads, "iteration_overhead_s",
+                      lambda f: f"{f['rows']} rows; leave-one-out TPOT median |err| {f['loo_tpot_median_abs_err']:.1%} "
+                                f"(median {f['loo_tpot_median_err']:+.1%})")
+    path.write_text(head + "\n".join(lines) + "\n" + middle.lstrip("\n") + "\n".join(lines2) + "\n")
+    serving_constants.cache_clear()
+    return path
+
+
+def summary(res: pd.DataFrame, by=("system", "backend")) -> pd.DataFrame:
+    a = res.dropna(subset=["tpot_s"])
+    return a.groupby(list(by)).agg(rows=("id", "size"),
+                                   tpot_median_abs_err=("tpot_err", lambda e: float(np.median(np.abs(e)))),
+                                   tpot_median_err=("tpot_err", "median"),
+                                   ttft_median_abs_err=("ttft_err", lambda e: float(np.median(np.abs(e)))),
+                                   ttft_median_err=("ttft_err", "median"))
+
+
+GRAPH_SAVINGS_S = (0.0, 1e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6, 10e-6, 12e-6, 15e-6, 20e-6)  # candidates of the fit
+
+
+def _with_saving(saving_s: float):
+    """The serving constants with every framework's kernel_graph_saving_s set to one value
+    (for the fit's sweep); returns the previous mapping to restore."""
+    from ..backends.kernel_tables import serving_constants
+    table = serving_constants()["kernel_graph_saving_s"]
+    old = dict(table)
+    table.update({fw: saving_s for fw in ("trtllm", "vllm", "sglang")})
+    return old
+
+
+def fit_graph_savings(df: pd.DataFrame) -> dict:
+    """Per framework: the candidate saving with the least median |TPOT error| over its
+    answered rows, and its leave-one-model-out score (for each model, the saving chosen on
+    the other models' rows, scored on that model's rows)."""
+    from ..backends.kernel_tables import serving_constants
+    errs = {}
+    old = None
+    try:
+        for s in GRAPH_SAVINGS_S:
+            prev = _with_saving(s)
+            old = old or prev
+            errs[s] = predict_rows(df).set_index("id")
+    finally:
+        if old is not None:
+            serving_constants()["kernel_graph_saving_s"].update(old)
+    base = errs[GRAPH_SAVINGS_S[0]].dropna(subset=["tpot_s"])
+    out = {}
+    for fw, g in base.groupby("backend"):
+        ids = g.index
+        med = {s: float(np.median(np.abs(errs[s].loc[ids, "tpot_err"]))) for s in GRAPH_SAVINGS_S}
+        best = min(med, key=med.get)
+        held = []
+        for model, gm in g.groupby("model"):
+            rest = ids.difference(gm.index)
+            if not len(rest):
+                continue
+            pick = min(GRAPH_SAVINGS_S, key=lambda s: float(np.median(np.abs(errs[s].loc[rest, "tpot_err"]))))
+            held.append(errs[pick].loc[gm.index, "tpot_err"].to_numpy())
+        held = np.concatenate(held) if held else np.array([np.nan])
+        out[fw] = {"kernel_graph_saving_s": best, "rows": int(len(ids)), "median_abs_err": med[best],
+                   "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
+                   "loo_model_median_err": float(np.nanmedian(held)), "by_candidate": med}
+    return out

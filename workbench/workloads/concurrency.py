@@ -1,0 +1,151 @@
+"""Serving as the benchmarks run it: a fixed number of requests in flight (closed loop: a
+new request starts as soon as one finishes), continuous batching with chunked prefill, mean
+TTFT and mean TPOT over requests (TPOT = (end-to-end - TTFT) / (generate - 1)).
+
+One instance spans tp · attention_dp GPUs; each of the attention_dp replicas holds
+concurrency / attention_dp requests and runs their attention TP-way; MoE layers run over
+all the instance's GPUs, experts split ep-way (layers.layer_iteration).
+
+Steady state of one replica with r requests running (the KV cache admits at most
+max_running; the rest queue). Every request has the same prompt p and output g, so
+requests that finish together are replaced together: prompts arrive in clumps, and an
+iteration that prefills carries a whole token budget B of them, c = min(r·p, B) tokens.
+A cycle of the r requests has K = r·p / c prefill iterations (each prompt spans
+N_p = ceil(p / B) of them) and otherwise decode iterations of the requests decoding. A
+request's first token comes after its own prefill iterations (and half a running
+iteration's wait); its later tokens come one per iteration, K - N_p of those iterations
+being the other clumps' prefills:
+
+    TTFT = N_p · T_prefill + T_decode / 2 + queueing
+    TPOT = ((K - N_p) · T_prefill + (g - 1 - K + N_p) · T_decode) / (g - 1)
+
+T_prefill and T_decode are iterations' kernel times (layers.layer_iteration over every
+layer, the LM head) plus h, the framework's host overhead per iteration. Queueing: by
+Little's law the replica completes r / cycle requests per second (cycle = TTFT without
+the wait + (g - 1)·TPOT), so a request beyond max_running waits (concurrency /
+attention_dp - r) / that rate. At concurrency 1 this is the static model plus h: one
+prefill, then decode steps alone. The benchmarks' first wave (all requests start together)
+is averaged in by the harness constant `waves`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives._array import choose
+from ..primitives.kv_cache import kv_cache_bytes, kv_share_per_device
+from ..units import DTYPE_BYTES
+from . import ops
+from .inference import LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head
+from .layers import add, layer_iteration
+
+# Tokens one iteration may carry (decode tokens plus a prefill chunk): TensorRT-LLM's
+# max_num_tokens default 8192 (trtllm-serve / LLM API BuildConfig), vLLM V1's
+# max_num_batched_tokens 8192 for online serving on large GPUs (vllm/engine/arg_utils.py,
+# UsageContext.OPENAI_API_SERVER), SGLang's chunked_prefill_size 8192 on GPUs with > 80 GB
+# (sglang/srt/server_args.py; 4096 below).
+TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "sglang": 8192.0, "none": 8192.0}
+
+
+def routed_params(model) -> float:
+    """Parameters of the routed experts (all MoE layers): they are split over every GPU of
+    the instance, the rest over the tp GPUs of a replica."""
+    if not model.n_moe_layers:
+        return 0.0
+    per_layer = sum(mm.k * mm.n * mm.count for mm in ops.mlp_matmuls(model, moe=True) if mm.routed)
+    return float(per_layer * model.n_moe_layers)
+
+
+def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes):
+    """Requests one replica's KV cache admits: what is left of the usable memory after the
+    weights and the activation working set of a full token budget, over one request's cache."""
+    experts = routed_params(model)
+    weights = (model.n_params - experts) * w_bytes / tp + experts * w_bytes / (tp * attention_dp)
+    F, qkv = ops.widest_mlp(model), ops.qkv_width(model)
+    act = MAX_PREFILL_TOKENS * stream_bytes * (4 * model.d_model + (qkv + 2 * F) / tp)
+    share = kv_share_per_device(n_kv_heads=model.n_kv_heads, tp=tp, is_mla=model.is_mla)
+    kv_per_seq = kv_cache_bytes(batch=1.0, tokens_attended=model.attention_context(prompt + generate),
+                                kv_elements_per_token_per_layer=model.kv_elements_per_token_per_layer,
+                                kv_bytes=kv_bytes, share=share, pp=1.0)
+    logits = model.vocab_size / tp * LOGIT_BYTES
+    free = hw.hbm_capacity_bytes * MEMORY_UTILIZATION - weights - act
+    return np.maximum(np.floor(free / (kv_per_seq + logits)), 0.0), weights, kv_per_seq
+
+
+def iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, attention_dp, ep, math, w_bytes,
+              a_bytes, kv_bytes, imbalance=1.0) -> dict:
+    """Kernel time of one iteration on one device: every layer, then the LM head over the
+    decoded tokens and the last token of each prompt prefilled."""
+    kw = dict(decode_batch=decode_batch, context=context, prefill_tokens=prefill_tokens, prompt=prompt, tp=tp,
+              math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, attention_dp=attention_dp, ep=ep,
+              imbalance=imbalance)
+    dense = layer_iteration(hw, model, moe=False, **kw)
+    layers = add(dense, scale=model.n_layers) if not model.n_moe_layers else \
+        add(add(dense, scale=model.n_dense_mlp_layers), add(layer_iteration(hw, model, moe=True, **kw),
+                                                            scale=model.n_moe_layers))
+    head = _lm_head(hw, model, rows=decode_batch + prefill_tokens / prompt, tp=tp, math=math, w_bytes=w_bytes,
+                    a_bytes=a_bytes)
+    return add(layers, head)
+
+
+def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, ep, weights: str, activations: str,
+                kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0) -> dict:
+    """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight."""
+    w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
+    stream_bytes = max(a_bytes, 2.0)
+    per_replica = concurrency / attention_dp
+    cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=generate, tp=tp,
+                                                 attention_dp=attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
+                                                 stream_bytes=stream_bytes)
+    r = np.maximum(np.minimum(per_replica, cap), 1.0)
+    # Requests that finish together are replaced together, so prompts arrive in clumps: an
+    # iteration that prefills carries a whole token budget of them (all r when they fit).
+    clump = np.minimum(r * prompt, token_budget)  # prefill tokens of a prefill iteration
+    n_prefill = np.ceil(prompt / token_budget)  # iterations one prompt spans
+    clumps = np.maximum(np.ceil(r * prompt / clump), n_prefill)  # prefill iterations per cycle of r requests
+    share = (generate - 1.0) / (generate - 1.0 + n_prefill)  # of its life a request spends decoding
+    decoding = 1.0 + (r - 1.0) * share  # in a decode iteration of the tagged request: it and the others
+    kw = dict(hw=hw, model=model, context=prompt + generate / 2.0, prompt=prompt, tp=tp, attention_dp=attention_dp,
+              ep=ep, math=activations, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, imbalance=imbalance)
+    dec = iteration(decode_batch=decoding, prefill_tokens=0.0 * r, **kw)
+    pre = iteration(decode_batch=np.maximum(r - clump / prompt, 0.0) * share, prefill_tokens=clump, **kw)
+    decode_iter = dec["time_s"] + dec["overhead_s"] + overhead_s
+    prefill_iter = pre["time_s"] + pre["overhead_s"] + overhead_s
+    # A request decodes through the other clumps' prefill iterations and the pure decode ones
+    interrupts = np.minimum(clumps - n_prefill, generate - 1.0)
+    tpot = (interrupts * prefill_iter + (generate - 1.0 - interrupts) * decode_iter) / (generate - 1.0)
+    # an arrival waits for the running iteration to end (half of one on average), then its chunks
+    service_ttft = n_prefill * prefill_iter + np.where(r > 1.0, 0.5, 0.0) * decode_iter
+    cycle = service_ttft + (generate - 1.0) * tpot
+    rate = r / cycle  # requests completed per second per replica
+    wait = np.maximum(per_replica - r, 0.0) / rate
+    # The first wave: a benchmark starts its first `concurrency` requests at once, so their
+    # r·p prompt tokens go through the token budget chunk after chunk; a request's first
+    # token comes with its chunk (mean: (chunks + 1) / 2 of them). Later waves arrive in the
+    # clumps above. A run of `waves` x concurrency requests averages the two.
+    chunks = np.ceil(r * prompt / token_budget)
+    burst_ttft = (chunks + 1.0) / 2.0 * prefill_iter + wait
+    steady_ttft = service_ttft + wait
+    ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
+    e2e = ttft + (generate - 1.0) * tpot
+    devices = tp * attention_dp
+    out_rate = attention_dp * rate * generate
+    supported = np.isfinite(hw.peak(activations))
+    fits = (cap >= 1.0) & supported
+    reason = choose([(np.broadcast_to(~supported, np.shape(cap)), f"no {activations} math units on {hw.label}"),
+                     (cap < 1.0, "weights + activations leave no room for one request's KV cache")], "")
+    return {
+        "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "queue_s": wait, "first_wave_ttft_s": burst_ttft,
+        "steady_ttft_s": steady_ttft,
+        "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
+        "output_tokens_per_s_per_user": 1.0 / tpot,
+        "requests_per_s": attention_dp * rate,
+        "batch": decoding + clump / prompt * clumps / (clumps + generate - 1.0),  # sequences per iteration
+        "running": r, "max_running": cap, "prefill_iterations": n_prefill, "prefill_clumps": clumps,
+        "decode_iteration_s": decode_iter, "framework_overhead_s": overhead_s + 0.0 * tpot,
+        "kernel_tpot_s": tpot - overhead_s,
+        "decode_matmul_s": dec["matmul_s"], "decode_attention_s": dec["attention_s"],
+        "decode_elementwise_s": dec["elementwise_s"], "decode_comm_s": dec["comm_s"],
+        "prefill_iteration_s": prefill_iter, "weights_per_device_bytes": weights_bytes,
+        "kv_per_request_bytes": kv_per_seq, "devices": devices + 0.0 * tpot,
+        "fits": fits, "reason": reason,
+    }
