@@ -32,7 +32,7 @@ MODELS = {"meta-llama/Llama-3.1-70B": "llama_3_1_70b", "meta-llama/Llama-3.1-8B-
           "openai/gpt-oss-120b": "gpt_oss_120b", "Qwen/Qwen3-235B-A22B-FP8": "qwen3_235b_a22b",
           "deepseek-ai/DeepSeek-V3": "deepseek_v3", "deepseek-ai/DeepSeek-R1": "deepseek_r1"}
 SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "gb200": "gb200"}
-WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "bf16": "bf16", "int4_wo": "int4", "float16": "fp16"}
+WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4", "bf16": "bf16", "int4_wo": "int4", "float16": "fp16"}
 
 
 def static_rows() -> pd.DataFrame:

@@ -13,7 +13,7 @@ from workbench.units import DTYPE_BYTES, DTYPES, dtype_bytes, format_si, unit_at
 # FP8 (E4M3/E5M2, OCP FP8 spec) and int8 = 1 B; int4 and FP4 (E2M1) pack two per byte.
 EXPECTED_BYTES = {
     "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0,
-    "fp8": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5,
+    "fp8": 1.0, "fp8_block": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5,
 }
 
 
@@ -23,7 +23,7 @@ def test_dtype_bytes(dtype, nbytes):
     assert isinstance(dtype_bytes(dtype), float)
 
 
-def test_dtype_table_is_exactly_the_eight_formats():
+def test_dtype_table_is_exactly_the_nine_formats():
     assert set(DTYPES) == set(EXPECTED_BYTES)
     assert DTYPE_BYTES == EXPECTED_BYTES
 
@@ -125,3 +125,12 @@ def test_format_si_digits_and_nan():
     assert format_si(math.nan, "s") == "nan"
     # Below 1 ns the smallest prefix is kept rather than dropping to no prefix.
     assert format_si(5e-11, "s") == "0.05 ns"
+
+
+def test_block_fp8_runs_on_fp8_units():
+    """Block-scaled FP8 has no peak of its own: its GEMMs run on the FP8 tensor cores."""
+    from workbench.backends import numbers
+    from workbench.specs import load_hardware
+    from workbench.units import MATH_UNITS, PEAK_DTYPES
+    assert MATH_UNITS["fp8_block"] == "fp8" and "fp8_block" not in PEAK_DTYPES
+    assert numbers("h100_sxm").peak("fp8_block") == load_hardware("h100_sxm").peak("fp8") == 1978.9e12

@@ -23,11 +23,16 @@ DTYPE_BYTES: dict[str, float] = {
     "bf16": 2.0,
     "fp16": 2.0,
     "fp8": 1.0,
+    "fp8_block": 1.0,  # block-scaled FP8 (DeepSeek-V3, Qwen3 FP8 checkpoints): one FP32 scale per 128x128 block
     "int8": 1.0,
     "int4": 0.5,
     "fp4": 0.5,
 }
 DTYPES = tuple(DTYPE_BYTES)
+# Formats that run on another dtype's math units: block-scaled FP8 is FP8 tensor-core math
+# with per-block scales applied in the GEMM's epilogue. They have no peak of their own.
+MATH_UNITS = {"fp8_block": "fp8"}
+PEAK_DTYPES = tuple(d for d in DTYPES if d not in MATH_UNITS)
 
 
 def dtype_bytes(dtype: str, *, arg: str = "dtype") -> float:

@@ -15,7 +15,7 @@ from ..primitives.attention import attention_prefill
 from ..primitives.collectives import collective
 from ..primitives.gemm import gemm
 from ..primitives.hardware_numbers import EffCurve, GpuNumbers, LinkNumbers
-from ..units import DTYPE_BYTES, DTYPES
+from ..units import DTYPE_BYTES, PEAK_DTYPES
 from ..errors import InputError
 from ..layout import GpuLayout, Problem, context_problems
 from . import flag_problems
@@ -25,7 +25,7 @@ def _knobs(spec, every: bool = False) -> dict:
     """Knob -> (unit, value). Peaks are listed for the chip's dtypes; with `every`, the
     dtypes it lacks too (a hypothetical unit may be given a peak)."""
     out = {f"peak_flops_per_s_{dt}": ("FLOP/s", float(spec.peak_flops_per_s.get(dt, np.nan)))
-           for dt in DTYPES if dt in spec.peak_flops_per_s or every}
+           for dt in PEAK_DTYPES if dt in spec.peak_flops_per_s or every}
     out["hbm_bandwidth_bytes_per_s"] = ("B/s", spec.hbm.bandwidth_bytes_per_s)
     out["hbm_capacity_bytes"] = ("B", spec.hbm.capacity_bytes)
     for scope in ("scale_up", "scale_out"):
@@ -46,7 +46,7 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
     keeps the measured efficiency of each kernel shape and moves its roofline."""
     v = {k: val for k, (_, val) in _knobs(spec).items()}
     v.update(overrides)
-    peaks = {dt: v[f"peak_flops_per_s_{dt}"] for dt in DTYPES if f"peak_flops_per_s_{dt}" in v}
+    peaks = {dt: v[f"peak_flops_per_s_{dt}"] for dt in PEAK_DTYPES if f"peak_flops_per_s_{dt}" in v}
 
     def link(scope):
         ln = spec.link(scope)
@@ -70,9 +70,9 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
 
 def default_activations(weights: str, hw: GpuNumbers) -> str:
     """Math dtype implied by the weight format: FP8 and INT8 deployments quantize
-    activations too (W8A8); int4 is weight-only (W4A16); fp4 runs as NVFP4 (W4A4) where
+    activations too (W8A8; block-scaled FP8 per 1x128 activation run); int4 is weight-only (W4A16); fp4 runs as NVFP4 (W4A4) where
     the chip has FP4 units and W4A16 elsewhere."""
-    if weights in ("fp8", "int8", "fp16", "fp32"):
+    if weights in ("fp8", "fp8_block", "int8", "fp16", "fp32"):
         return weights
     if weights == "fp4" and np.all(np.isfinite(hw.peak("fp4"))):
         return "fp4"

@@ -30,9 +30,8 @@ MODEL_IDS = {"meta-llama/Llama-3.1-70B": "llama_3_1_70b", "meta-llama/Llama-3.1-
              "nvidia/DeepSeek-V3.1-NVFP4": "deepseek_v3"}
 SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "gb200": "gb200",
            "b300_sxm": "b300", "gb300": "gb300", "a100_sxm": "a100_sxm"}
-# The benchmarks' weight formats -> the catalog's (block-scaled FP8 runs as FP8 until the
-# block format is a weight format of its own; MXFP4 and NVFP4 as fp4; INT4 weight-only as int4)
-WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "w4a16_mxfp4": "fp4", "mxfp4": "fp4",
+# The benchmarks' weight formats -> the catalog's (MXFP4 and NVFP4 as fp4; INT4 weight-only as int4)
+WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4", "w4a16_mxfp4": "fp4", "mxfp4": "fp4",
            "bf16": "bf16", "float16": "fp16", "int4_wo": "int4"}
 
 

@@ -83,7 +83,7 @@ def gemm_variant(dtype: str, b_bytes) -> str:
     return "int4" if dtype in ("bf16", "fp16") and np.all(b == 0.5) else ""
 
 
-DTYPE_BYTES_OF = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5}
+DTYPE_BYTES_OF = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "int8": 1.0, "fp4": 0.5}
 
 
 def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..units import MATH_UNITS
 from ._array import elementwise
 
 
@@ -69,16 +70,17 @@ class GpuNumbers:
     graph_saving_s: object = 0.0
 
     def peak(self, dtype: str):
-        """Dense peak FLOP/s for math in `dtype`; NaN where the chip has no such unit."""
-        return self.peak_flops_per_s.get(dtype, np.nan)
+        """Dense peak FLOP/s for math in `dtype` (a format runs on its units.MATH_UNITS);
+        NaN where the chip has no such unit."""
+        return self.peak_flops_per_s.get(MATH_UNITS.get(dtype, dtype), np.nan)
 
     def gemm_peak_eff_for(self, dtype: str):
         """Large-GEMM efficiency for `dtype`; dtypes without a measurement use bf16's."""
-        return self.gemm_peak_eff.get(dtype, self.gemm_peak_eff["bf16"])
+        return self.gemm_peak_eff.get(MATH_UNITS.get(dtype, dtype), self.gemm_peak_eff["bf16"])
 
     def attention_peak_eff_for(self, dtype: str):
         """Flash-attention efficiency for `dtype`; dtypes without a figure use bf16's."""
-        return self.attention_peak_eff.get(dtype, self.attention_peak_eff["bf16"])
+        return self.attention_peak_eff.get(MATH_UNITS.get(dtype, dtype), self.attention_peak_eff["bf16"])
 
     def fitted(self, kernel_class: str, variant: str):
         """The fitted efficiency surface (EffGrid) and fixed latency of a kernel class, or
@@ -128,7 +130,7 @@ class WaferNumbers:
     def fmas_per_cycle(self, dtype: str):
         """FMAs per cycle per PE for math in `dtype`; NaN where the PE has no such unit.
         bf16 runs on the fp16 datapath (Cerebras' cbfloat16 training format)."""
-        key = "fp16" if dtype == "bf16" else dtype
+        key = "fp16" if dtype == "bf16" else MATH_UNITS.get(dtype, dtype)
         return self.fmas_per_cycle_by_dtype.get(key, np.nan)
 
     def peak(self, dtype: str):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..units import DTYPES
+from ..units import DTYPES, MATH_UNITS
 from ._base import SpecError, bool_fields, require
 
 LINK_SCOPES = ("scale_up", "scale_out")
@@ -158,8 +158,9 @@ class HardwareSpec:
         return float(self.gemm_peak_eff.get(dtype, self.gemm_peak_eff["bf16"]))
 
     def peak(self, dtype: str) -> float:
-        """Dense peak FLOP/s for math in `dtype`; NaN when the chip has no such unit."""
-        return float(self.peak_flops_per_s.get(dtype, np.nan))
+        """Dense peak FLOP/s for math in `dtype` (a format runs on its units.MATH_UNITS); NaN
+        when the chip has no such unit."""
+        return float(self.peak_flops_per_s.get(MATH_UNITS.get(dtype, dtype), np.nan))
 
 
 def hardware_from_dict(data: dict, origin: str) -> HardwareSpec:
