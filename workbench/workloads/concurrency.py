@@ -12,11 +12,12 @@ requests that finish together are replaced together: prompts arrive in clumps, a
 iteration that prefills carries a whole token budget B of them, c = min(r·p, B) tokens.
 A cycle of the r requests has K = r·p / c prefill iterations (each prompt spans
 N_p = ceil(p / B) of them) and otherwise decode iterations of the requests decoding. A
-request's first token comes after its own prefill iterations (and half a running
-iteration's wait); its later tokens come one per iteration, K - N_p of those iterations
-being the other clumps' prefills:
+request's first token comes after its own prefill iterations; it arrived while the
+previous clump was being prefilled (clumps stay adjacent: they were prefilled one after
+another), so it first waits half of that iteration. Its later tokens come one per
+iteration, K - N_p of those iterations being the other clumps' prefills:
 
-    TTFT = N_p · T_prefill + T_decode / 2 + queueing
+    TTFT = N_p · T_prefill + T_prefill / 2 (K > 1) + queueing
     TPOT = ((K - N_p) · T_prefill + (g - 1 - K + N_p) · T_decode) / (g - 1)
 
 T_prefill and T_decode are iterations' kernel times (layers.layer_iteration over every
@@ -113,8 +114,10 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     # A request decodes through the other clumps' prefill iterations and the pure decode ones
     interrupts = np.minimum(clumps - n_prefill, generate - 1.0)
     tpot = (interrupts * prefill_iter + (generate - 1.0 - interrupts) * decode_iter) / (generate - 1.0)
-    # an arrival waits for the running iteration to end (half of one on average), then its chunks
-    service_ttft = n_prefill * prefill_iter + np.where(r > 1.0, 0.5, 0.0) * decode_iter
+    # Clumps stay adjacent (they were prefilled one after another), so a request arrives while
+    # the previous clump's prefill iteration runs and waits for half of it on average; with
+    # one clump the server is idle when it arrives.
+    service_ttft = n_prefill * prefill_iter + np.where(clumps > 1.0, 0.5, 0.0) * prefill_iter
     cycle = service_ttft + (generate - 1.0) * tpot
     rate = r / cycle  # requests completed per second per replica
     wait = np.maximum(per_replica - r, 0.0) / rate
