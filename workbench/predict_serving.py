@@ -177,15 +177,108 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     return ds
 
 
+def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, prompt, generate, weights, activations,
+                 kv, framework, prefill_tp, prefill_ep, prefill_attention_dp, prefill_workers, prefill_batch, decode_tp,
+                 decode_ep, decode_attention_dp, decode_workers):
+    """predict.disaggregated at a fixed concurrency (workloads/concurrency.disaggregated_closed_loop)."""
+    import dataclasses
+
+    import xarray as xr
+
+    from .backends.gpu import default_activations
+    from .backends.kernel_tables import resolve, serving_constants
+    from .layout import _divisors
+    from .workloads.concurrency import disaggregated_closed_loop
+    sizes = dict(concurrency=concurrency, prompt=prompt, generate=generate, prefill_tp=prefill_tp, prefill_ep=prefill_ep,
+                 prefill_attention_dp=prefill_attention_dp, prefill_workers=prefill_workers,
+                 prefill_batch=prefill_batch, decode_tp=decode_tp, decode_ep=decode_ep,
+                 decode_attention_dp=decode_attention_dp, decode_workers=decode_workers)
+    _check_one("disaggregated", prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,
+               weights=weights, activations=activations, kv=kv, framework=framework, **sizes)
+    for arg, v in sizes.items():
+        check_positive(arg, v, integer=True)
+    _check_dtype("weights", weights)
+    spec = load_model(model)
+    pools = {}
+    for side, hw_name in (("prefill", prefill_hardware), ("decode", decode_hardware)):
+        hw_spec = load_hardware(hw_name, arg=f"{side}_hardware")
+        be = backend_for(hw_spec)
+        if be.kind != "gpu":
+            raise InputError(f"{side}_hardware={hw_spec.name!r} is not allowed with concurrency yet; allowed: GPUs")
+        fw = resolve(hw_spec, framework)
+        consts = serving_constants()
+        hw = dataclasses.replace(be.numbers(hw_spec, {}, fw), graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0))
+        pools[side] = (hw, be, consts["iteration_overhead_s"].get(fw, 0.0))
+    act = activations or default_activations(weights, pools["decode"][0])
+    kvd = kv or ("fp16" if act == "fp16" else "bf16")
+    pre_hw, pre_be, pre_h = pools["prefill"]
+    dec_hw, _, dec_h = pools["decode"]
+    r = disaggregated_closed_loop(
+        prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd,
+        prefill_overhead_s=pre_h, decode_overhead_s=dec_h, waves=serving_constants()["benchmark_waves"],
+        kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
+        **{k: float(v) for k, v in sizes.items()})
+    problems = []
+    for side, tp, adp, ep in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep),
+                              ("decode", decode_tp, decode_attention_dp, decode_ep)):
+        if spec.n_heads % tp:
+            problems.append(f"{side}_tp={tp} does not divide n_heads={spec.n_heads} of {spec.name}; allowed: "
+                            f"{_divisors(spec.n_heads)}")
+        if spec.is_moe and ((tp * adp) % ep or spec.n_experts % ep):
+            problems.append(f"{side}_ep={ep} does not divide {side}_tp*{side}_attention_dp={tp * adp} and "
+                            f"n_experts={spec.n_experts}")
+        if not spec.is_moe and ep > 1:
+            problems.append(f"{side}_ep={ep} is not allowed for {spec.name}: a dense model has no experts")
+    reason = problems[0] if problems else str(r["reason"])
+    fits = bool(r["fits"]) and not problems
+    ds = xr.Dataset({k: float(np.asarray(v)) * (1.0 if fits or k in ("devices",) else np.nan)
+                     for k, v in r.items() if k not in ("fits", "reason")})
+    ds["fits"], ds["reason"] = fits, reason
+    for name in ds.data_vars:
+        ds[name].attrs.update(unit_attrs(name))
+    ds.attrs.update({"function": "predict.disaggregated", "mode": "fixed pools at a fixed concurrency (closed loop)",
+                     "prefill_hardware": pre_hw.label, "decode_hardware": dec_hw.label, "model": spec.name,
+                     "activations": act, "kv": kvd})
+    return ds
+
+
 def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, decode_tp=1, prefill_devices=None,
                   decode_devices=None, prompt=2048, generate=256, ttft_slo=2.0, tpot_slo=0.05, quantile=0.9,
-                  weights="bf16", kv=None, total_devices=64, framework=None):
-    """Prefill and decode in separate pools (workloads/disaggregated.py): capacities, the
-    balancing ratio, goodput per device, the best integer split of `total_devices`, and the
+                  weights="bf16", kv=None, total_devices=64, framework=None, concurrency=None, activations=None,
+                  prefill_ep=1, prefill_attention_dp=1, prefill_workers=1, prefill_batch=1, decode_ep=1,
+                  decode_attention_dp=1, decode_workers=1):
+    """Prefill and decode in separate pools.
+
+    With `concurrency` (requests in flight, as the serving benchmarks run): fixed pools of
+    `prefill_workers` instances of prefill_tp x prefill_attention_dp GPUs, each replica
+    prefilling `prefill_batch` prompts per iteration, and `decode_workers` decode instances
+    of decode_tp x decode_attention_dp GPUs; MoE layers split `*_ep`-way over an
+    instance's GPUs. Returns mean ttft_s (prefill queueing + prefill + KV transfer over
+    the prefill instance's link), tpot_s, throughput per device and user, fits and reason
+    (workloads/concurrency.disaggregated_closed_loop). One value per argument.
+
+    Without it (workloads/disaggregated.py): capacities under the SLOs, the balancing
+    ratio, goodput per device, the best integer split of `total_devices`, and the
     colocated baseline on the decode hardware. KV caches leave the prefill instance over
     its backend's link (every GPU its own NIC; a CS system's I/O). `framework` selects the
     kernel tables of the GPU pools (None: each GPU's default; a wafer pool takes none)."""
     import xarray as xr
+
+    if concurrency is not None:
+        return _fixed_pools(prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,
+                            concurrency=concurrency, prompt=prompt, generate=generate, weights=weights,
+                            activations=activations, kv=kv, framework=framework, prefill_tp=prefill_tp,
+                            prefill_ep=prefill_ep, prefill_attention_dp=prefill_attention_dp,
+                            prefill_workers=prefill_workers, prefill_batch=prefill_batch, decode_tp=decode_tp,
+                            decode_ep=decode_ep, decode_attention_dp=decode_attention_dp,
+                            decode_workers=decode_workers)
+    for arg, v, default in (("activations", activations, None), ("prefill_ep", prefill_ep, 1),
+                            ("prefill_attention_dp", prefill_attention_dp, 1), ("prefill_workers", prefill_workers, 1),
+                            ("prefill_batch", prefill_batch, 1), ("decode_ep", decode_ep, 1),
+                            ("decode_attention_dp", decode_attention_dp, 1), ("decode_workers", decode_workers, 1)):
+        if v is not default and v != default:
+            raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
+                             "SLO-balancing analysis sizes the pools itself)")
 
     from .workloads.disaggregated import balance, best_split, decode_capacity, prefill_capacity
     _check_one("disaggregated", prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,

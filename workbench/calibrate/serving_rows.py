@@ -43,15 +43,30 @@ def _n(v, default=1):
     return int(v) if v == v and v else default
 
 
+def _disaggregated(r, weights: str) -> tuple[dict | None, str]:
+    """predict.disaggregated arguments of a disaggregated row (its pools' sizes stated)."""
+    if not (r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers):
+        return None, "disaggregated row without its workers and batch sizes: says too little to predict"
+    hw = SYSTEMS[r.system]
+    return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=MODEL_IDS[r.model_path],
+                concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
+                framework=r.backend, prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size),
+                prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
+                prefill_batch=_n(r.prefill_batch_size), decode_tp=_n(r.decode_tp_size),
+                decode_ep=_n(r.decode_moe_ep_size), decode_attention_dp=_n(r.decode_attention_dp_size),
+                decode_workers=_n(r.decode_num_workers)), ""
+
+
 def config(r) -> tuple[dict | None, str]:
-    """(predict.serving arguments, "") for an expressible row, (None, why not) otherwise."""
-    if r.mode != "agg":
-        return None, "disaggregated pools: not yet expressible"
+    """(arguments of predict.serving, or of predict.disaggregated with function=
+    "disaggregated", and ""), or (None, why not) for a row it cannot express."""
     if r.model_path not in MODEL_IDS:
         return None, f"model {r.model_path} is not in the catalog"
     if r.system not in SYSTEMS:
         return None, f"system {r.system} is not in the catalog"
     moe_quant = r.moe_quant_mode if isinstance(r.moe_quant_mode, str) else r.gemm_quant_mode
+    if r.mode != "agg":
+        return _disaggregated(r, WEIGHTS.get(moe_quant, "bf16"))
     return dict(hardware=SYSTEMS[r.system], model=MODEL_IDS[r.model_path], tp=_n(r.tp_size),
                 attention_dp=_n(r.attention_dp_size), ep=_n(r.moe_ep_size), concurrency=_n(r.concurrency),
                 prompt=_n(r.isl), generate=_n(r.osl), weights=WEIGHTS.get(moe_quant, "bf16"),
@@ -75,11 +90,11 @@ def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
                "moe": _kind(r.model_path)}
         if cfg is not None:
             try:
-                ds = predict.serving(**cfg)
+                fn = getattr(predict, cfg.pop("function", "serving"))
+                ds = fn(**cfg)
                 if bool(ds.fits):
                     row.update(ttft_s=float(ds.ttft_s), tpot_s=float(ds.tpot_s),
-                               kernel_tpot_s=float(ds.kernel_tpot_s), prefill_iterations=float(
-                                   ds.prefill_iterations), overhead_s=float(ds.framework_overhead_s))
+                               kernel_tpot_s=float(ds.kernel_tpot_s))
                 else:
                     why = str(ds.reason.values)
             except InputError as e:

@@ -150,7 +150,7 @@ def attended_pairs(seq_len, context=0.0, window=0.0, causal=True):
 
 def sm_utilization(work_units, n_sms):
     """Share of the SM-time busy when `work_units` equal units run in waves over n_sms."""
-    return work_units / (np.ceil(work_units / n_sms) * n_sms)
+    return work_units / np.maximum(np.ceil(work_units / n_sms) * n_sms, 1e-30)  # no work: 0, not 0/0
 
 
 def context_attention_roofline(*, batch, seq_len, n_heads, n_kv_heads, head_dim, peak, bandwidth, act_bytes,
@@ -163,7 +163,7 @@ def context_attention_roofline(*, batch, seq_len, n_heads, n_kv_heads, head_dim,
     nbytes = batch * seq_len * (n_heads * (head_dim + hv) * act_bytes + n_kv_heads * (head_dim + hv) * kv_bytes)
     blocks = batch * n_heads * np.ceil(seq_len / ATTENTION_TILE)
     coords = {"work": batch * n_heads, "seq_len": seq_len, "group": n_heads / n_kv_heads, "head_dim": head_dim}
-    return _bound(flops / sm_utilization(blocks, n_sms), nbytes, peak, bandwidth), coords
+    return _bound(flops / np.maximum(sm_utilization(blocks, n_sms), 1e-30), nbytes, peak, bandwidth), coords
 
 
 def decode_attention_roofline(*, batch, kv_len, n_heads, n_kv_heads, head_dim, peak, bandwidth, act_bytes,

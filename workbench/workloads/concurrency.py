@@ -152,3 +152,55 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
         "kv_per_request_bytes": kv_per_seq, "devices": devices + 0.0 * tpot,
         "fits": fits, "reason": reason,
     }
+
+
+def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prompt, generate, prefill_tp,
+                              prefill_attention_dp, prefill_ep, prefill_workers, prefill_batch, decode_tp,
+                              decode_attention_dp, decode_ep, decode_workers, weights: str, activations: str, kv: str,
+                              prefill_overhead_s, decode_overhead_s, kv_link_bytes_per_s, waves=np.inf) -> dict:
+    """Fixed prefill and decode pools under `concurrency` requests in flight.
+
+    Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
+    `prefill_batch` prompts per iteration (T_batch), then ships their KV caches over the
+    prefill instance's link. Decode: concurrency / (decode_workers x decode_attention_dp)
+    requests per replica, pure decode iterations (no prefill in them). Closed loop: the
+    pools complete lambda = min(prefill capacity, concurrency / (T_batch + KV transfer +
+    (g - 1) TPOT)) requests per second, and TTFT = concurrency / lambda - (g - 1) TPOT
+    (Little's law: a prefill-bound deployment queues at the prefill pool). The first wave
+    (all requests at once) goes through the prefill replicas in rounds; `waves` averages it in.
+    """
+    w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
+    stream_bytes = max(a_bytes, 2.0)
+    replicas_p = prefill_workers * prefill_attention_dp
+    replicas_d = decode_workers * decode_attention_dp
+    per_decode = concurrency / replicas_d
+    cap, weights_bytes, kv_per_seq = max_running(decode_hw, model, prompt=prompt, generate=generate, tp=decode_tp,
+                                                 attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
+                                                 stream_bytes=stream_bytes)
+    r = np.maximum(np.minimum(per_decode, cap), 1.0)
+    common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, math=activations, w_bytes=w_bytes,
+                  a_bytes=a_bytes, kv_bytes=kv_bytes)
+    dec = iteration(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp,
+                    attention_dp=decode_attention_dp, ep=decode_ep, **common)
+    pre = iteration(hw=prefill_hw, decode_batch=0.0 * r, prefill_tokens=prefill_batch * prompt, tp=prefill_tp,
+                    attention_dp=prefill_attention_dp, ep=prefill_ep, **common)
+    tpot = dec["time_s"] + dec["overhead_s"] + decode_overhead_s
+    batch_s = pre["time_s"] + pre["overhead_s"] + prefill_overhead_s
+    kv_s = model.kv_cache_bytes(context=prompt, dtype=kv) * prefill_batch / kv_link_bytes_per_s
+    capacity = replicas_p * prefill_batch / batch_s  # requests per second the prefill pool admits
+    rate = np.minimum(capacity, replicas_d * r / (batch_s + kv_s + (generate - 1.0) * tpot))
+    steady_ttft = concurrency / rate - (generate - 1.0) * tpot
+    rounds = np.ceil(concurrency / (replicas_p * prefill_batch))
+    burst_ttft = np.maximum((rounds + 1.0) / 2.0 * batch_s + kv_s, steady_ttft)
+    ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
+    e2e = ttft + (generate - 1.0) * tpot
+    devices = replicas_p * prefill_tp + replicas_d * decode_tp
+    out_rate = rate * generate
+    fits = cap >= 1.0
+    reason = choose([(cap < 1.0, "decode weights + activations leave no room for one request's KV cache")], "")
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "kv_transfer_s": kv_s + 0.0 * tpot,
+            "prefill_batch_s": batch_s + 0.0 * tpot, "prefill_utilization": rate / capacity,
+            "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
+            "output_tokens_per_s_per_user": 1.0 / tpot, "requests_per_s": rate, "decode_running": r,
+            "decode_max_running": cap, "devices": devices + 0.0 * tpot, "kernel_tpot_s": tpot - decode_overhead_s,
+            "fits": fits, "reason": reason}
