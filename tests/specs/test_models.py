@@ -29,6 +29,7 @@ EXPLICIT_HEAD_DIM = {
     "gpt_oss_120b": 64,  # gpt-oss-120b config.json head_dim (2880 / 64 = 45)
     "deepseek_v3": 192,  # MLA: qk_nope_head_dim 128 + qk_rope_head_dim 64
     "deepseek_r1": 192,
+    "minimax_m2_5": 128,  # MiniMax-M2.5 config.json head_dim (3072 / 48 would be 64)
 }
 
 MODELS = list_models()

@@ -100,12 +100,14 @@ def test_tpot_against_the_measured_serving_runs():
     """Every answered aggregated row of the serving benchmarks (TensorRT-LLM, vLLM, SGLang on
     H100, H200, B200, GB200; aiconfigurator-core 0.12.0's measurement sample, copied to
     workbench/calibrate/reference/serving_silicon.csv), with the framework constants of
-    specs/serving/frameworks.yaml: TPOT median |error| 13.0% for dense models (330 rows) and
-    16.5% for MoE (400 rows) when this was written; tolerance 15% and 20%. TTFT (48.5% median
+    specs/serving/frameworks.yaml: TPOT median |error| 13.6% for dense models (330 rows) and
+    14.7% for MoE (528 rows, MiniMax-M2.5's 128 among them) when this was written; tolerance 15%
+    and 20%. TTFT (48.5% median
     |error|) and the disaggregated rows are the open part of the serving issue."""
     from workbench.calibrate import serving_rows
-    res = serving_rows.predict_rows(serving_rows.load()).dropna(subset=["tpot_s"])
-    assert len(res) >= 700
+    rows = serving_rows.load()
+    res = serving_rows.predict_rows(rows[rows["mode"] == "agg"]).dropna(subset=["tpot_s"])
+    assert len(res) >= 850
     for kind, g in res.groupby("moe"):
         bound = {"dense": 0.15, "moe": 0.20}[kind]
         assert np.median(np.abs(g.tpot_err)) <= bound, (kind, np.median(np.abs(g.tpot_err)))

@@ -4,7 +4,7 @@ error of each, and the one constant per framework fitted to them.
     workbench calibrate fit-serving     # refits specs/serving/frameworks.yaml, prints LOO errors
 
 A row is expressible when predict.serving can describe its deployment: aggregated serving
-of a catalog model (by its Hugging Face id, MODEL_IDS) on a catalog GPU. Others are listed
+of a catalog model (by its Hugging Face id: each model YAML's hf_ids) on a catalog GPU. Others are listed
 with the reason they are not answered (disaggregated pools, models the catalog lacks).
 
 Error = model / measured - 1 for times (TTFT, TPOT): positive is a prediction slower than
@@ -21,13 +21,6 @@ from .. import predict
 from ..errors import InputError
 
 ROWS = Path(__file__).resolve().parent / "reference" / "serving_silicon.csv"
-# Hugging Face id -> catalog model (the FP8 / NVFP4 checkpoints are the same architecture)
-MODEL_IDS = {"meta-llama/Llama-3.1-70B": "llama_3_1_70b", "meta-llama/Llama-3.1-8B-Instruct": "llama_3_1_8b",
-             "nvidia/Llama-3.1-8B-Instruct-FP8": "llama_3_1_8b", "Qwen/Qwen3-32B": "qwen3_32b",
-             "nvidia/Qwen3-32B-NVFP4": "qwen3_32b", "openai/gpt-oss-120b": "gpt_oss_120b",
-             "Qwen/Qwen3-235B-A22B-FP8": "qwen3_235b_a22b", "deepseek-ai/DeepSeek-V3": "deepseek_v3",
-             "deepseek-ai/DeepSeek-R1": "deepseek_r1", "nvidia/DeepSeek-R1-NVFP4": "deepseek_r1",
-             "nvidia/DeepSeek-V3.1-NVFP4": "deepseek_v3"}
 SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "gb200": "gb200",
            "b300_sxm": "b300", "gb300": "gb300", "a100_sxm": "a100_sxm"}
 # The benchmarks' weight formats -> the catalog's (MXFP4 and NVFP4 as fp4; INT4 weight-only as int4)
@@ -47,8 +40,9 @@ def _disaggregated(r, weights: str) -> tuple[dict | None, str]:
     """predict.disaggregated arguments of a disaggregated row (its pools' sizes stated)."""
     if not (r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers):
         return None, "disaggregated row without its workers and batch sizes: says too little to predict"
+    from ..specs import hf_index
     hw = SYSTEMS[r.system]
-    return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=MODEL_IDS[r.model_path],
+    return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=hf_index()[r.model_path],
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
                 framework=r.backend, prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size),
                 prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
@@ -60,14 +54,15 @@ def _disaggregated(r, weights: str) -> tuple[dict | None, str]:
 def config(r) -> tuple[dict | None, str]:
     """(arguments of predict.serving, or of predict.disaggregated with function=
     "disaggregated", and ""), or (None, why not) for a row it cannot express."""
-    if r.model_path not in MODEL_IDS:
+    from ..specs import hf_index
+    if r.model_path not in hf_index():
         return None, f"model {r.model_path} is not in the catalog"
     if r.system not in SYSTEMS:
         return None, f"system {r.system} is not in the catalog"
     moe_quant = r.moe_quant_mode if isinstance(r.moe_quant_mode, str) else r.gemm_quant_mode
     if r.mode != "agg":
         return _disaggregated(r, WEIGHTS.get(moe_quant, "bf16"))
-    return dict(hardware=SYSTEMS[r.system], model=MODEL_IDS[r.model_path], tp=_n(r.tp_size),
+    return dict(hardware=SYSTEMS[r.system], model=hf_index()[r.model_path], tp=_n(r.tp_size),
                 attention_dp=_n(r.attention_dp_size), ep=_n(r.moe_ep_size), concurrency=_n(r.concurrency),
                 prompt=_n(r.isl), generate=_n(r.osl), weights=WEIGHTS.get(moe_quant, "bf16"),
                 framework=r.backend), ""
@@ -75,8 +70,8 @@ def config(r) -> tuple[dict | None, str]:
 
 def _kind(model_path: str) -> str:
     """'moe' or 'dense' for a catalog model, 'unknown' for one the catalog lacks."""
-    from ..specs import load_model
-    return ("moe" if load_model(MODEL_IDS[model_path]).is_moe else "dense") if model_path in MODEL_IDS else "unknown"
+    from ..specs import hf_index, load_model
+    return ("moe" if load_model(model_path).is_moe else "dense") if model_path in hf_index() else "unknown"
 
 
 def predict_rows(df: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,7 @@ MODELS_DIR = _HERE / "models"
 __all__ = ["EfficiencyTable", "HardwareSpec", "Link", "MemoryTier", "ModelSpec", "SpecError",
            "SystemSpec", "WaferSpec", "list_gpus", "list_hardware", "list_models", "list_wafers",
            "load_hardware", "load_model", "is_wafer", "kind_of", "system_of", "MODEL_KNOBS",
-           "with_model_knobs"]
+           "with_model_knobs", "hf_index"]
 
 
 def list_hardware() -> list[str]:
@@ -159,9 +159,16 @@ def _model_file(path: Path, arg: str) -> ModelSpec:
     return build(ModelSpec, data, origin=str(path))
 
 
+@lru_cache(maxsize=1)
+def hf_index() -> dict:
+    """Hugging Face id -> catalog model name (each model YAML's hf_ids)."""
+    return {i: m for m in list_models() for i in _model(m).hf_ids}
+
+
 def load_model(name, *, arg: str = "model") -> ModelSpec:
-    """A catalog name, a ModelSpec, a dict of ModelSpec fields (a model not in the
-    catalog), or the path of a model YAML file or a Hugging Face config.json."""
+    """A catalog name, a Hugging Face id a catalog model records (hf_ids), a ModelSpec, a
+    dict of ModelSpec fields (a model not in the catalog), or the path of a model YAML file
+    or a Hugging Face config.json."""
     if isinstance(name, ModelSpec):
         return name
     if isinstance(name, dict):
@@ -169,6 +176,8 @@ def load_model(name, *, arg: str = "model") -> ModelSpec:
         data.setdefault("name", "custom")
         data.setdefault("source", "user-supplied dict")
         return build(ModelSpec, data, origin=data["name"])
+    if isinstance(name, str) and name in hf_index() and not Path(name).exists():  # "deepseek-ai/DeepSeek-R1"
+        return _model(hf_index()[name])
     if isinstance(name, (str, Path)) and (str(name).endswith((".json", ".yaml", ".yml")) or "/" in str(name)):
         return _model_file(Path(name), arg)
     if not isinstance(name, str) or name not in list_models():

@@ -45,9 +45,15 @@ class ModelSpec:
     sliding_window: int = 0
     n_sliding_layers: int = 0
     published_params: float = 0.0  # total parameter count quoted by the source, for checks
+    # Hugging Face ids of the checkpoints with this architecture (model="org/name" resolves here)
+    hf_ids: tuple = field(default=(), compare=False)
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.hf_ids, list):
+            object.__setattr__(self, "hf_ids", tuple(self.hf_ids))
+        if not all(isinstance(i, str) and i.count("/") == 1 for i in self.hf_ids):
+            raise SpecError(self.name, "hf_ids", self.hf_ids, "a list of Hugging Face ids 'organization/name'")
         require(self, ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size",
                        "max_seq_len"), "positive_int")
         require(self, ("n_experts", "n_active_experts", "n_shared_experts", "d_ff_expert", "n_dense_layers",
