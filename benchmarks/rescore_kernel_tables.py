@@ -5,10 +5,9 @@
 1. The static-batch inference rows of reference/measurements.csv (reference_points.yaml,
    kind inference on GPUs): predicted with framework="none" (the analytical efficiencies)
    and with each GPU's default framework (its kernel tables).
-2. The rows of the serving benchmarks (shared reference serving_silicon.csv, copied into
-   workbench/calibrate/reference/ only as far as the tests use it; here read from the
-   path given) that predict.inference can express: aggregated serving, no attention-DP,
-   no pipeline, a catalog model, a catalog GPU. They are fixed-concurrency runs; the
+2. The rows of the serving benchmarks (workbench/calibrate/reference/serving_silicon.csv)
+   that predict.inference can express: aggregated serving, no attention-DP, no pipeline,
+   a catalog model, a catalog GPU (calibrate/serving_rows.config). They are fixed-concurrency runs; the
    static-batch model with batch = concurrency is the closest the current API comes (no
    continuous batching, no prefill in the decode iterations, no framework overhead), so
    the figure is the TPOT gap that the serving model of the next issue must close.
@@ -25,15 +24,8 @@ import pandas as pd
 
 from workbench import predict
 from workbench.calibrate import gap
+from workbench.calibrate import serving_rows as serving_rows_
 from workbench.errors import InputError
-
-MODELS = {"meta-llama/Llama-3.1-70B": "llama_3_1_70b", "meta-llama/Llama-3.1-8B-Instruct": "llama_3_1_8b",
-          "nvidia/Llama-3.1-8B-Instruct-FP8": "llama_3_1_8b", "Qwen/Qwen3-32B": "qwen3_32b",
-          "openai/gpt-oss-120b": "gpt_oss_120b", "Qwen/Qwen3-235B-A22B-FP8": "qwen3_235b_a22b",
-          "deepseek-ai/DeepSeek-V3": "deepseek_v3", "deepseek-ai/DeepSeek-R1": "deepseek_r1"}
-SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "gb200": "gb200"}
-WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4", "bf16": "bf16", "int4_wo": "int4", "float16": "fp16"}
-
 
 def static_rows() -> pd.DataFrame:
     obs = gap.observations()
@@ -51,14 +43,15 @@ def static_rows() -> pd.DataFrame:
 
 
 def serving_rows(path: Path) -> pd.DataFrame:
-    d = pd.read_csv(path)
-    d = d[(d["mode"] == "agg") & (d.attention_dp_size == 1) & (d.pp_size == 1) & d.model_path.isin(list(MODELS))
-          & d.system.isin(list(SYSTEMS))]
+    d = serving_rows_.load(path)
+    d = d[(d["mode"] == "agg") & (d.attention_dp_size == 1) & (d.pp_size == 1)]
     out = []
     for r in d.itertuples():
-        cfg = dict(hardware=SYSTEMS[r.system], model=MODELS[r.model_path], tp=int(r.tp_size),
-                   ep=int(r.moe_ep_size) if r.moe_ep_size == r.moe_ep_size else 1, batch=int(r.concurrency),
-                   prompt=int(r.isl), generate=int(r.osl), weights=WEIGHTS.get(r.gemm_quant_mode, "bf16"))
+        cfg, _ = serving_rows_.config(r)  # the serving run as predict.serving would take it
+        if cfg is None:
+            continue
+        cfg = {k: cfg[k] for k in ("hardware", "model", "tp", "ep", "prompt", "generate", "weights")} | \
+            {"batch": cfg["concurrency"]}
         row = {"id": r.id, "hardware": cfg["hardware"], "backend": r.backend, "model": cfg["model"],
                "measured_tpot_s": r.silicon_tpot_ms / 1e3}
         try:
@@ -80,8 +73,7 @@ def _line(name, err):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--serving", default=str(Path(__file__).resolve().parents[2] / "shared" / "reference"
-                                             / "serving_silicon.csv"))
+    ap.add_argument("--serving", default=str(serving_rows_.ROWS))
     args = ap.parse_args()
     s = static_rows()
     print("static-batch inference rows of measurements.csv (error = model speed / measured speed - 1)")

@@ -152,3 +152,23 @@ class WaferLayout:
         return [Problem(systems > np.asarray(global_batch, float), {"devices": systems, "global_batch": global_batch},
                         lambda devices, global_batch: f"devices={devices} systems exceed global_batch={global_batch} "
                                                       "(each data-parallel system trains at least one sequence)")]
+
+
+def serving_problems(model, *, tp, attention_dp, ep, prefix: str = "") -> list[Problem]:
+    """What keeps a serving instance (tp x attention_dp GPUs, MoE experts split ep-way over
+    all of them) from running `model`; `prefix` names a pool ("prefill_", "decode_")."""
+    heads, devices = model.n_heads, tp * attention_dp
+    out = [Problem(np.mod(heads, tp) != 0, {"tp": tp},
+                   lambda tp: f"{prefix}tp={tp} does not divide n_heads={heads} of {model.name}; "
+                              f"allowed: {_divisors(heads)}")]
+    if model.is_moe:
+        out += [Problem(np.mod(devices, ep) != 0, {"ep": ep, "devices": devices},
+                        lambda ep, devices: f"{prefix}ep={ep} does not divide {prefix}tp*{prefix}attention_dp="
+                                            f"{devices} (the experts are spread over the instance's GPUs)"),
+                Problem(np.mod(model.n_experts, ep) != 0, {"ep": ep},
+                        lambda ep: f"{prefix}ep={ep} does not divide n_experts={model.n_experts} of {model.name}")]
+    else:
+        out.append(Problem(np.asarray(ep) > 1, {"ep": ep},
+                           lambda ep: f"{prefix}ep={ep} is not allowed for {model.name}: a dense model has no "
+                                      "experts; allowed: 1"))
+    return out

@@ -187,7 +187,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
 
     from .backends.gpu import default_activations
     from .backends.kernel_tables import resolve, serving_constants
-    from .layout import _divisors
+    from .backends import flag_problems
+    from .layout import serving_problems
     from .workloads.concurrency import disaggregated_closed_loop
     sizes = dict(concurrency=concurrency, prompt=prompt, generate=generate, prefill_tp=prefill_tp, prefill_ep=prefill_ep,
                  prefill_attention_dp=prefill_attention_dp, prefill_workers=prefill_workers,
@@ -218,22 +219,11 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         prefill_overhead_s=pre_h, decode_overhead_s=dec_h, waves=serving_constants()["benchmark_waves"],
         kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
         **{k: float(v) for k, v in sizes.items()})
-    problems = []
-    for side, tp, adp, ep in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep),
-                              ("decode", decode_tp, decode_attention_dp, decode_ep)):
-        if spec.n_heads % tp:
-            problems.append(f"{side}_tp={tp} does not divide n_heads={spec.n_heads} of {spec.name}; allowed: "
-                            f"{_divisors(spec.n_heads)}")
-        if spec.is_moe and ((tp * adp) % ep or spec.n_experts % ep):
-            problems.append(f"{side}_ep={ep} does not divide {side}_tp*{side}_attention_dp={tp * adp} and "
-                            f"n_experts={spec.n_experts}")
-        if not spec.is_moe and ep > 1:
-            problems.append(f"{side}_ep={ep} is not allowed for {spec.name}: a dense model has no experts")
-    reason = problems[0] if problems else str(r["reason"])
-    fits = bool(r["fits"]) and not problems
-    ds = xr.Dataset({k: float(np.asarray(v)) * (1.0 if fits or k in ("devices",) else np.nan)
-                     for k, v in r.items() if k not in ("fits", "reason")})
-    ds["fits"], ds["reason"] = fits, reason
+    problems = [p for side, tp, adp, ep in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep),
+                                            ("decode", decode_tp, decode_attention_dp, decode_ep))
+                for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_")]
+    r = flag_problems({k: np.asarray(v) for k, v in r.items()}, problems)
+    ds = xr.Dataset({k: np.asarray(v).item() for k, v in r.items()})
     for name in ds.data_vars:
         ds[name].attrs.update(unit_attrs(name))
     ds.attrs.update({"function": "predict.disaggregated", "mode": "fixed pools at a fixed concurrency (closed loop)",

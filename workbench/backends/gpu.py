@@ -17,7 +17,7 @@ from ..primitives.gemm import gemm
 from ..primitives.hardware_numbers import EffCurve, GpuNumbers, LinkNumbers
 from ..units import DTYPE_BYTES, PEAK_DTYPES
 from ..errors import InputError
-from ..layout import GpuLayout, Problem, context_problems
+from ..layout import GpuLayout, context_problems, serving_problems
 from . import flag_problems
 from .kernel_tables import NONE, fits_for, serving_constants
 
@@ -149,20 +149,8 @@ class GpuBackend:
                            token_budget=cc.TOKEN_BUDGET.get(fw, cc.TOKEN_BUDGET["none"]), imbalance=imbalance)
         r["activations"] = np.array(act, dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
-        layout = GpuLayout.for_inference(tp=tp, pp=1.0, ep=1.0, devices=None)
-        problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
-                                                                                generate=generate)
-        devices = tp * attention_dp
-        if model.is_moe:
-            problems.append(Problem(np.mod(devices, ep) != 0, {"ep": ep, "devices": devices},
-                                    lambda ep, devices: f"ep={ep} does not divide tp*attention_dp={devices} (the "
-                                                        "experts are spread over the instance's GPUs)"))
-            problems.append(Problem(np.mod(model.n_experts, ep) != 0, {"ep": ep},
-                                    lambda ep: f"ep={ep} does not divide n_experts={model.n_experts} of {model.name}"))
-        else:
-            problems.append(Problem(np.asarray(ep) > 1, {"ep": ep},
-                                    lambda ep: f"ep={ep} is not allowed for {model.name}: a dense model has no "
-                                               "experts; allowed: 1"))
+        problems = serving_problems(model, tp=tp, attention_dp=attention_dp, ep=ep) + \
+            context_problems(model, prompt=prompt, generate=generate)
         return flag_problems(r, problems)
 
     def gemm(self, hw: GpuNumbers, *, dtype, m, n, k, **_) -> dict:

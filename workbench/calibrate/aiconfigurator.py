@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..microbench import schema
+from ..units import DTYPE_BYTES
 
 PACKAGE = "aiconfigurator-core"
 MS = 1e-3
@@ -33,7 +34,6 @@ HARDWARE = {"a100_sxm": "a100_sxm", "h100_sxm": "h100_sxm", "h200_sxm": "h200_sx
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8": "fp8", "fp8_block": "fp8_block",
           "nvfp4": "fp4", "int8": "int8", "int4_wo": "int4", "fp8_e4m3": "fp8"}
-DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "fp4": 0.5, "int8": 1.0, "int4": 0.5}
 COLLECTIVE_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
                   "alltoall": "all_to_all"}
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..primitives.collectives import COLLECTIVES
+from ..units import DTYPE_BYTES
 from ..primitives.kernel_fits import ROOFLINES, EffGrid
 
 FOLDS = 5
@@ -39,7 +40,8 @@ GEMM_BYTES = {"bf16": (2.0, 2.0, 2.0), "fp16": (2.0, 2.0, 2.0), "fp8": (1.0, 1.0
               "fp8_block": (1.0 + 4.0 / 128, 1.0 + 4.0 / 128 ** 2, 2.0), "fp4": (0.5 + 1.0 / 16, 0.5 + 1.0 / 16, 2.0),
               "int8": (1.0, 1.0, 2.0), "int4": (2.0, 0.5, 2.0)}
 GEMM_PEAK = {"fp8_block": "fp8", "int4": "bf16"}  # math dtype of each format
-ELEMENT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5, "int8": 1.0, "int4": 0.5}
+# the element formats of the attention tables (bytes from units.DTYPE_BYTES)
+ELEMENT_BYTES = {k: DTYPE_BYTES[k] for k in ("bf16", "fp16", "fp8", "fp4", "int8", "int4")}
 
 
 def _num(df, col):

@@ -74,28 +74,56 @@ def _kind(model_path: str) -> str:
     return ("moe" if load_model(model_path).is_moe else "dense") if model_path in hf_index() else "unknown"
 
 
-def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Every row with its prediction (NaN and the reason where not answered)."""
+NUMERIC = ("tp", "attention_dp", "ep", "concurrency", "prompt", "generate")  # predict.serving's per-row sizes
+
+
+def _serve(cfgs: list[dict]) -> list[tuple[dict, str]]:
+    """(prediction, reason) of aggregated rows sharing hardware, model, weights and
+    framework: one predict.serving call with the sizes as DataArrays along `row`."""
+    import xarray as xr
+    first = cfgs[0]
+    sizes = {k: xr.DataArray([c[k] for c in cfgs], dims="row") for k in NUMERIC}
+    ds = predict.serving(**{k: v for k, v in first.items() if k not in NUMERIC}, **sizes)
     out = []
+    for i in range(len(cfgs)):
+        p = ds.isel(row=i)
+        out.append(({"ttft_s": float(p.ttft_s), "tpot_s": float(p.tpot_s), "kernel_tpot_s": float(p.kernel_tpot_s)}, "")
+                   if bool(p.fits) else ({}, str(p.reason.values)))
+    return out
+
+
+def _one(cfg: dict) -> tuple[dict, str]:
+    try:
+        ds = getattr(predict, cfg.pop("function", "serving"))(**cfg)
+    except InputError as e:
+        return {}, str(e)
+    if not bool(ds.fits):
+        return {}, str(ds.reason.values)
+    return {"ttft_s": float(ds.ttft_s), "tpot_s": float(ds.tpot_s), "kernel_tpot_s": float(ds.kernel_tpot_s)}, ""
+
+
+def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Every row with its prediction (NaN and the reason where not answered). Aggregated rows
+    of one hardware, model, weight format and framework are one vectorized call."""
+    out, groups = [], {}
     for r in df.itertuples():
         cfg, why = config(r)
-        row = {"id": r.id, "backend": r.backend, "system": r.system, "model": r.model_path, "mode": r.mode,
-               "concurrency": r.concurrency, "isl": r.isl, "osl": r.osl,
-               "measured_ttft_s": r.silicon_ttft_ms / 1e3, "measured_tpot_s": r.silicon_tpot_ms / 1e3,
-               "moe": _kind(r.model_path)}
-        if cfg is not None:
-            try:
-                fn = getattr(predict, cfg.pop("function", "serving"))
-                ds = fn(**cfg)
-                if bool(ds.fits):
-                    row.update(ttft_s=float(ds.ttft_s), tpot_s=float(ds.tpot_s),
-                               kernel_tpot_s=float(ds.kernel_tpot_s))
-                else:
-                    why = str(ds.reason.values)
-            except InputError as e:
-                why = str(e)
-        row["not_answered"] = why
-        out.append(row)
+        out.append({"id": r.id, "backend": r.backend, "system": r.system, "model": r.model_path, "mode": r.mode,
+                    "concurrency": r.concurrency, "isl": r.isl, "osl": r.osl,
+                    "measured_ttft_s": r.silicon_ttft_ms / 1e3, "measured_tpot_s": r.silicon_tpot_ms / 1e3,
+                    "moe": _kind(r.model_path), "not_answered": why})
+        if cfg is None:
+            continue
+        if "function" in cfg:  # fixed disaggregated pools: one value per argument
+            pred, out[-1]["not_answered"] = _one(cfg)
+            out[-1].update(pred)
+        else:
+            key = tuple((k, v) for k, v in cfg.items() if k not in NUMERIC)
+            groups.setdefault(key, []).append((len(out) - 1, cfg))
+    for members in groups.values():
+        for (i, _), (pred, why) in zip(members, _serve([c for _, c in members])):
+            out[i].update(pred)
+            out[i]["not_answered"] = why
     res = pd.DataFrame(out)
     for m in ("ttft", "tpot"):
         res[f"{m}_err"] = res.get(f"{m}_s", np.nan) / res[f"measured_{m}_s"] - 1.0

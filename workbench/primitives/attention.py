@@ -8,7 +8,7 @@ differs from h (MLA), the two matmuls are 2·B·S²·H·h and 2·B·S²·H·h_v.
 from __future__ import annotations
 
 from ..errors import check_choice
-from ..units import DTYPES
+from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
 from .kernel_fits import attended_pairs, attribute, context_attention_roofline, decode_attention_roofline
@@ -139,7 +139,7 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
         roof, coords = decode_attention_roofline(
             batch=batch, kv_len=context, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
             v_head_dim=v_head_dim, peak=hw.peak(dtype), bandwidth=hw.hbm_bandwidth_bytes_per_s,
-            act_bytes=2.0 if dtype != "fp8" else 1.0, kv_bytes=kv_bytes)
+            act_bytes=DTYPE_BYTES[dtype], kv_bytes=kv_bytes)
         eff = grid(**coords)
         table_s = fixed_s + roof / eff
         time_s = np.maximum(table_s - hw.graph_saving_s, np.minimum(table_s, roof))  # the saving stops at the roofline

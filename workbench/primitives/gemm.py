@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import check_choice
-from ..units import DTYPES
+from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
 from .kernel_fits import attribute, gemm_roofline
 
@@ -78,12 +78,11 @@ def gemm_variant(dtype: str, b_bytes) -> str:
     'int4' for 16-bit math on 4-bit weights (W4A16 weight-only); other weight-only formats
     have no table ("")."""
     b = np.asarray(b_bytes)
-    if np.all(b >= DTYPE_BYTES_OF.get(dtype, 2.0)):
+    if np.all(b >= DTYPE_BYTES[dtype]):
         return dtype
     return "int4" if dtype in ("bf16", "fp16") and np.all(b == 0.5) else ""
 
 
-DTYPE_BYTES_OF = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "int8": 1.0, "fp4": 0.5}
 
 
 def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):

@@ -33,10 +33,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives._array import choose
-from ..primitives.kv_cache import kv_cache_bytes, kv_share_per_device
 from ..units import DTYPE_BYTES
 from . import ops
-from .inference import LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head
+from .inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head, _model_pass,
+                        activation_bytes_per_token, kv_bytes_per_sequence)
 from .layers import add, layer_iteration
 
 # Tokens one iteration may carry (decode tokens plus a prefill chunk): TensorRT-LLM's
@@ -61,12 +61,8 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
     weights and the activation working set of a full token budget, over one request's cache."""
     experts = routed_params(model)
     weights = (model.n_params - experts) * w_bytes / tp + experts * w_bytes / (tp * attention_dp)
-    F, qkv = ops.widest_mlp(model), ops.qkv_width(model)
-    act = MAX_PREFILL_TOKENS * stream_bytes * (4 * model.d_model + (qkv + 2 * F) / tp)
-    share = kv_share_per_device(n_kv_heads=model.n_kv_heads, tp=tp, is_mla=model.is_mla)
-    kv_per_seq = kv_cache_bytes(batch=1.0, tokens_attended=model.attention_context(prompt + generate),
-                                kv_elements_per_token_per_layer=model.kv_elements_per_token_per_layer,
-                                kv_bytes=kv_bytes, share=share, pp=1.0)
+    act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
+    kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=1.0, kv_bytes=kv_bytes)
     logits = model.vocab_size / tp * LOGIT_BYTES
     free = hw.hbm_capacity_bytes * MEMORY_UTILIZATION - weights - act
     return np.maximum(np.floor(free / (kv_per_seq + logits)), 0.0), weights, kv_per_seq
@@ -79,10 +75,7 @@ def iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, a
     kw = dict(decode_batch=decode_batch, context=context, prefill_tokens=prefill_tokens, prompt=prompt, tp=tp,
               math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, attention_dp=attention_dp, ep=ep,
               imbalance=imbalance)
-    dense = layer_iteration(hw, model, moe=False, **kw)
-    layers = add(dense, scale=model.n_layers) if not model.n_moe_layers else \
-        add(add(dense, scale=model.n_dense_mlp_layers), add(layer_iteration(hw, model, moe=True, **kw),
-                                                            scale=model.n_moe_layers))
+    layers = _model_pass(layer_iteration, hw, model, **kw)
     head = _lm_head(hw, model, rows=decode_batch + prefill_tokens / prompt, tp=tp, math=math, w_bytes=w_bytes,
                     a_bytes=a_bytes)
     return add(layers, head)

@@ -62,16 +62,26 @@ def _pp_transfer(hw, model, *, tokens, tp, pp, stream_bytes) -> dict:
     return {"comm_s": (pp - 1.0) * t, "time_s": (pp - 1.0) * t}
 
 
+def kv_bytes_per_sequence(model: ModelSpec, *, tokens, tp, pp, kv_bytes):
+    """KV-cache bytes one sequence of `tokens` keeps on one device (windows capped)."""
+    share = kv_share_per_device(n_kv_heads=model.n_kv_heads, tp=tp, is_mla=model.is_mla)
+    return kv_cache_bytes(batch=1.0, tokens_attended=model.attention_context(tokens),
+                          kv_elements_per_token_per_layer=model.kv_elements_per_token_per_layer,
+                          kv_bytes=kv_bytes, share=share, pp=pp)
+
+
+def activation_bytes_per_token(model: ModelSpec, *, tp, stream_bytes):
+    """Working-set bytes per token in flight on one TP rank: residual stream, norms, QKV
+    and the widest MLP's gate/up."""
+    return stream_bytes * (4 * model.d_model + (ops.qkv_width(model) + 2 * ops.widest_mlp(model)) / tp)
+
+
 def memory_per_device(hw: GpuNumbers, model: ModelSpec, *, batch, prompt, generate, tp, pp,
                       w_bytes, kv_bytes, stream_bytes) -> dict:
     """Weights, KV cache and activation bytes on one device."""
     weights = model.n_params * w_bytes / (tp * pp)
-    share = kv_share_per_device(n_kv_heads=model.n_kv_heads, tp=tp, is_mla=model.is_mla)
-    kv_per_seq = kv_cache_bytes(batch=1.0, tokens_attended=model.attention_context(prompt + generate),
-                                kv_elements_per_token_per_layer=model.kv_elements_per_token_per_layer,
-                                kv_bytes=kv_bytes, share=share, pp=pp)
-    F, qkv = ops.widest_mlp(model), ops.qkv_width(model)
-    act_per_token = stream_bytes * (4 * model.d_model + (qkv + 2 * F) / tp)
+    kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=pp, kv_bytes=kv_bytes)
+    act_per_token = activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
     chunk = np.minimum(batch * prompt, MAX_PREFILL_TOKENS)
     logits_per_seq = model.vocab_size / tp * LOGIT_BYTES
     act = chunk * act_per_token + batch * logits_per_seq

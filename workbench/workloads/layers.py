@@ -102,13 +102,34 @@ def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) 
     return {"comm_s": t, "time_s": t}
 
 
+def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) -> dict:
+    """Causal flash attention of `batch` prompts of `prompt` tokens on one TP rank."""
+    return attention_prefill(hw=hw, batch=batch, seq_len=prompt, n_heads=model.n_heads / tp,
+                             head_dim=model.head_dim, v_head_dim=model.v_dim,
+                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
+                             dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
+
+
+def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
+    """One query per sequence over its cache on one TP rank; MLA's latent (one per layer,
+    shared by all heads, not split by TP: every rank reads it) instead of KV heads."""
+    if model.is_mla:
+        kv_heads = 1.0 + 0.0 * tp
+        kv_el = model.kv_elements_per_token_per_layer + 0.0 * tp
+    else:
+        kv_heads = np.maximum(model.n_kv_heads / tp, 1.0)
+        kv_el = kv_heads * (model.head_dim + model.v_dim)
+    ctx = model.attention_context(context) / model.n_layers  # mean over layers, windows capped
+    return attention_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, head_dim=model.head_dim,
+                            n_kv_heads=kv_heads, v_head_dim=model.v_dim, kv_elements_per_token=kv_el,
+                            dtype=attention_math(math), kv_bytes=kv_bytes)
+
+
 def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
                   imbalance=1.0) -> dict:
     T = batch * prompt
-    att = attention_prefill(hw=hw, batch=batch, seq_len=prompt, n_heads=model.n_heads / tp,
-                            head_dim=model.head_dim, v_head_dim=model.v_dim,
-                            n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
-                            dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
+    att = prefill_attention(hw, model, batch=batch, prompt=prompt, tp=tp, math=math, a_bytes=a_bytes,
+                            kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
                                   moe=moe, ep=ep, imbalance=imbalance), "matmul"),
              _classed(att, "attention"),
@@ -122,17 +143,7 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
 def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
                  imbalance=1.0) -> dict:
     """One decode step of one layer: `batch` new tokens, each attending to `context`."""
-    if model.is_mla:  # one latent shared by all heads, not split by TP: every rank reads it
-        kv_heads = 1.0 + 0.0 * tp
-        kv_el = model.kv_elements_per_token_per_layer + 0.0 * tp
-    else:
-        kv_heads = np.maximum(model.n_kv_heads / tp, 1.0)
-        kv_el = kv_heads * (model.head_dim + model.v_dim)
-    ctx = model.attention_context(context) / model.n_layers  # mean over layers, windows capped
-    att = attention_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp,
-                           head_dim=model.head_dim, n_kv_heads=kv_heads,
-                           v_head_dim=model.v_dim, kv_elements_per_token=kv_el, dtype=attention_math(math),
-                           kv_bytes=kv_bytes)
+    att = decode_attention(hw, model, batch=batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
                                   moe=moe, ep=ep, imbalance=imbalance), "matmul"),
              _classed(att, "attention"),
@@ -156,24 +167,12 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
     g = dict(math=math, w_bytes=w_bytes, a_bytes=a_bytes)
     attn_mm = _classed(layer_gemms(hw, model, tokens=tokens, tp=tp, moe=moe, matmuls=ops.attention_matmuls(model),
                                    **g), "matmul")
-    if moe:
-        mlp = layer_gemms(hw, model, tokens=tokens * attention_dp, tp=tp * attention_dp, moe=True, ep=ep,
-                          imbalance=imbalance, matmuls=ops.mlp_matmuls(model, moe=True), **g)
-    else:
-        mlp = layer_gemms(hw, model, tokens=tokens, tp=tp, moe=False, matmuls=ops.mlp_matmuls(model, moe=False), **g)
-    if model.is_mla:
-        kv_heads, kv_el = 1.0 + 0.0 * tp, model.kv_elements_per_token_per_layer + 0.0 * tp
-    else:
-        kv_heads = np.maximum(model.n_kv_heads / tp, 1.0)
-        kv_el = kv_heads * (model.head_dim + model.v_dim)
-    ctx = model.attention_context(context) / model.n_layers
-    dec = attention_decode(hw=hw, batch=decode_batch, context=ctx, n_heads=model.n_heads / tp,
-                           head_dim=model.head_dim, n_kv_heads=kv_heads, v_head_dim=model.v_dim,
-                           kv_elements_per_token=kv_el, dtype=attention_math(math), kv_bytes=kv_bytes)
-    pre = attention_prefill(hw=hw, batch=prefill_tokens / prompt, seq_len=prompt, n_heads=model.n_heads / tp,
-                            head_dim=model.head_dim, v_head_dim=model.v_dim,
-                            n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
-                            dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
+    replicas = attention_dp if moe else 1.0  # an MoE layer runs every replica's tokens over all their GPUs
+    mlp = layer_gemms(hw, model, tokens=tokens * replicas, tp=tp * replicas, moe=moe, ep=ep, imbalance=imbalance,
+                      matmuls=ops.mlp_matmuls(model, moe=moe), **g)
+    dec = decode_attention(hw, model, batch=decode_batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
+    pre = prefill_attention(hw, model, batch=prefill_tokens / prompt, prompt=prompt, tp=tp, math=math,
+                            a_bytes=a_bytes, kv_bytes=kv_bytes)
     # no chunk (or no decoding sequence) in the iteration: no such kernel, not its fixed latency
     pre = {k: where(prefill_tokens > 0, v, 0.0) for k, v in pre.items() if k in PARTS}
     dec = {k: where(decode_batch > 0, v, 0.0) for k, v in dec.items() if k in PARTS}
