@@ -281,8 +281,9 @@ def _fit_kernels(ns) -> int:
 
 
 def _fit_serving(ns) -> int:
-    """`workbench calibrate fit-serving`: each framework's CUDA-graph saving per kernel, then
-    its per-iteration host overhead, on the measured serving runs (specs/serving/)."""
+    """`workbench calibrate fit-serving`: each framework's CUDA-graph saving per kernel, its
+    per-iteration host overhead, then the harness's waves and each framework's request
+    latency per layer, on the measured serving runs (specs/serving/)."""
     from .backends.kernel_tables import serving_constants
     from .calibrate import serving_rows
     rows = serving_rows.load()
@@ -295,6 +296,12 @@ def _fit_serving(ns) -> int:
               f"{a['median_abs_err']:.1%} (leave-one-model-out {a['loo_model_median_abs_err']:.1%}); host "
               f"overhead {b.get('iteration_overhead_s', 0.0) * 1e6:6.1f} us per iteration over {a['rows']} rows")
     print(f"wrote {serving_rows.write_constants(savings, overheads)}")
+    waves, ttft = serving_rows.fit_ttft_constants(serving_rows.predict_rows(rows))
+    for fw, f in sorted(ttft["frameworks"].items()):
+        print(f"{fw:7s} request latency {f['request_latency_s_per_layer'] * 1e3:5.2f} ms per layer, TTFT "
+              f"leave-one-model-out median |err| {f['loo_model_median_abs_err']:.1%} over {f['rows']} rows")
+    print(f"benchmark waves {waves}: TTFT median |err| {ttft['median_abs_err']:.1%} (leave-one-model-out "
+          f"{ttft['loo_model_median_abs_err']:.1%}); wrote {serving_rows.write_ttft_constants(waves, ttft)}")
     return 0
 
 

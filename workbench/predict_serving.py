@@ -209,15 +209,16 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         fw = resolve(hw_spec, framework)
         consts = serving_constants()
         hw = dataclasses.replace(be.numbers(hw_spec, {}, fw), graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0))
-        pools[side] = (hw, be, consts["iteration_overhead_s"].get(fw, 0.0))
+        pools[side] = (hw, be, consts["iteration_overhead_s"].get(fw, 0.0),
+                       consts["request_latency_s_per_layer"].get(fw, 0.0) * spec.n_layers)
     act = activations or default_activations(weights, pools["decode"][0])
     kvd = kv or ("fp16" if act == "fp16" else "bf16")
-    pre_hw, pre_be, pre_h = pools["prefill"]
-    dec_hw, _, dec_h = pools["decode"]
+    pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]
+    dec_hw, _, dec_h, _ = pools["decode"]
     r = disaggregated_closed_loop(
         prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd,
         prefill_overhead_s=pre_h, decode_overhead_s=dec_h, waves=serving_constants()["benchmark_waves"],
-        kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
+        request_latency_s=pre_latency_s, kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
         **{k: float(v) for k, v in sizes.items()})
     problems = [p for side, tp, adp, ep in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep),
                                             ("decode", decode_tp, decode_attention_dp, decode_ep))

@@ -1,12 +1,12 @@
 """The closed-loop formulas of workloads/concurrency.py against a discrete-event simulation of
-the same scheduler: C requests in flight with identical prompt and output lengths; every
-iteration decodes one token for each request past its prefill and prefills queued prompts
-in FIFO order up to the token budget; a finished request is replaced by a new one that
-reaches the server at a uniformly random moment of the next iteration (the client's round
-trip), so it waits for the running iteration to end. Iteration time is a linear cost in
-decode and prefill tokens (the same function for both sides). After the first waves the
-simulated mean TPOT agrees with the formulas within 1% and TTFT within 3% (5% held) where
-prompts fit the token budget."""
+the same scheduler: C requests in flight; every iteration decodes one token for each request
+past its prefill and prefills queued prompts in FIFO order up to the token budget; a
+finished request is replaced by a new one that reaches the server at a uniformly random
+moment of the next iteration (the client's round trip), so it waits for the running
+iteration to end. Iteration time is a linear cost in decode and prefill tokens (the same
+function for both sides). Three regimes, one per schedule: identical lengths ("clumped":
+TPOT within 1%, TTFT within 3%, 5% held, where prompts fit the token budget); output
+lengths jittered +-50% ("spread"); prefill batches run alone ("prefill_first", lockstep)."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,17 +23,26 @@ def cost(decode, prefill):
     return FIXED_S + PER_DECODE_S * decode + PER_PREFILL_S * prefill
 
 
-def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_waves=3, seed=0):
+def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_waves=3, seed=0, jitter=0.0,
+             prefill_first=False):
+    """Mean TTFT and TPOT of the kept requests, and how many were kept. `jitter`: each
+    request's output length is uniform in generate x [1 - jitter, 1 + jitter] (mean
+    generate), which desynchronizes the arrivals. `prefill_first`: an iteration with queued
+    prompts prefills them alone (no decode in it), as SGLang schedules."""
     rng = np.random.default_rng(seed)
+
+    def length():
+        return max(2, int(round(generate * rng.uniform(1.0 - jitter, 1.0 + jitter))))
+
     t = 0.0
-    queue = [[0.0, prompt] for _ in range(concurrency)]  # [arrival, prompt tokens left]
-    decoding = []  # [arrival, first token time, tokens out]
+    queue = [[0.0, prompt, length()] for _ in range(concurrency)]  # [arrival, prompt tokens left, output]
+    decoding = []  # [arrival, first token time, tokens out, output]
     pending = []  # arrivals during the running iteration
-    done, batches = [], []
+    done = []
     for _ in range(iterations):
         if not queue and not decoding:  # idle: the next request starts the next iteration
             t = min(pending)
-            queue = [[a, prompt] for a in pending if a <= t]
+            queue = [[a, prompt, length()] for a in pending if a <= t]
             pending = [a for a in pending if a > t]
         room, chunk, first = budget, 0.0, []
         for q in queue:
@@ -46,26 +55,27 @@ def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_w
             if q[1] == 0:
                 first.append(q)
         queue = [q for q in queue if q[1] > 0]
-        tau = cost(len(decoding), chunk)
-        batches.append(len(decoding) + len(first))
+        stalled = prefill_first and chunk > 0  # a prefill batch runs alone
+        tau = cost(0 if stalled else len(decoding), chunk)
         t_end = t + tau
         still = []
         for d in decoding:
-            d[2] += 1
-            if d[2] >= generate:
-                done.append((d[0], d[1], t_end))
+            if not stalled:
+                d[2] += 1
+            if d[2] >= d[3]:
+                done.append((d[0], d[1], t_end, d[3]))
                 pending.append(t_end + rng.uniform(0.0, tau))  # the client's next request
             else:
                 still.append(d)
-        decoding = still + [[q[0], t_end, 1] for q in first]
+        decoding = still + [[q[0], t_end, 1, q[2]] for q in first]
         t = t_end
         arrived = [a for a in pending if a <= t]
         pending = [a for a in pending if a > t]
-        queue += [[a, prompt] for a in arrived]
+        queue += [[a, prompt, length()] for a in arrived]
     start = warmup_waves * (done[concurrency - 1][2] if len(done) >= concurrency else 0.0)
-    kept = [(a, f, e) for a, f, e in done if a >= start]
-    ttft = np.mean([f - a for a, f, e in kept])
-    tpot = np.mean([(e - f) / (generate - 1) for a, f, e in kept])
+    kept = [(a, f, e, g) for a, f, e, g in done if a >= start]
+    ttft = np.mean([f - a for a, f, e, g in kept])
+    tpot = np.mean([(e - f) / (g - 1) for a, f, e, g in kept])
     return ttft, tpot, len(kept)
 
 
@@ -99,3 +109,45 @@ def test_formulas_match_the_simulated_scheduler(linear_iterations, concurrency, 
     assert float(r["running"]) == concurrency  # the cache holds them all: no queueing
     assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.05)
     assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=ttft_rtol)
+
+
+def _formulas(concurrency, prompt, generate, schedule):
+    return cc.closed_loop(hw=numbers("h200_sxm"), model=load_model("llama_3_1_8b"), concurrency=float(concurrency),
+                          prompt=float(prompt), generate=float(generate), tp=1.0, attention_dp=1.0, ep=1.0,
+                          weights="fp8", activations="fp8", kv="fp8", overhead_s=0.0, token_budget=8192.0,
+                          schedule=schedule)
+
+
+# Output lengths jittered by +-50% split the clumps: the "spread" formulas (vLLM, TRT-LLM)
+# follow the simulation within 5% on TPOT and 6% on TTFT where prompts fit the budget (10%
+# beyond it), where the clumped formulas are 75-175% slow on TTFT.
+@pytest.mark.parametrize("concurrency,prompt,generate,ttft_rtol", CASES)
+def test_spread_formulas_match_a_desynchronized_simulation(linear_iterations, concurrency, prompt, generate,
+                                                           ttft_rtol):
+    sim_ttft, sim_tpot, n = simulate(concurrency=concurrency, prompt=prompt, generate=generate, budget=8192,
+                                     jitter=0.5, iterations=8000)
+    assert n > 2 * concurrency
+    r = _formulas(concurrency, prompt, generate, "spread")
+    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.05)
+    assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=ttft_rtol + 0.01)
+    if concurrency > 1 and prompt < 8192:
+        clumped = _formulas(concurrency, prompt, generate, "clumped")
+        assert float(clumped["ttft_s"]) > 1.5 * sim_ttft  # the deterministic limit does not hold here
+
+
+# SGLang's prefill batches run alone: with identical lengths the requests move in lockstep
+# and every wave is a burst through the token budget.
+@pytest.mark.parametrize("concurrency,prompt,generate", [(1, 1024, 128), (8, 1024, 128), (64, 1024, 256),
+                                                         (64, 4096, 512), (128, 2048, 384)])
+def test_prefill_first_formulas_match_a_lockstep_simulation(linear_iterations, concurrency, prompt, generate):
+    sim_ttft, sim_tpot, n = simulate(concurrency=concurrency, prompt=prompt, generate=generate, budget=8192,
+                                     prefill_first=True)
+    assert n > 2 * concurrency
+    r = _formulas(concurrency, prompt, generate, "prefill_first")
+    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.05)
+    assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=0.05)
+
+
+def test_an_unknown_schedule_is_refused():
+    with pytest.raises(ValueError, match="schedule='fifo' is not known; allowed: clumped, spread, prefill_first"):
+        _formulas(8, 1024, 128, "fifo")

@@ -142,10 +142,12 @@ class GpuBackend:
         hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0))
         act = activations or default_activations(weights, hw)
         kvd = kv or ("fp16" if act == "fp16" else "bf16")
+        consts = serving_constants()
         r = cc.closed_loop(hw=hw, model=model, concurrency=concurrency, prompt=prompt, generate=generate, tp=tp,
                            attention_dp=attention_dp, ep=ep, weights=weights, activations=act, kv=kvd,
-                           overhead_s=serving_constants()["iteration_overhead_s"].get(fw, 0.0),
-                           waves=serving_constants()["benchmark_waves"],
+                           overhead_s=consts["iteration_overhead_s"].get(fw, 0.0), waves=consts["benchmark_waves"],
+                           schedule=consts["schedule"].get(fw, "clumped"),
+                           request_latency_s=consts["request_latency_s_per_layer"].get(fw, 0.0) * model.n_layers,
                            token_budget=cc.TOKEN_BUDGET.get(fw, cc.TOKEN_BUDGET["none"]), imbalance=imbalance)
         r["activations"] = np.array(act, dtype=object)
         r["kv"] = np.array(kvd, dtype=object)

@@ -74,6 +74,8 @@ def _kind(model_path: str) -> str:
     return ("moe" if load_model(model_path).is_moe else "dense") if model_path in hf_index() else "unknown"
 
 
+# what an aggregated row keeps of its prediction (the TTFT parts refit the TTFT constants)
+AGG_OUTPUTS = ("ttft_s", "tpot_s", "kernel_tpot_s", "steady_ttft_s", "first_wave_ttft_s", "request_latency_s")
 NUMERIC = ("tp", "attention_dp", "ep", "concurrency", "prompt", "generate")  # predict.serving's per-row sizes
 
 
@@ -87,8 +89,7 @@ def _serve(cfgs: list[dict]) -> list[tuple[dict, str]]:
     out = []
     for i in range(len(cfgs)):
         p = ds.isel(row=i)
-        out.append(({"ttft_s": float(p.ttft_s), "tpot_s": float(p.tpot_s), "kernel_tpot_s": float(p.kernel_tpot_s)}, "")
-                   if bool(p.fits) else ({}, str(p.reason.values)))
+        out.append(({k: float(p[k]) for k in AGG_OUTPUTS}, "") if bool(p.fits) else ({}, str(p.reason.values)))
     return out
 
 
@@ -143,6 +144,77 @@ def fit_overheads(res: pd.DataFrame) -> dict:
         out[fw] = {"iteration_overhead_s": h, "rows": int(len(g)), "loo_tpot_median_abs_err": float(np.median(np.abs(err))),
                    "loo_tpot_median_err": float(np.median(err)), "loo_h_spread_s": float(loo.max() - loo.min())}
     return out
+
+
+WAVES = (1.0, 1.5, 2.0, 3.0, 5.0, 10.0, float("inf"))  # candidates of the harness constant
+
+
+def _layers(model_path: str) -> float:
+    from ..specs import hf_index, load_model
+    return float(load_model(hf_index()[model_path]).n_layers)
+
+
+def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
+    """The harness's waves (one global number) and each framework's request latency per
+    layer, from the aggregated rows' TTFT parts: for each candidate `waves`, TTFT = steady +
+    (first wave - steady) / waves without the latency; the latency per layer is the median
+    of (measured - that) / n_layers per framework (clipped at 0); the candidate with the
+    least median |TTFT error| over all rows wins. Scored leave-one-model-out: each model's
+    rows predicted with the waves and latencies chosen on the other models' rows."""
+    a = res[res["mode"] == "agg"].dropna(subset=["steady_ttft_s"])
+    layers = a["model"].map(_layers)
+    lat0 = a["request_latency_s"]
+    steady, burst = a["steady_ttft_s"] - lat0, a["first_wave_ttft_s"] - lat0
+
+    def choose(rows):
+        best = None
+        for w in WAVES:
+            base = (steady + (burst - steady) / w).loc[rows.index]
+            h = {fw: max(float(np.median((g["measured_ttft_s"] - base.loc[g.index]) / layers.loc[g.index])), 0.0)
+                 for fw, g in rows.groupby("backend")}
+            err = (base + rows["backend"].map(h) * layers.loc[rows.index]) / rows["measured_ttft_s"] - 1.0
+            score = float(np.median(np.abs(err)))
+            if best is None or score < best[0]:
+                best = (score, w, h)
+        return best
+
+    score, waves, h = choose(a)
+    held = []
+    for _, gm in a.groupby("model"):
+        _, w, hm = choose(a.drop(gm.index))
+        base = steady.loc[gm.index] + (burst.loc[gm.index] - steady.loc[gm.index]) / w
+        held.append((base + gm["backend"].map(hm).fillna(0.0) * layers.loc[gm.index]) / gm["measured_ttft_s"] - 1.0)
+    held = pd.concat(held)
+    out = {}
+    for fw, g in a.groupby("backend"):
+        e = held.loc[g.index]
+        out[fw] = {"request_latency_s_per_layer": h[fw], "rows": int(len(g)),
+                   "loo_model_median_abs_err": float(np.median(np.abs(e))), "loo_model_median_err": float(np.median(e))}
+    return waves, {"frameworks": out, "median_abs_err": score,
+                   "loo_model_median_abs_err": float(np.median(np.abs(held)))}
+
+
+def write_ttft_constants(waves: float, fit: dict, path: Path | None = None) -> Path:
+    """Rewrite `benchmark_waves` and the `request_latency_s_per_layer` section of
+    specs/serving/frameworks.yaml (its comments kept)."""
+    from ..backends.kernel_tables import SERVING_CONSTANTS, serving_constants
+    path = path or SERVING_CONSTANTS
+    lines, out, skip = path.read_text().split("\n"), [], False
+    for line in lines:
+        if skip and line.startswith("  "):
+            continue
+        skip = False
+        if line.startswith("benchmark_waves:"):
+            line = f"benchmark_waves: {waves}"
+        out.append(line)
+        if line.startswith("request_latency_s_per_layer:"):
+            skip = True
+            out += _section("", fit["frameworks"], "request_latency_s_per_layer",
+                            lambda f: f"{f['rows']} rows; leave-one-model-out TTFT median |err| "
+                                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")[1:]
+    path.write_text("\n".join(out))
+    serving_constants.cache_clear()
+    return path
 
 
 def _section(name: str, fits: dict, key: str, note) -> list[str]:

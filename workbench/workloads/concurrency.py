@@ -27,6 +27,27 @@ the wait + (g - 1)·TPOT), so a request beyond max_running waits (concurrency /
 attention_dp - r) / that rate. At concurrency 1 this is the static model plus h: one
 prefill, then decode steps alone. The benchmarks' first wave (all requests start together)
 is averaged in by the harness constant `waves`.
+
+The TTFT depends on how arrivals line up with the scheduler (`schedule`, per framework in
+specs/serving/frameworks.yaml); TPOT does not (the same prefill work is spread over the
+same iterations):
+
+- "clumped": the formulas above, the deterministic limit (identical lengths, replacements
+  reaching the server within an iteration: clumps never split).
+- "spread": mixed prefill + decode iterations (vLLM V1, TensorRT-LLM in-flight batching)
+  with arrivals spread over the cycle (real clients and lengths jitter, so clumps split).
+  A request waits for the running iteration (T/2, T = TPOT the mean iteration, when
+  others run), then its prompt is prefilled together with the q - 1 = lambda·T·(r-1)/r
+  others that arrived in the same window: N_p iterations carrying the decode batch and
+  q·p / N_p prompt tokens each.
+- "prefill_first": prefill batches run alone and before decode (SGLang without mixed
+  chunks), so every running request finishes prefill, decodes and finishes in lockstep:
+  each wave is a burst of r prompts through the token budget (chunks = r·p / B prefill-only
+  iterations), mean TTFT (chunks + N_p) / 2 of them, then r decode together and a request's
+  TPOT carries the (chunks - N_p) / 2 prefill batches after its own.
+
+Every TTFT adds the framework's request latency (API server, tokenization, admission,
+first-token streaming: host time per request that no kernel table sees).
 """
 from __future__ import annotations
 
@@ -44,6 +65,7 @@ from .layers import add, layer_iteration
 # max_num_batched_tokens 8192 for online serving on large GPUs (vllm/engine/arg_utils.py,
 # UsageContext.OPENAI_API_SERVER), SGLang's chunked_prefill_size 8192 on GPUs with > 80 GB
 # (sglang/srt/server_args.py; 4096 below).
+SCHEDULES = ("clumped", "spread", "prefill_first")  # how arrivals meet the iterations (module doc)
 TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "sglang": 8192.0, "none": 8192.0}
 
 
@@ -82,8 +104,12 @@ def iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, a
 
 
 def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, ep, weights: str, activations: str,
-                kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0) -> dict:
-    """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight."""
+                kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
+                request_latency_s=0.0) -> dict:
+    """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
+    (`schedule`: one of SCHEDULES, see the module)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, 2.0)
     per_replica = concurrency / attention_dp
@@ -111,15 +137,35 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     # the previous clump's prefill iteration runs and waits for half of it on average; with
     # one clump the server is idle when it arrives.
     service_ttft = n_prefill * prefill_iter + np.where(clumps > 1.0, 0.5, 0.0) * prefill_iter
+    # The first wave: a benchmark starts its first `concurrency` requests at once, so their
+    # r·p prompt tokens go through the token budget chunk after chunk; a request's first
+    # token comes with its chunk (mean: (chunks + N_p) / 2 of them).
+    chunks = np.ceil(r * prompt / token_budget)
+    burst_s = (chunks + n_prefill) / 2.0 * prefill_iter
+    if schedule == "prefill_first":  # lockstep: the wave's prefill batches alone, then r decode together
+        alone = iteration(decode_batch=0.0 * r, prefill_tokens=clump, **kw)
+        lock = iteration(decode_batch=r, prefill_tokens=0.0 * r, **kw)
+        prefill_iter = alone["time_s"] + alone["overhead_s"] + overhead_s
+        decode_iter = lock["time_s"] + lock["overhead_s"] + overhead_s
+        burst_s = (chunks + n_prefill) / 2.0 * prefill_iter
+        # after its first token a request waits for the wave's remaining prefill batches
+        tpot = ((chunks - n_prefill) / 2.0 * prefill_iter + (generate - 1.0) * decode_iter) / (generate - 1.0)
+        service_ttft = burst_s
+        dec = lock
+    elif schedule == "spread":
+        others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
+        lam = r / (service_ttft + (generate - 1.0) * tpot)
+        q = 1.0 + lam * tpot * others  # prompts prefilled in the request's own iterations
+        own = iteration(decode_batch=(r - 1.0) * share, prefill_tokens=np.minimum(q * prompt / n_prefill, token_budget),
+                        **kw)
+        service_ttft = 0.5 * tpot * others + n_prefill * (own["time_s"] + own["overhead_s"] + overhead_s)
+    service_ttft = service_ttft + request_latency_s
     cycle = service_ttft + (generate - 1.0) * tpot
     rate = r / cycle  # requests completed per second per replica
     wait = np.maximum(per_replica - r, 0.0) / rate
-    # The first wave: a benchmark starts its first `concurrency` requests at once, so their
-    # r·p prompt tokens go through the token budget chunk after chunk; a request's first
-    # token comes with its chunk (mean: (chunks + 1) / 2 of them). Later waves arrive in the
-    # clumps above. A run of `waves` x concurrency requests averages the two.
-    chunks = np.ceil(r * prompt / token_budget)
-    burst_ttft = (chunks + 1.0) / 2.0 * prefill_iter + wait
+    # Later waves arrive as the schedule says; a run of `waves` x concurrency requests
+    # averages them with the first.
+    burst_ttft = burst_s + request_latency_s + wait
     steady_ttft = service_ttft + wait
     ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
     e2e = ttft + (generate - 1.0) * tpot
@@ -138,6 +184,7 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
         "batch": decoding + clump / prompt * clumps / (clumps + generate - 1.0),  # sequences per iteration
         "running": r, "max_running": cap, "prefill_iterations": n_prefill, "prefill_clumps": clumps,
         "decode_iteration_s": decode_iter, "framework_overhead_s": overhead_s + 0.0 * tpot,
+        "request_latency_s": request_latency_s + 0.0 * tpot,
         "kernel_tpot_s": tpot - overhead_s,
         "decode_matmul_s": dec["matmul_s"], "decode_attention_s": dec["attention_s"],
         "decode_elementwise_s": dec["elementwise_s"], "decode_comm_s": dec["comm_s"],
@@ -150,7 +197,8 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
 def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prompt, generate, prefill_tp,
                               prefill_attention_dp, prefill_ep, prefill_workers, prefill_batch, decode_tp,
                               decode_attention_dp, decode_ep, decode_workers, weights: str, activations: str, kv: str,
-                              prefill_overhead_s, decode_overhead_s, kv_link_bytes_per_s, waves=np.inf) -> dict:
+                              prefill_overhead_s, decode_overhead_s, kv_link_bytes_per_s, waves=np.inf,
+                              request_latency_s=0.0) -> dict:
     """Fixed prefill and decode pools under `concurrency` requests in flight.
 
     Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
@@ -161,6 +209,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     (g - 1) TPOT)) requests per second, and TTFT = concurrency / lambda - (g - 1) TPOT
     (Little's law: a prefill-bound deployment queues at the prefill pool). The first wave
     (all requests at once) goes through the prefill replicas in rounds; `waves` averages it in.
+    The prefill framework's request latency (host time before the first token) adds to both.
     """
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, 2.0)
@@ -181,10 +230,10 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     batch_s = pre["time_s"] + pre["overhead_s"] + prefill_overhead_s
     kv_s = model.kv_cache_bytes(context=prompt, dtype=kv) * prefill_batch / kv_link_bytes_per_s
     capacity = replicas_p * prefill_batch / batch_s  # requests per second the prefill pool admits
-    rate = np.minimum(capacity, replicas_d * r / (batch_s + kv_s + (generate - 1.0) * tpot))
+    rate = np.minimum(capacity, replicas_d * r / (request_latency_s + batch_s + kv_s + (generate - 1.0) * tpot))
     steady_ttft = concurrency / rate - (generate - 1.0) * tpot
     rounds = np.ceil(concurrency / (replicas_p * prefill_batch))
-    burst_ttft = np.maximum((rounds + 1.0) / 2.0 * batch_s + kv_s, steady_ttft)
+    burst_ttft = np.maximum(request_latency_s + (rounds + 1.0) / 2.0 * batch_s + kv_s, steady_ttft)
     ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
     e2e = ttft + (generate - 1.0) * tpot
     devices = replicas_p * prefill_tp + replicas_d * decode_tp
