@@ -113,7 +113,10 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, 2.0)
     per_replica = concurrency / attention_dp
-    cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=generate, tp=tp,
+    # Paged KV caches hold what a request has so far: staggered requests ("spread") hold
+    # p + g/2 tokens on average; in lockstep or clumps they all reach p + g together.
+    held = generate / 2.0 if schedule == "spread" else generate
+    cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=held, tp=tp,
                                                  attention_dp=attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                                  stream_bytes=stream_bytes)
     r = np.maximum(np.minimum(per_replica, cap), 1.0)
