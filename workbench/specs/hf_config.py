@@ -1,10 +1,15 @@
 """Import a Hugging Face `config.json` as ModelSpec fields: the transformers key names of
-the Llama, Mistral / Mixtral, Qwen2 / Qwen3 (dense and MoE), DeepSeek-V2/V3 (MLA) and
-gpt-oss families mapped to the spec's. Unknown architectures still import when they use
-the common keys; a key the spec needs and the file lacks is an error naming it.
+the Llama (3 and 4), Mistral / Mixtral, Qwen2 / Qwen3 (dense and MoE, and the text model of
+Qwen3-VL), MiMo, MiniMax-M2, Step-3.7, DeepSeek-V2/V3 and Kimi-K2 (MLA) and gpt-oss
+families mapped to the spec's. A multimodal wrapper (`text_config`) imports as its text
+model. Unknown architectures still import when they use the common keys; a key the spec
+needs and the file lacks is an error naming it. A config whose layers the workbench has no
+kind for (linear attention, Mamba, DeepSeek sparse attention, per-layer head shapes, ...)
+is refused with UnsupportedFamily, never approximated.
 """
 from __future__ import annotations
 
+from ..errors import InputError, brief
 from ._base import SpecError
 
 # ModelSpec field <- the first config.json key present.
@@ -15,49 +20,175 @@ _KEYS = {
     "vocab_size": ("vocab_size",),
 }
 _EXPERTS = ("num_local_experts", "n_routed_experts", "num_experts")
+_TOP_K = ("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts")
+# width of the dense-MLP layers: Llama-4 and MiniMax-M3 name it apart from the expert width
+_DENSE_FF = ("intermediate_size_mlp", "dense_intermediate_size", "intermediate_size", "n_inner", "ffn_dim")
+_SHARED_FF = ("shared_intermediate_size", "share_expert_dim", "shared_expert_intermediate_size")
+_ATTENTION_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
+_GATED = ("silu", "swiglu", "swigluoai", "gelu_pytorch_tanh", "geglu")
 
 
-def _first(cfg: dict, keys, origin: str, field: str, default=None):
+class UnsupportedFamily(SpecError):
+    """A config.json whose layers need a kind the workbench does not model."""
+
+    def __init__(self, origin: str, model_type, key: str, value, what: str):
+        InputError.__init__(self, f"spec {brief(origin)}: model_type {brief(model_type)} has {key}={brief(value, 60)} "
+                                  f"in config.json: {what}, a layer kind the workbench does not model (not "
+                                  "approximated); the 'Emerging model families' issue adds it")
+
+
+def _differs(key: str):
+    return lambda v, cfg: v is not None and v != cfg.get(key)
+
+
+_present = lambda v, cfg: v is not None  # noqa: E731
+# (config.json key, does its value mean the unmodelled kind, what that kind is), first hit wins
+_UNMODELLED = (
+    ("linear_attn_config", _present, "linear-attention layers (Kimi Delta Attention) between MLA layers"),
+    ("linear_num_key_heads", _present, "hybrid linear attention (Gated DeltaNet layers)"),
+    ("full_attention_interval", _present, "hybrid linear attention (Gated DeltaNet layers)"),
+    ("hybrid_override_pattern", _present, "a Mamba-2 / attention hybrid"),
+    ("mamba_num_heads", _present, "Mamba-2 state-space layers"),
+    ("ssm_state_size", _present, "state-space layers"),
+    ("compress_ratios", _present, "compressed sparse attention (DeepSeek-V4)"),
+    ("index_topk", _present, "DeepSeek Sparse Attention (an indexer picks the top-k keys)"),
+    ("sparse_attention_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_sparse_attention")),
+     "block-sparse indexed attention"),
+    ("block_configs", _present, "per-layer heterogeneous blocks (NAS-pruned attention and MLP widths)"),
+    ("swa_num_key_value_heads", _differs("num_key_value_heads"), "sliding-window layers with their own head shapes"),
+    ("swa_num_attention_heads", _differs("num_attention_heads"), "sliding-window layers with their own head shapes"),
+    ("swa_head_dim", _differs("head_dim"), "sliding-window layers with their own head shapes"),
+    ("global_head_dim", _differs("head_dim"), "global-attention layers with their own head width"),
+    ("num_global_key_value_heads", _differs("num_key_value_heads"), "global-attention layers with their own KV heads"),
+    ("attention_k_eq_v", lambda v, cfg: bool(v), "keys reused as values"),
+)
+
+
+def text_config(cfg: dict) -> dict:
+    """The text model's config: a multimodal wrapper's `text_config` (Qwen3-VL, Llama-4,
+    Gemma, Kimi-K2.5), falling back on the wrapper's tie_word_embeddings; else `cfg`."""
+    inner = cfg.get("text_config")
+    if not isinstance(inner, dict) or not inner:
+        return cfg
+    return {**{k: cfg[k] for k in ("tie_word_embeddings", "model_type") if k in cfg}, **inner}
+
+
+def check_supported(cfg: dict, *, origin: str) -> None:
+    """Raise UnsupportedFamily when the (text) config needs a layer kind the workbench lacks."""
+    cfg = text_config(cfg)
+    for key, test, what in _UNMODELLED:
+        if key in cfg and test(cfg[key], cfg):
+            raise UnsupportedFamily(origin, cfg.get("model_type"), key, cfg[key], what)
+    other = sorted({t for t in cfg.get("layer_types") or [] if t not in _ATTENTION_TYPES}, key=str)
+    if other:
+        raise UnsupportedFamily(origin, cfg.get("model_type"), "layer_types", other[0], f"{other[0]} layers")
+
+
+def _first(cfg: dict, keys, origin: str, field: str, default=None, prov=None):
     for k in keys:
         if cfg.get(k) is not None:
+            if prov is not None:
+                prov[field] = k
             return cfg[k]
     if default is not None:
         return default
     raise SpecError(origin, field, None, f"one of the config.json keys {list(keys)}")
 
 
-def fields_from_hf_config(cfg: dict, *, origin: str) -> dict:
-    """ModelSpec fields from a parsed config.json (`origin` names it in errors)."""
-    out = {k: int(_first(cfg, keys, origin, k)) for k, keys in _KEYS.items()}
-    out["n_kv_heads"] = int(_first(cfg, ("num_key_value_heads",), origin, "n_kv_heads", out["n_heads"]))
+def _n_moe_layers(cfg: dict, n_layers: int, origin: str) -> tuple[int, str]:
+    """Layers with an MoE block, by the family's convention, and the key(s) that say so."""
+    freq = cfg.get("moe_layer_freq")
+    if isinstance(freq, list):  # MiniMax-M3, MiMo-V2: one 0/1 flag per layer
+        if len(freq) != n_layers:
+            raise SpecError(origin, "moe_layer_freq", freq, f"one 0/1 flag per layer ({n_layers})")
+        return sum(1 for f in freq if f), "moe_layer_freq"
+    if cfg.get("moe_layers") is not None:  # Llama-4, explicit
+        return len({int(i) for i in cfg["moe_layers"] if 0 <= int(i) < n_layers}), "moe_layers"
+    if cfg.get("interleave_moe_layer_step"):  # Llama-4: layers step-1, 2·step-1, ...
+        step = int(cfg["interleave_moe_layer_step"])
+        return len(range(step - 1, n_layers, step)), "interleave_moe_layer_step"
+    if "decoder_sparse_step" in cfg or "mlp_only_layers" in cfg:  # Qwen2/3-MoE
+        step, dense = int(cfg.get("decoder_sparse_step") or 1), set(cfg.get("mlp_only_layers") or [])
+        return (sum(1 for i in range(n_layers) if i not in dense and (i + 1) % step == 0),
+                "decoder_sparse_step, mlp_only_layers")
+    k, f = int(cfg.get("first_k_dense_replace") or 0), int(freq or 1)  # DeepSeek: from layer k, every f-th
+    return (sum(1 for i in range(k, n_layers) if i % f == 0),
+            "first_k_dense_replace" if "first_k_dense_replace" in cfg else "no dense-layer key: every layer")
+
+
+def _attention_windows(cfg: dict, n_layers: int, prov: dict) -> dict:
+    """sliding_window / n_sliding_layers: gpt-oss, Step and Gemma `layer_types`, Qwen's
+    use_sliding_window, Llama-4's chunked attention (a window bounding each chunk)."""
+    types = list(cfg.get("layer_types") or [])
+    if not types and cfg.get("use_sliding_window") and cfg.get("sliding_window"):  # Qwen2: layers from max_window_layers
+        start = int(cfg.get("max_window_layers") or 0)
+        types = ["full_attention" if i < start else "sliding_attention" for i in range(n_layers)]
+    if not types and cfg.get("attention_chunk_size") and str(cfg.get("model_type", "")).startswith("llama4"):
+        rope = cfg.get("no_rope_layers") or [int((i + 1) % int(cfg.get("no_rope_layer_interval") or 4) != 0)
+                                             for i in range(n_layers)]  # transformers' Llama4TextConfig default
+        types = ["chunked_attention" if r else "full_attention" for r in rope]
+    if "chunked_attention" in types:
+        prov.update(sliding_window="attention_chunk_size (chunked attention, bounded by a window)",
+                    n_sliding_layers="layers with RoPE (no_rope_layers; every 4th layer is global)")
+        return dict(sliding_window=int(cfg["attention_chunk_size"]), n_sliding_layers=types.count("chunked_attention"))
+    if cfg.get("sliding_window") and "sliding_attention" in types:
+        prov.update(sliding_window="sliding_window", n_sliding_layers="layer_types: sliding_attention")
+        return dict(sliding_window=int(cfg["sliding_window"]), n_sliding_layers=types.count("sliding_attention"))
+    return {}
+
+
+def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = None) -> dict:
+    """ModelSpec fields from a parsed config.json (`origin` names it in errors); with a
+    `provenance` dict, each field's config.json key(s) are written into it."""
+    check_supported(cfg, origin=origin)
+    cfg, prov = text_config(cfg), (provenance if provenance is not None else {})
+    out = {k: int(_first(cfg, keys, origin, k, prov=prov)) for k, keys in _KEYS.items()}
+    out["n_kv_heads"] = int(_first(cfg, ("num_key_value_heads",), origin, "n_kv_heads", out["n_heads"], prov=prov))
     if cfg.get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3): query/key head = nope + rope parts
         rope = int(cfg["qk_rope_head_dim"])
         out.update(head_dim=int(cfg["qk_nope_head_dim"]) + rope, qk_rope_head_dim=rope,
                    kv_lora_rank=int(cfg["kv_lora_rank"]), q_lora_rank=int(cfg.get("q_lora_rank") or 0),
                    v_head_dim=int(cfg.get("v_head_dim") or 0))
+        prov.update(head_dim="qk_nope_head_dim + qk_rope_head_dim", qk_rope_head_dim="qk_rope_head_dim",
+                    kv_lora_rank="kv_lora_rank", q_lora_rank="q_lora_rank", v_head_dim="v_head_dim")
     else:
         out["head_dim"] = int(cfg.get("head_dim") or out["d_model"] // out["n_heads"])
-    n_experts = int(_first(cfg, _EXPERTS, origin, "n_experts", 0))
-    out["d_ff"] = int(_first(cfg, ("intermediate_size", "n_inner", "ffn_dim"), origin, "d_ff"))
+        prov["head_dim"] = "head_dim" if cfg.get("head_dim") else "hidden_size / num_attention_heads"
+    n_experts = int(_first(cfg, _EXPERTS, origin, "n_experts", 0, prov=prov))
+    out["d_ff"] = int(_first(cfg, _DENSE_FF, origin, "d_ff", prov=prov))
     if n_experts:
-        out.update(n_experts=n_experts, n_active_experts=int(_first(cfg, ("num_experts_per_tok",), origin,
-                                                                     "n_active_experts")),
-                   d_ff_expert=int(cfg.get("moe_intermediate_size") or out["d_ff"]),
-                   n_shared_experts=int(cfg.get("n_shared_experts") or 0),
-                   n_dense_layers=int(cfg.get("first_k_dense_replace") or 0))
+        width = int(_first(cfg, ("moe_intermediate_size", "intermediate_size"), origin, "d_ff_expert", prov=prov))
+        n_moe, moe_key = _n_moe_layers(cfg, out["n_layers"], origin)
+        shared_w = _first(cfg, _SHARED_FF, origin, "n_shared_experts", -1, prov=prov)
+        if str(cfg.get("model_type", "")).startswith("llama4"):  # Llama4TextMoe: one shared expert, expert width
+            n_shared, prov["n_shared_experts"] = 1, "Llama-4: one shared expert per MoE layer"
+        elif shared_w != -1:
+            if int(shared_w) % width:
+                raise SpecError(origin, prov["n_shared_experts"], shared_w, f"a multiple of the expert width {width}")
+            n_shared, prov["n_shared_experts"] = int(shared_w) // width, f"{prov['n_shared_experts']} / expert width"
+        else:
+            n_shared = int(_first(cfg, ("n_shared_experts", "num_shared_experts"), origin, "n_shared_experts", 0,
+                                  prov=prov))
+            prov.setdefault("n_shared_experts", "no shared-expert key: none")
+        out.update(n_experts=n_experts, d_ff_expert=width, n_shared_experts=n_shared,
+                   n_active_experts=int(_first(cfg, _TOP_K, origin, "n_active_experts", prov=prov)),
+                   n_dense_layers=out["n_layers"] - n_moe)
+        prov["n_dense_layers"] = f"num_hidden_layers - MoE layers ({moe_key})"
     tied = cfg.get("tie_word_embeddings", False)
     if not isinstance(tied, bool):  # "false" (a string) must not read as true
         raise SpecError(origin, "tie_word_embeddings", tied, "true or false (a JSON boolean)")
-    out["tied_embeddings"] = tied
+    out["tied_embeddings"], prov["tied_embeddings"] = tied, "tie_word_embeddings"
     if cfg.get("max_position_embeddings"):
-        out["max_seq_len"] = int(cfg["max_position_embeddings"])
-    types = cfg.get("layer_types") or []
-    if cfg.get("sliding_window") and "sliding_attention" in types:  # gpt-oss, Gemma-style alternation
-        out.update(sliding_window=int(cfg["sliding_window"]), n_sliding_layers=types.count("sliding_attention"))
-    out["gated_mlp"] = str(cfg.get("hidden_act", cfg.get("activation_function", "silu"))) in (
-        "silu", "swiglu", "gelu_pytorch_tanh", "geglu") or n_experts > 0
+        out["max_seq_len"], prov["max_seq_len"] = int(cfg["max_position_embeddings"]), "max_position_embeddings"
+    out.update(_attention_windows(cfg, out["n_layers"], prov))
+    act = str(_first(cfg, ("hidden_act", "hidden_activation", "activation_function"), origin, "gated_mlp", "silu",
+                     prov=prov))
+    out["gated_mlp"] = act in _GATED or n_experts > 0
+    prov.setdefault("gated_mlp", "no hidden_act: silu (SwiGLU), the transformers default")
+    if n_experts:
+        prov["gated_mlp"] += ", gated experts"
     return out
 
 
 def is_hf_config(data: dict) -> bool:
-    return any(k in data for k in ("hidden_size", "num_hidden_layers", "architectures", "model_type"))
+    return any(k in data for k in ("hidden_size", "num_hidden_layers", "architectures", "model_type", "text_config"))

@@ -34,7 +34,9 @@ class ModelSpec:
     n_active_experts: int = 0  # k, routed experts per token (top-k)
     n_shared_experts: int = 0  # always-on experts per MoE layer
     d_ff_expert: int = 0  # hidden size of one expert
-    n_dense_layers: int = 0  # leading layers with a dense MLP (DeepSeek-V3: 3)
+    # Layers with a dense MLP instead of MoE, wherever they sit (DeepSeek-V3: the first 3;
+    # Llama-4-Maverick: every other one); every cost counts layers by kind, not position.
+    n_dense_layers: int = 0
     # Multi-head latent attention (DeepSeek-V2/V3); 0 = standard attention.
     q_lora_rank: int = 0
     kv_lora_rank: int = 0

@@ -1,0 +1,254 @@
+"""Catalog entries from a folder of Hugging Face config.json files (aiconfigurator-core's
+`model_configs/`, files `<org>--<name>_config.json`): one model YAML per base model, its
+quantized and instruction-tuned checkpoints grouped under `hf_ids`; a checkpoint whose base
+model is already in the catalog only adds its id there (the entry's numbers stay as they
+are, after checking that the config counts the same parameters). Configs of families the
+workbench does not model (hf_config.UnsupportedFamily) are reported, not written.
+
+    python -m workbench.specs.catalog_import [MODEL_CONFIGS_DIR] [--out DIR]
+
+A written file says so in its first line and is rewritten by the next run; rerunning on an
+unchanged folder changes nothing.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import yaml
+
+from ._base import _Loader, build, read_yaml
+from .hf_config import UnsupportedFamily, fields_from_hf_config, text_config
+from .model import ModelSpec
+
+HEADER = "# Written by workbench.specs.catalog_import from a Hugging Face config.json; rerun it, do not edit.\n"
+LICENSE = "Apache-2.0"
+# suffixes naming a checkpoint of a base model (weight format, tuning), stripped repeatedly
+_SUFFIXES = ("-FP8-Static-PerTensor", "-FP8", "-NVFP4", "-BF16", "-Instruct", "-IT", "-Thinking", "-Base", "-v0.1")
+_QUANT = re.compile(r"-(FP8|NVFP4)", re.I)
+
+# Published totals, from the model cards (or the report the card points to): catalog name ->
+# (parameters, where stated). Only figures a card states; others get no published_params.
+PUBLISHED = {
+    "qwen3_0_6b": (0.6e9, "Qwen3-0.6B model card: 0.6B parameters, 0.44B non-embedding"),
+    "qwen3_1_7b": (1.7e9, "Qwen3-1.7B model card: 1.7B parameters, 1.4B non-embedding"),
+    "qwen3_8b": (8.2e9, "Qwen3-8B model card: 8.2B parameters, 6.95B non-embedding"),
+    "qwen3_30b_a3b": (30.5e9, "Qwen3-30B-A3B model card: 30.5B total, 3.3B activated, 29.9B non-embedding"),
+    "qwen3_coder_480b_a35b": (480e9, "Qwen3-Coder-480B-A35B-Instruct model card: 480B total, 35B activated"),
+    "llama_4_scout_17b_16e": (109e9, "Llama 4 model card, Llama 4 Scout: 17B activated, 109B total (vision "
+                                     "encoder included)"),
+    "llama_4_maverick_17b_128e": (400e9, "Llama 4 model card, Llama 4 Maverick: 17B activated, 400B total "
+                                         "(vision encoder included)"),
+    "kimi_k2": (1.04e12, "Kimi K2 technical report (arXiv 2507.20534): 1.04T total, 32B activated; the "
+                         "Kimi-K2-Instruct model card rounds to 1T"),
+    "kimi_k2_5": (1.04e12, "Kimi K2 technical report (arXiv 2507.20534), same text model: 1.04T total; the "
+                           "Kimi-K2.5 model card: 1T total, 32B activated"),
+    "mixtral_8x22b": (141e9, "Mistral AI release post 'Cheaper, Better, Faster, Stronger' (Mixtral 8x22B, "
+                             "April 2024): 141B total, 39B active"),
+    "gpt_oss_20b": (20.91e9, "gpt-oss-120b & gpt-oss-20b model card (OpenAI, arXiv 2508.10925) Table 1: 20.91B "
+                             "total, 3.61B active"),
+}
+# What a reader needs beyond what the config keys say, per catalog name.
+EXTRA_NOTES = {
+    "minimax_m2_7": "Same layers as minimax_m2_5 (MiniMax-M2.5); sigmoid routing with a bias; three MTP modules "
+                    "(num_mtp_modules) not counted, not modelled.",
+    "kimi_k2": "DeepSeek-V3 architecture (MLA, 384 routed experts + 1 shared, first layer dense).",
+    "kimi_k2_5": "Kimi-K2 text model (DeepSeek-V3 architecture) behind a MoonViT vision encoder.",
+    "kimi_k2_6": "Kimi-K2 text model (DeepSeek-V3 architecture) behind a vision encoder.",
+    "kimi_k2_7_code": "Kimi-K2 text model (DeepSeek-V3 architecture) behind a vision encoder.",
+    "step_3_7_flash": "Sliding-window attention (512 tokens) in three of every four layers; sigmoid routing with "
+                      "a bias. The config lists no other per-layer attention shapes, so every layer has the same "
+                      "heads.",
+    "gpt_oss_20b": "The card's 3.61B active counts the unembedding but not the embedding table, i.e. "
+                   "n_matmul_params_active. Attention sinks not counted; MXFP4 experts are a weight format.",
+    "mimo_7b": "Qwen2-style dense model (attention biases not counted).",
+}
+
+
+def hf_id(path: Path) -> str:
+    """`<org>--<name>_config.json` -> 'org/name'."""
+    return path.name[:-len("_config.json")].replace("--", "/", 1)
+
+
+def catalog_name(hf: str) -> str:
+    """'Qwen/Qwen3-30B-A3B-FP8' -> 'qwen3_30b_a3b' (the base model, lowercase, underscores)."""
+    model = hf.split("/", 1)[1]
+    model = model[len("Meta-"):] if model.startswith("Meta-") else model
+    while (hit := next((s for s in _SUFFIXES if model.lower().endswith(s.lower())), None)):
+        model = model[:-len(hit)]
+    return re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_")
+
+
+def _sci(value: float) -> str:
+    """1.04e12 -> '1.04e+12', 30.5e9 -> '30.5e+9' (the catalog's style)."""
+    exp = 12 if value >= 1e12 else 9
+    mantissa = f"{value / 10 ** exp:.6g}"
+    return f"{mantissa if '.' in mantissa else mantissa + '.0'}e+{exp}"
+
+
+def _fold(key: str, text: str) -> str:
+    return f"{key}: >-\n" + textwrap.fill(text, 96, initial_indent="  ", subsequent_indent="  ",
+                                          break_long_words=False, break_on_hyphens=False) + "\n"
+
+
+def _comment(field: str, fields: dict, prov: dict) -> str:
+    note = prov.get(field, "")
+    if field == "d_ff" and fields.get("n_experts") and fields.get("n_dense_layers") == 0:
+        note += " (unused: every layer is MoE)"
+    if field == "n_kv_heads" and fields.get("kv_lora_rank"):
+        note += "; the KV cache is the MLA latent, see kv_lora_rank"
+    return note
+
+
+def _notes(name: str, cfg: dict, spec: ModelSpec) -> str:
+    text = text_config(cfg)
+    parts = []
+    if name in PUBLISHED:
+        parts.append(f"published_params: {_sci(PUBLISHED[name][0])} ({PUBLISHED[name][1]}); the layers "
+                     f"above count {spec.n_params / 1e9:.2f}e9 ({spec.n_params_active / 1e9:.2f}e9 active).")
+    else:
+        parts.append(f"No published total known to this catalog (no published_params); the layers above count "
+                     f"{spec.n_params / 1e9:.2f}e9 ({spec.n_params_active / 1e9:.2f}e9 active).")
+    if text is not cfg:
+        parts.append(f"Multimodal checkpoint (model_type {cfg.get('model_type')}): its text model (text_config) "
+                     "only; the vision encoder is neither counted nor modelled.")
+    if name in EXTRA_NOTES:
+        parts.append(EXTRA_NOTES[name])
+    step = text.get("interleave_moe_layer_step")
+    if spec.is_moe and step and step > 1:
+        every = "other" if step == 2 else f"{step}th"
+        parts.append(f"MoE in every {every} layer (interleave_moe_layer_step {step}, layers {step - 1}, "
+                     f"{2 * step - 1}, ...), a dense MLP of intermediate_size_mlp in the other {spec.n_dense_layers}: "
+                     "n_dense_layers counts them, and every cost depends on the count, not the positions.")
+    if spec.sliding_window and text.get("attention_chunk_size"):
+        parts.append(f"Chunked local attention (attention_chunk_size {spec.sliding_window}) in the "
+                     f"{spec.n_sliding_layers} RoPE layers, every 4th layer global (NoPE; transformers' default "
+                     f"no_rope_layer_interval 4): modelled as a {spec.sliding_window}-token sliding window, an "
+                     f"upper bound on what a chunk attends (exact up to {spec.sliding_window} tokens of context).")
+    mtp = int(text.get("num_nextn_predict_layers") or 0)
+    if mtp and "MTP" not in EXTRA_NOTES.get(name, ""):
+        parts.append(f"{mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) not counted, not modelled.")
+    parts.append("RMSNorm / QK-norm weights, biases and router biases not counted.")
+    return " ".join(parts)
+
+
+def render(name: str, group: list, version: str) -> str:
+    """The YAML text of one catalog entry: `group` is [(hf id, config path)], the first the
+    checkpoint whose config.json is cited."""
+    primary, path = group[0]
+    cfg, prov = json.loads(path.read_text()), {}
+    fields = fields_from_hf_config(cfg, origin=path.name, provenance=prov)
+    pub = PUBLISHED.get(name)
+    spec = build(ModelSpec, {**fields, "name": name, "source": "-", "published_params": pub[0] if pub else 0.0},
+                 origin=name)
+    source = (f"huggingface.co/{primary} config.json (as shipped in aiconfigurator-core {version} "
+              f"model_configs/{path.name}, {LICENSE})" + (f"; {pub[1]}" if pub else ""))
+    out = [HEADER, f"name: {name}\n", _fold("source", source)]
+    for f in dataclasses.fields(ModelSpec):
+        if f.name in fields and (fields[f.name] or f.name in ("n_shared_experts", "n_dense_layers", "tied_embeddings")):
+            value = str(fields[f.name]).lower() if isinstance(fields[f.name], bool) else str(fields[f.name])
+            line = f"{f.name}: {value}"
+            out.append(f"{line:<24s} # {_comment(f.name, fields, prov)}\n")
+    if pub:
+        out.append(f"published_params: {_sci(pub[0])}\n")
+    out.append(_fold("notes", _notes(name, cfg, spec)))
+    out.append("# Hugging Face checkpoints of this architecture (model=\"org/name\" resolves to this entry;\n"
+               "# the FP8 / NVFP4 ones are quantized copies: same layers, other weight format)\n")
+    out.append(f"hf_ids: [{', '.join(i for i, _ in group)}]\n")
+    text = "".join(out)
+    back = build(ModelSpec, yaml.load(text, Loader=_Loader), origin=name)  # what a load will see
+    assert back == dataclasses.replace(spec, source=back.source, notes=back.notes), name
+    return text
+
+
+def _primary_first(ids: list) -> list:
+    """The checkpoint to cite first: the full-precision one of the model's own organization."""
+    return sorted(ids, key=lambda p: (bool(_QUANT.search(p[0])), p[0].startswith("nvidia/"), len(p[0]), p[0]))
+
+
+def import_catalog(folder, out_dir, *, version: str) -> dict:
+    """Write / extend the catalog in `out_dir` from the config.json files in `folder`.
+    Returns {"written": [names], "extended": {name: [ids]}, "refused": {id: message},
+    "mismatch": {id: message}}."""
+    folder, out_dir = Path(folder), Path(out_dir)
+    existing = {p.stem: read_yaml(p) for p in sorted(out_dir.glob("*.yaml"))  # written here: rewritten
+                if not p.read_text(encoding="utf-8").startswith(HEADER)}
+    owner = {i: n for n, d in existing.items() for i in d.get("hf_ids") or []}
+    groups, refused, mismatch = {}, {}, {}
+    for path in sorted(folder.glob("*_config.json")):
+        if path.name.endswith("_hf_quant_config.json"):
+            continue
+        hf = hf_id(path)
+        try:
+            fields_from_hf_config(json.loads(path.read_text()), origin=path.name)
+        except UnsupportedFamily as e:
+            refused[hf] = str(e)
+            continue
+        groups.setdefault(catalog_name(hf), []).append((hf, path))
+    report = {"written": [], "extended": {}, "refused": refused, "mismatch": mismatch}
+    for name, group in sorted(groups.items()):
+        group = _primary_first(group)
+        target = next((owner[i] for i, _ in group if i in owner), name if name in existing else None)
+        if target is None:
+            (out_dir / f"{name}.yaml").write_text(render(name, group, version))
+            report["written"].append(name)
+            continue
+        ref = build(ModelSpec, existing[target], origin=target)
+        new = []
+        for i, path in group:
+            got = build(ModelSpec, {**fields_from_hf_config(json.loads(path.read_text()), origin=path.name),
+                                    "name": i.split("/")[1], "source": "-"}, origin=i)
+            if (got.n_params, got.kv_bytes_per_token()) != (ref.n_params, ref.kv_bytes_per_token()):
+                mismatch[i] = f"counts {got.n_params:.4g} parameters, catalog entry {target} {ref.n_params:.4g}"
+            elif i not in owner:
+                new.append(i)
+        if new:
+            _add_ids(out_dir / f"{target}.yaml", new)
+            report["extended"][target] = new
+    return report
+
+
+def _add_ids(path: Path, ids: list) -> None:
+    """Append `ids` to the file's one-line `hf_ids: [...]` (the rest of the file untouched)."""
+    text = path.read_text()
+    line = re.search(r"^hf_ids: \[(.*)\]$", text, flags=re.M)
+    if line is None:
+        text = text.rstrip("\n") + f"\nhf_ids: [{', '.join(ids)}]\n"
+    else:
+        old = [s.strip() for s in line.group(1).split(",") if s.strip()]
+        text = text[:line.start()] + f"hf_ids: [{', '.join(old + ids)}]" + text[line.end():]
+    path.write_text(text)
+
+
+def package_configs() -> tuple:
+    """(model_configs folder, version) of the installed aiconfigurator-core."""
+    import importlib.metadata
+    import importlib.util
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("aiconfigurator-core is not installed (pip install aiconfigurator-core)")
+    return (Path(list(spec.submodule_search_locations)[0]) / "model_configs",
+            importlib.metadata.version("aiconfigurator-core"))
+
+
+def main(argv=None) -> int:
+    import argparse
+    from . import MODELS_DIR
+    ap = argparse.ArgumentParser(prog="python -m workbench.specs.catalog_import", description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", nargs="?", help="model_configs folder (default: the installed aiconfigurator-core's)")
+    ap.add_argument("--out", default=str(MODELS_DIR), help="catalog folder to write (default: the catalog)")
+    ns = ap.parse_args(argv)
+    folder, version = package_configs()
+    report = import_catalog(ns.folder or folder, ns.out, version=version)
+    for key in ("written", "extended", "mismatch", "refused"):
+        items = report[key].items() if isinstance(report[key], dict) else ((n, "") for n in report[key])
+        for k, v in items:
+            print(f"{key:9s} {k}  {v if isinstance(v, str) else ', '.join(v)}")
+    return 1 if report["mismatch"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
