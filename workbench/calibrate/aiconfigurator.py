@@ -30,7 +30,8 @@ PACKAGE = "aiconfigurator-core"
 MS = 1e-3
 # Their directory name -> our catalog name (the GPUs without a catalog spec keep theirs).
 HARDWARE = {"a100_sxm": "a100_sxm", "h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200",
-            "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300"}
+            "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300", "l40s": "l40s",
+            "rtx_pro_6000_server": "rtx_pro_6000"}
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8": "fp8", "fp8_block": "fp8_block",
           "nvfp4": "fp4", "int8": "int8", "int4_wo": "int4", "fp8_e4m3": "fp8"}

@@ -22,7 +22,13 @@ from ..errors import InputError
 
 ROWS = Path(__file__).resolve().parent / "reference" / "serving_silicon.csv"
 SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "gb200": "gb200",
-           "b300_sxm": "b300", "gb300": "gb300", "a100_sxm": "a100_sxm"}
+           "b300_sxm": "b300", "gb300": "gb300", "a100_sxm": "a100_sxm",
+           "h100_pcie": "h100_pcie",
+           "a100_pcie": "a100_pcie",
+           "l40s": "l40s",
+           "rtx_pro_6000_server": "rtx_pro_6000",
+           "l4": "l4",
+           "a30": "a30"}
 # The benchmarks' weight formats -> the catalog's (MXFP4 and NVFP4 as fp4; INT4 weight-only as int4)
 WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4", "w4a16_mxfp4": "fp4", "mxfp4": "fp4",
            "bf16": "bf16", "float16": "fp16", "int4_wo": "int4"}
