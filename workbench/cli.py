@@ -275,7 +275,15 @@ def _fit_kernels(ns) -> int:
 
     from .calibrate import kernel_fit
     out = Path(ns.out) if ns.out else kernel_fit.KERNELS_DIR
-    for path in kernel_fit.fit_folder(Path(ns.tables), hardware=ns.hardware, framework=ns.framework, out_dir=out):
+    classes = None
+    if ns.classes:
+        from .primitives.kernel_fits import ROOFLINES
+        classes = ns.classes.split(",")
+        bad = [c for c in classes if c not in ROOFLINES]
+        if bad:
+            raise InputError(f"classes={bad[0]!r} is not a kernel class; allowed: {', '.join(ROOFLINES)}")
+    for path in kernel_fit.fit_folder(Path(ns.tables), hardware=ns.hardware, framework=ns.framework, out_dir=out,
+                                      classes=classes):
         print(f"wrote {path}")
     return 0
 
@@ -442,6 +450,8 @@ def parser(table: dict) -> argparse.ArgumentParser:
     fk.add_argument("--hardware", default=None, help="one catalog GPU (default: every GPU with tables)")
     fk.add_argument("--framework", default=None, help="trtllm, vllm or sglang (default: all)")
     fk.add_argument("--out", default=None, help="folder for the JSON surfaces (default: workbench/specs/kernels)")
+    fk.add_argument("--classes", default=None, help="refit only these kernel classes (comma-separated, e.g. moe), "
+                                                    "keeping the file's other surfaces")
     csub.add_parser("fit-serving", help="fit each serving framework's per-iteration overhead to the measured "
                                         "serving runs (specs/serving/frameworks.yaml), leave-one-out scored")
     return p

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._broadcast import as_axis, evaluate, values_of
 from .backends import backend_for
-from .errors import InputError, brief, check_positive, check_range
+from .errors import InputError, brief, check_choice, check_positive, check_range
 from .predict import (_axes, _check_dtype, _check_framework, _check_one, _dispatch, _hardware_axis, _knob_axes,
                       _model_axes, inference)
 from .specs import load_hardware, load_model
@@ -41,9 +41,14 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
     return grid, steps, float(first.ttft_s), max_batch
 
 
+MOE_MLA_KERNELS = ("composed", "measured")
+
+
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
-                 framework, hardware_overrides, model_overrides):
+                 framework, hardware_overrides, model_overrides, moe_mla_kernels="composed"):
     """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions)."""
+    for v in values_of(moe_mla_kernels):
+        check_choice("moe_mla_kernels", v, MOE_MLA_KERNELS)
     hw_axis, specs = _hardware_axis(hardware)
     for name, spec in specs.items():
         if backend_for(spec).kind != "gpu":
@@ -65,7 +70,8 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
     return evaluate(_dispatch("closed_loop", specs, knob_axes, models),
                     categorical={"hardware": hw_axis, **model_axes, "weights": as_axis("weights", weights),
                                  "activations": as_axis("activations", activations), "kv": as_axis("kv", kv),
-                                 "framework": as_axis("framework", framework)},
+                                 "framework": as_axis("framework", framework),
+                                 "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels)},
                     numeric={**_axes(concurrency=concurrency, prompt=prompt, generate=generate, tp=tp, ep=ep,
                                      attention_dp=attention_dp), **knob_axes},
                     attrs={"function": "predict.serving", "batching": "continuous, fixed concurrency (closed loop)",
@@ -75,7 +81,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
 def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
             ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
             draft_model=None, framework=None, hardware_overrides=None, concurrency=None, ep=1, attention_dp=1,
-            activations=None, model_overrides=None):
+            activations=None, model_overrides=None, moe_mla_kernels="composed"):
     """Serving with continuous batching.
 
     With `concurrency` (requests in flight; a new one starts as each finishes, as the
@@ -85,6 +91,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     (workloads/concurrency.py). One instance spans tp·attention_dp GPUs; attention runs
     TP-way in each of `attention_dp` replicas holding concurrency/attention_dp requests;
     MoE layers run over all of them, experts split `ep`-way. Every argument sweeps.
+    `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM
+    tables, MLA decode analytical: what the measured serving runs favour, leave-one-model-out)
+    or "measured" (the framework's measured MoE-layer and MLA-decode kernel tables).
 
     Without it, open loop: Poisson arrivals (workloads/serving.py). `arrival_rate` in
     requests/s per instance (a list sweeps it; default: a grid up to saturation). With
@@ -101,9 +110,10 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                                  "closed-loop model has no {arg} yet)".replace("{arg}", arg))
         return _closed_loop(hardware=hardware, model=model, concurrency=concurrency, prompt=prompt, generate=generate,
                             tp=tp, ep=ep, attention_dp=attention_dp, weights=weights, activations=activations, kv=kv,
-                            framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides)
+                            framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
+                            moe_mla_kernels=moe_mla_kernels)
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
-                            ("model_overrides", model_overrides, None)):
+                            ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "composed")):
         if v is not default and v != default:
             raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
                              "open-loop model takes tp, pp, weights, kv)")

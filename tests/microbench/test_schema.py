@@ -83,3 +83,17 @@ def test_plans_cover_every_suite_and_quick_is_smaller():
         assert set(quick) == set(full)
         assert len(quick["gemm_shapes"]) < len(full["gemm_shapes"])
         assert max(quick["memory_bytes"]) <= max(full["memory_bytes"])
+
+
+def test_moe_rows_and_files_written_before_the_moe_columns(tmp_path):
+    """An MoE layer's row keeps its experts, top-k and split; a file written before those
+    columns existed loads with them NaN (they do not apply to its rows)."""
+    ds = to_dataset([record(kind="moe", hardware="h200_sxm", metric="time_s", value_si=1e-4, time_s=1e-4, m=64.0,
+                            k=7168.0, n=2048.0, n_experts=256.0, top_k=8.0, tp=1.0, ep=8.0, dtype="fp8_block")])
+    df = to_frame(ds)
+    assert df.loc[0, "n_experts"] == 256 and df.loc[0, "ep"] == 8
+    old = ds.drop_vars(["n_experts", "top_k", "tp", "ep"])
+    old.to_netcdf(tmp_path / "old.nc", encoding={c: {"dtype": str} for c in ("kind", "op", "hardware", "framework",
+                                                                              "dtype", "kv_dtype", "metric", "source")})
+    back = load(tmp_path / "old.nc")
+    assert np.isnan(float(back["top_k"][0])) and str(back["kind"].values[0]) == "moe"

@@ -132,14 +132,15 @@ class GpuBackend:
         return flag_problems(r, layout.problems(model, phase="training"))
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
-                    activations, kv, imbalance=1.0, **_) -> dict:
+                    activations, kv, imbalance=1.0, moe_mla_kernels="composed", **_) -> dict:
         """Fixed-concurrency serving (workloads/concurrency.py) under the framework whose
         tables the numbers carry: its token budget and per-iteration host overhead."""
         from ..workloads import concurrency as cc
         import dataclasses
         fw = hw.kernels.framework if hw.kernels is not None else NONE
         # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
-        hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0))
+        hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0),
+                                 measured_moe_mla=moe_mla_kernels == "measured")
         act = activations or default_activations(weights, hw)
         kvd = kv or ("fp16" if act == "fp16" else "bf16")
         consts = serving_constants()

@@ -6,7 +6,7 @@ keeping the package version, the framework version and the file it came from.
     workbench calibrate import-kernels --source aiconfigurator --hardware h100_sxm --framework trtllm --out DIR
 
 Only the kernel tables under `systems/data/<gpu>/<class>/<framework>/<version>/` are read
-(GEMM, context and generation attention, NCCL and custom all-reduce); the package's
+(GEMM, context and generation attention, MLA decode, MoE layers, NCCL and custom all-reduce); the package's
 end-to-end serving measurements are never read: they are held out to judge the model.
 
 Units of the tables (checked against physics in tests/calibrate/test_aiconfigurator.py):
@@ -102,6 +102,38 @@ def _collective(df: pd.DataFrame, hw: str, fw: str, origin: str, op_column: str,
                          "time_s": t, "metric": "time_s", "value_si": t, "source": origin})
 
 
+# MoE weight formats of the tables -> the variant names of the fitted surfaces
+# (primitives/kernel_fits.MOE_FORMATS); the gated kernels only (their main source).
+MOE_DTYPES = {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4",
+              "int4_wo": "int4", "w4a16_mxfp4": "mxfp4_w4a16", "w4a8_mxfp4_mxfp8": "mxfp4_w4a8"}
+
+
+def _moe(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """One MoE layer's routed experts (routing, gated grouped GEMMs, activation, combine),
+    evenly routed tokens only (the tables also time power-law imbalance)."""
+    df = df[(df["distribution"] == "balanced") & df["moe_dtype"].isin(list(MOE_DTYPES))
+            & ~df["kernel_source"].astype(str).str.contains("nongated")]
+    t = df["latency"].to_numpy(float) * MS
+    return pd.DataFrame({"kind": "moe", "op": df["kernel_source"].astype(str), "hardware": hw, "framework": fw,
+                         "dtype": df["moe_dtype"].map(MOE_DTYPES), "m": df["num_tokens"], "k": df["hidden_size"],
+                         "n": df["inter_size"], "n_experts": df["num_experts"], "top_k": df["topk"],
+                         "tp": df["moe_tp_size"], "ep": df["moe_ep_size"], "time_s": t, "metric": "time_s",
+                         "value_si": t, "source": origin})
+
+
+def _mla_decode(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """MLA decode attention (DeepSeek-V3 geometry: a 512-wide latent and 64 rope dimensions
+    per token, absorbed weights): `num_heads` are the heads on the GPU, `step` the cached
+    tokens."""
+    t = df["latency"].to_numpy(float) * MS
+    return pd.DataFrame({"kind": "mla_decode", "op": df["kernel_source"].astype(str), "hardware": hw,
+                         "framework": fw, "dtype": df["mla_dtype"].map(DTYPES).fillna(df["mla_dtype"]),
+                         "kv_dtype": df["kv_cache_dtype"].map(DTYPES).fillna(df["kv_cache_dtype"]),
+                         "batch": df["batch_size"], "seq_len": 1.0, "context": df["step"], "n_heads": df["num_heads"],
+                         "n_kv_heads": 1.0, "head_dim": 512.0, "time_s": t, "metric": "time_s", "value_si": t,
+                         "source": origin})
+
+
 def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFrame | None:
     """One parquet table as schema rows (None for tables with no importer yet)."""
     import pyarrow.parquet as pq
@@ -111,6 +143,10 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
         return _gemm(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name in ("context_attention_perf", "generation_attention_perf"):
         return _attention(pq.read_table(path).to_pandas(), hw, fw, origin, name.split("_")[0])
+    if name == "generation_mla_perf":
+        return _mla_decode(pq.read_table(path).to_pandas(), hw, fw, origin)
+    if name == "moe_perf":
+        return _moe(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "nccl_perf":
         return _collective(pq.read_table(path).to_pandas(), hw, "nccl", origin, "op_name", "nccl_dtype")
     if name == "custom_allreduce_perf":  # the framework's own all-reduce kernels
@@ -136,10 +172,21 @@ def import_kernels(*, hardware: str | None = None, framework: str | None = None,
     out: dict = {}
     for (gpu, klass, fw), group in tables.groupby(["gpu", "kernel_class", "framework"]):
         newest = max(group["version"], key=_version_key)
-        for _, t in group[group["version"] == newest].iterrows():
-            frame = _read(root.parents[1] / t["file"], HARDWARE.get(gpu, gpu), fw, newest, root)
-            if frame is not None and len(frame):
-                out.setdefault((HARDWARE.get(gpu, gpu), frame["framework"].iloc[0]), []).append(frame)
+        # MoE collections of one version may time only some kernels (a later run adding the
+        # non-gated ones): every version is read, each shape of each kernel kept from its newest
+        versions = sorted(set(group["version"]), key=_version_key) if klass == "moe" else [newest]
+        frames = []
+        for version in versions:
+            for _, t in group[group["version"] == version].iterrows():
+                frame = _read(root.parents[1] / t["file"], HARDWARE.get(gpu, gpu), fw, version, root)
+                if frame is not None and len(frame):
+                    frames.append(frame)
+        if not frames:
+            continue
+        frame = pd.concat(frames, ignore_index=True)
+        if klass == "moe":
+            frame = frame.drop_duplicates(["op", "dtype", "m", "k", "n", "n_experts", "top_k", "tp", "ep"], keep="last")
+        out.setdefault((HARDWARE.get(gpu, gpu), frame["framework"].iloc[0]), []).append(frame)
     return {key: schema.to_dataset(finite_rows(pd.concat(frames, ignore_index=True)),
                                    attrs={"source": f"{PACKAGE} {package_version()}", "hardware": key[0],
                                           "framework": key[1]})

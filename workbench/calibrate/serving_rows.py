@@ -203,24 +203,12 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
 def write_ttft_constants(waves: float, fit: dict, path: Path | None = None) -> Path:
     """Rewrite `benchmark_waves` and the `request_latency_s_per_layer` section of
     specs/serving/frameworks.yaml (its comments kept)."""
-    from ..backends.kernel_tables import SERVING_CONSTANTS, serving_constants
-    path = path or SERVING_CONSTANTS
-    lines, out, skip = path.read_text().split("\n"), [], False
-    for line in lines:
-        if skip and line.startswith("  "):
-            continue
-        skip = False
-        if line.startswith("benchmark_waves:"):
-            line = f"benchmark_waves: {waves}"
-        out.append(line)
-        if line.startswith("request_latency_s_per_layer:"):
-            skip = True
-            out += _section("", fit["frameworks"], "request_latency_s_per_layer",
-                            lambda f: f"{f['rows']} rows; leave-one-model-out TTFT median |err| "
-                                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")[1:]
-    path.write_text("\n".join(out))
-    serving_constants.cache_clear()
-    return path
+    from ..backends.kernel_tables import SERVING_CONSTANTS
+    lines = _section("", fit["frameworks"], "request_latency_s_per_layer",
+                     lambda f: f"{f['rows']} rows; leave-one-model-out TTFT median |err| "
+                               f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
+    return _rewrite(path or SERVING_CONSTANTS, {"request_latency_s_per_layer": lines[1:]},
+                    {"benchmark_waves": waves})
 
 
 def _section(name: str, fits: dict, key: str, note) -> list[str]:
@@ -231,24 +219,37 @@ def _section(name: str, fits: dict, key: str, note) -> list[str]:
     return lines + ["  none: 0.0"]
 
 
+def _rewrite(path: Path, sections: dict, scalars: dict | None = None) -> Path:
+    """Replace the indented lines under each `name:` of `sections` with the given lines and
+    set each top-level `name: value` of `scalars`; every other line (comments included) kept."""
+    from ..backends.kernel_tables import serving_constants
+    out, skip = [], False
+    for line in path.read_text().split("\n"):
+        if skip and line.startswith("  "):
+            continue
+        skip = False
+        key = line.split(":", 1)[0]
+        if scalars and key in scalars and not line.startswith((" ", "#")):
+            line = f"{key}: {scalars[key]}"
+        out.append(line)
+        if key in sections and line.rstrip().endswith(":"):
+            out += sections[key]
+            skip = True
+    path.write_text("\n".join(out))
+    serving_constants.cache_clear()
+    return path
+
+
 def write_constants(savings: dict, overheads: dict, path: Path | None = None) -> Path:
     """Rewrite the fitted sections of specs/serving/frameworks.yaml (its comments kept)."""
-    from ..backends.kernel_tables import SERVING_CONSTANTS, serving_constants
-    path = path or SERVING_CONSTANTS
-    text = path.read_text()
-    head = text.split("kernel_graph_saving_s:")[0]
-    middle = text.split("kernel_graph_saving_s:")[1].split("\n", 1)[1]
-    middle = "\n".join(line for line in middle.split("\n") if not line.startswith("  "))
-    middle = middle.split("iteration_overhead_s:")[0]
+    from ..backends.kernel_tables import SERVING_CONSTANTS
     lines = _section("kernel_graph_saving_s", savings, "kernel_graph_saving_s",
                      lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
                                f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
     lines2 = _section("iteration_overhead_s", overheads, "iteration_overhead_s",
                       lambda f: f"{f['rows']} rows; leave-one-out TPOT median |err| {f['loo_tpot_median_abs_err']:.1%} "
                                 f"(median {f['loo_tpot_median_err']:+.1%})")
-    path.write_text(head + "\n".join(lines) + "\n" + middle.lstrip("\n") + "\n".join(lines2) + "\n")
-    serving_constants.cache_clear()
-    return path
+    return _rewrite(path or SERVING_CONSTANTS, {"kernel_graph_saving_s": lines[1:], "iteration_overhead_s": lines2[1:]})
 
 
 def summary(res: pd.DataFrame, by=("system", "backend")) -> pd.DataFrame:

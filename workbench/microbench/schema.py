@@ -5,7 +5,7 @@ apply to a kind are NaN (numbers) or "" (strings), so GEMMs, attention, memory s
 launch latency and collectives share one flat table that converts to a DataFrame row for
 row (`to_frame`) and back (`to_dataset`).
 
-    kind         gemm | attention | decode_attention | memory | launch | all_reduce |
+    kind         gemm | attention | decode_attention | mla_decode | moe | memory | launch | all_reduce |
                  all_gather | reduce_scatter | all_to_all
     op           memory: copy | triad; imported tables: the kernel source; others ""
     framework    the serving framework whose kernels ran (trtllm, vllm, sglang, nccl), or ""
@@ -14,7 +14,10 @@ row (`to_frame`) and back (`to_dataset`).
     m n k        GEMM C[m,n] = A[m,k] @ B[k,n]
     batch seq_len n_heads head_dim causal   attention (causal: 1.0 / 0.0); seq_len = new tokens
     n_kv_heads context window kv_dtype      attention: KV heads, cached tokens attended
-                 (decode), sliding window (0: none), KV-cache dtype
+                 (decode), sliding window (0: none), KV-cache dtype; mla_decode: n_heads on the
+                 GPU, head_dim the latent (kv_lora_rank), window unused
+    n_experts top_k tp ep   moe: one MoE layer's routed experts (m tokens, k the hidden size, n
+                 each expert's width), split tp-way within and ep-way across experts
     size_bytes   memory: bytes moved (read + write); collectives: the per-device buffer
     devices      collectives: ranks; others 1
     time_s       median over repetitions; time_p25_s, time_p75_s, time_min_s the spread
@@ -32,12 +35,12 @@ import xarray as xr
 from ..units import unit_attrs
 
 DIM = "measurement"
-KINDS = ("gemm", "attention", "decode_attention", "memory", "launch", "all_reduce", "all_gather", "reduce_scatter",
+KINDS = ("gemm", "attention", "decode_attention", "mla_decode", "moe", "memory", "launch", "all_reduce", "all_gather", "reduce_scatter",
          "all_to_all")
 METRICS = ("flops_per_s", "bytes_per_s", "bus_bandwidth_bytes_per_s", "time_s")
 STRINGS = ("kind", "op", "hardware", "framework", "dtype", "kv_dtype", "metric", "source")
 NUMBERS = ("m", "n", "k", "batch", "seq_len", "n_heads", "n_kv_heads", "head_dim", "context", "window", "causal",
-           "size_bytes", "devices",
+           "size_bytes", "devices", "n_experts", "top_k", "tp", "ep",
            "time_s", "time_p25_s", "time_p75_s", "time_min_s", "n_reps", "value_si")
 COLUMNS = STRINGS + NUMBERS
 REQUIRED = ("kind", "hardware", "metric", "value_si")
@@ -129,4 +132,7 @@ def load(path) -> xr.Dataset:
     for c in STRINGS:
         if c in ds:
             ds[c] = ds[c].astype(object).fillna("").astype(str).astype(object)
+    for c in NUMBERS:  # files written before a column existed: it does not apply to their rows
+        if c not in ds and DIM in ds.dims:
+            ds[c] = (DIM, np.full(ds.sizes[DIM], np.nan))
     return validate(ds)

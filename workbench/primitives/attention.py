@@ -11,7 +11,8 @@ from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
-from .kernel_fits import attended_pairs, attribute, context_attention_roofline, decode_attention_roofline
+from .kernel_fits import (attended_pairs, attribute, context_attention_roofline, decode_attention_roofline,
+                          mla_decode_roofline)
 import numpy as np
 
 
@@ -119,6 +120,28 @@ def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv
     return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
             "overhead_s": overhead_s, "time_s": time_s, "backward_s": backward_s,
             "compute_bound": compute_s >= memory_s}
+
+
+def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: str = "bf16", kv_bytes=2.0):
+    """MLA decode attention from the framework's measured MLA kernels (absorbed weights:
+    kernel_fits.mla_decode_roofline), or None where the numbers carry no such surface or
+    were not asked to use them (hw.measured_moe_mla)."""
+    if not getattr(hw, "measured_moe_mla", False):
+        return None
+    grid, fixed_s = _fitted(hw, "mla_decode", dtype, kv_bytes)
+    if grid is None:
+        return None
+    shape = dict(batch=batch, kv_len=context, n_heads=n_heads, latent=latent, rope=rope, act_bytes=DTYPE_BYTES[dtype],
+                 kv_bytes=kv_bytes)
+    compute_ideal, coords = mla_decode_roofline(peak=hw.peak(dtype), bandwidth=np.inf, **shape)
+    memory_ideal, _ = mla_decode_roofline(peak=np.inf, bandwidth=hw.hbm_bandwidth_bytes_per_s, **shape)
+    roof = np.maximum(compute_ideal, memory_ideal)
+    table_s = fixed_s + roof / grid(**coords)
+    time_s = np.maximum(table_s - hw.graph_saving_s, np.minimum(table_s, roof))  # the saving stops at the roofline
+    compute_s, memory_s = attribute(time_s, compute_ideal, memory_ideal)
+    return {"flops": compute_ideal * hw.peak(dtype), "bytes": memory_ideal * hw.hbm_bandwidth_bytes_per_s,
+            "compute_s": compute_s, "memory_s": memory_s, "overhead_s": 0.0 * time_s, "time_s": time_s,
+            "compute_bound": compute_ideal >= memory_ideal}
 
 
 def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_heads,

@@ -68,6 +68,10 @@ class GpuNumbers:
     # max(table time - this, its roofline time). Set for a serving engine's iterations
     # (predict.serving at a fixed concurrency); 0 for a kernel asked for alone.
     graph_saving_s: object = 0.0
+    # MoE layers and MLA decode from the framework's measured MoE-layer and MLA kernels
+    # (primitives/moe.py, attention.mla_decode) instead of grouped GEMMs on the GEMM tables
+    # and the analytical MLA kernel: predict.serving(moe_mla_kernels="measured")
+    measured_moe_mla: bool = False
 
     def peak(self, dtype: str):
         """Dense peak FLOP/s for math in `dtype` (a format runs on its units.MATH_UNITS);

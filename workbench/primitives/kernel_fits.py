@@ -179,6 +179,54 @@ def decode_attention_roofline(*, batch, kv_len, n_heads, n_kv_heads, head_dim, p
     return _bound(flops, nbytes, peak, bandwidth), coords
 
 
+MLA_ROPE_DIM = 64.0  # DeepSeek-V3's decoupled rope dimensions per token (qk_rope_head_dim)
+
+
+def mla_decode_roofline(*, batch, kv_len, n_heads, latent, rope=MLA_ROPE_DIM, peak, bandwidth, act_bytes, kv_bytes,
+                        **_):
+    """MLA decode with absorbed weights: each of the GPU's heads scores its query against
+    the latent plus rope of every cached token and sums the latents (2 (2 latent + rope)
+    FLOPs per head and key); the cache is read once for all heads (latent + rope elements
+    per token), the queries and outputs once."""
+    flops = 2.0 * batch * n_heads * (2.0 * latent + rope) * kv_len
+    nbytes = batch * (kv_len * (latent + rope) * kv_bytes + n_heads * (2.0 * latent + rope) * act_bytes)
+    return _bound(flops, nbytes, peak, bandwidth), {"batch": batch, "keys": kv_len, "heads": n_heads}
+
+
+# MoE weight formats: (weight bytes per element with their scales, activation bytes, math
+# units). NVFP4: one FP8 scale per 16 elements; MXFP4: one E8M0 scale per 32; block FP8:
+# one FP32 per 128x128 block. W4A16 formats (INT4 weight-only, MXFP4 on Hopper) run 16-bit math.
+MOE_FORMATS = {"bf16": (2.0, 2.0, "bf16"), "fp8": (1.0, 1.0, "fp8"), "fp8_block": (1.0 + 4.0 / 128 ** 2, 1.0, "fp8"),
+               "fp4": (0.5 + 1.0 / 16, 0.5 + 1.0 / 16, "fp4"), "int4": (0.5 + 2.0 / 128, 2.0, "bf16"),
+               "mxfp4_w4a16": (0.5 + 1.0 / 32, 2.0, "bf16"), "mxfp4_w4a8": (0.5 + 1.0 / 32, 1.0 + 1.0 / 32, "fp8")}
+
+
+def experts_touched(*, n_experts, pairs):
+    """Expected distinct experts of n_experts that `pairs` uniformly routed (token, expert)
+    choices reach: E (1 - (1 - 1/E)^pairs)."""
+    return n_experts * (1.0 - (1.0 - 1.0 / n_experts) ** pairs)
+
+
+def moe_roofline(*, tokens, hidden, inter, top_k, n_experts, tp, ep, peak, bandwidth, w_bytes, a_bytes,
+                 touched=None, **_):
+    """The routed experts of one gated MoE layer on one of its tp x ep GPUs: the GPU holds
+    n_experts / ep experts, each split tp-way (width inter / tp); tokens x top_k / ep of
+    the (token, expert) pairs reach them (even routing), over the experts they touch. Three
+    matrices per expert (gate, up, down); the weights of every touched expert are read once
+    (at least one expert and one pair per GPU: the layer waits for its busiest GPU),
+    each pair's activations in and out. Coordinates: tokens per touched expert (the GEMMs'
+    m), expert width, hidden size, touched experts on the GPU."""
+    if touched is None:  # the busiest GPU (the layer waits for it) holds at least one of them
+        touched = np.maximum(experts_touched(n_experts=n_experts, pairs=tokens * top_k) / ep, 1.0)
+    pairs = np.maximum(tokens * top_k / ep, touched)
+    width = inter / tp
+    flops = 2.0 * 3.0 * pairs * hidden * width
+    nbytes = touched * 3.0 * hidden * width * w_bytes + pairs * (2.0 * hidden + 2.0 * width) * a_bytes
+    coords = {"tokens_per_expert": pairs / np.maximum(touched, 1e-30), "width": width, "hidden": hidden,
+              "experts": touched}
+    return _bound(flops, nbytes, peak, bandwidth), coords
+
+
 def collective_roofline(*, size, devices, bandwidth, traffic, **_):
     """Bytes each device sends per direction over the link's rate (no latency term: the
     fitted efficiency absorbs it at small sizes)."""
@@ -206,6 +254,12 @@ ROOFLINES = {
     "decode_attention": KernelClass(decode_attention_roofline, ("slices", "keys", "group", "head_dim"),
                                     {"slices": _span(0, 16), "keys": _span(0, 17), "group": _span(0, 7),
                                      "head_dim": (6.0, 7.0, 7.585, 8.0)}.get, ("slices", "keys")),
+    "mla_decode": KernelClass(mla_decode_roofline, ("batch", "keys", "heads"),
+                              {"batch": _span(0, 11), "keys": _span(0, 17), "heads": _span(0, 7)}.get,
+                              ("batch", "keys")),
+    "moe": KernelClass(moe_roofline, ("tokens_per_expert", "width", "hidden", "experts"),
+                       {"tokens_per_expert": _span(-1, 14), "width": _span(5, 15), "hidden": _span(9, 14),
+                        "experts": _span(0, 9)}.get, ("tokens_per_expert", "width", "hidden", "experts")),
     "collective": KernelClass(collective_roofline, ("size", "devices"),
                               {"size": _span(8, 34), "devices": _span(1, 7)}.get, ("size",)),
 }
@@ -214,7 +268,8 @@ ROOFLINES = {
 @dataclass(frozen=True)
 class KernelFits:
     """The fitted surfaces of one GPU under one serving framework: (class, variant) ->
-    EffGrid, where the variant is a dtype ('bf16', 'fp8', 'fp8_block', 'fp4'), a KV dtype
+    EffGrid, where the variant is a dtype ('bf16', 'fp8', 'fp8_block', 'fp4'; MoE layers also
+    'int4', 'mxfp4_w4a16', 'mxfp4_w4a8': MOE_FORMATS), a KV dtype
     for attention ('bf16/fp8': math/KV), or a collective op ('nccl/all_reduce',
     'trtllm/all_reduce')."""
     hardware: str

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives._array import where
-from ..primitives.attention import attention_decode, attention_prefill
+from ..primitives.attention import attention_decode, attention_prefill, mla_decode
 from ..primitives.collectives import collective
 from ..primitives.gemm import elementwise, gemm
+from ..primitives.moe import fitted_moe
 from ..primitives.hardware_numbers import GpuNumbers
 from ..specs import ModelSpec
 from . import ops
@@ -58,13 +59,23 @@ def _split(mm: ops.Matmul, ways):
 def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_bytes, a_bytes,
                 moe: bool, ep=1.0, imbalance=1.0, matmuls=None) -> dict:
     """Matmuls of one layer (ops.layer_matmuls, or the `matmuls` given) on one TP rank.
-    Routed experts run as one grouped GEMM: the tp devices hold E/ep experts each, every
-    expert split over tp/ep of them, and the busiest rank sees `imbalance` x the mean
-    routed load."""
+    Routed experts: the tp devices hold E/ep experts each, every expert split over tp/ep
+    of them, and the busiest rank sees `imbalance` x the mean routed load. They run as the
+    framework's fused MoE kernel where its measured tables have one for the format
+    (primitives/moe.py), else as one grouped GEMM per matrix."""
     T = tokens
     g = dict(hw=hw, math=math, w_bytes=w_bytes, a_bytes=a_bytes)
     parts = []
-    for mm in ops.layer_matmuls(model, moe=moe) if matmuls is None else matmuls:
+    mats = ops.layer_matmuls(model, moe=moe) if matmuls is None else matmuls
+    fused = None
+    if any(mm.routed for mm in mats) and model.mlp_matrices == 3:  # the framework's measured MoE kernel
+        fused = fitted_moe(hw=hw, tokens=T * imbalance, hidden=model.d_model, inter=model.d_ff_expert,
+                           top_k=model.n_active_experts, n_experts=model.n_experts, tp=tp / ep, ep=ep, math=math,
+                           w_bytes=w_bytes)
+    if fused is not None:
+        parts.append(fused)
+        mats = [mm for mm in mats if not mm.routed]
+    for mm in mats:
         if mm.routed:
             touched = ops.expected_experts_touched(n_experts=mm.count, top_k=model.n_active_experts, tokens=T)
             m_exp = T * model.n_active_experts / touched * imbalance  # tokens per touched expert, busiest rank
@@ -113,13 +124,17 @@ def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) 
 def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     """One query per sequence over its cache on one TP rank; MLA's latent (one per layer,
     shared by all heads, not split by TP: every rank reads it) instead of KV heads."""
+    ctx = model.attention_context(context) / model.n_layers  # mean over layers, windows capped
     if model.is_mla:
+        fitted = mla_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, latent=model.kv_lora_rank,
+                            rope=model.qk_rope_head_dim, dtype=attention_math(math), kv_bytes=kv_bytes)
+        if fitted is not None:  # the framework's measured MLA kernels
+            return fitted
         kv_heads = 1.0 + 0.0 * tp
         kv_el = model.kv_elements_per_token_per_layer + 0.0 * tp
     else:
         kv_heads = np.maximum(model.n_kv_heads / tp, 1.0)
         kv_el = kv_heads * (model.head_dim + model.v_dim)
-    ctx = model.attention_context(context) / model.n_layers  # mean over layers, windows capped
     return attention_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, head_dim=model.head_dim,
                             n_kv_heads=kv_heads, v_head_dim=model.v_dim, kv_elements_per_token=kv_el,
                             dtype=attention_math(math), kv_bytes=kv_bytes)
