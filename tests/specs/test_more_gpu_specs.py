@@ -19,7 +19,8 @@ from workbench import predict
 from workbench.backends import kernel_tables
 from workbench.calibrate import aiconfigurator, serving_rows
 from workbench.cli import main
-from workbench.specs import HardwareSpec, list_gpus, load_hardware
+from gpu_spec_checks import check_gpu_spec, spec_value
+from workbench.specs import load_hardware
 
 NEW = ["h100_pcie", "a100_pcie", "l40s", "rtx_pro_6000", "l4", "a30"]
 T, G, MIB = 1e12, 1e9, 2**20
@@ -84,26 +85,14 @@ TABLES = {"h100_pcie": "h100_sxm", "a100_pcie": "a100_sxm", "a30": "a100_sxm", "
           "rtx_pro_6000": "rtx_pro_6000"}
 
 
-def _value(hw: HardwareSpec, path: str) -> float:
-    kind, what = path.split(".")
-    if kind == "peak":
-        return float(hw.peak_flops_per_s[what])
-    return hw.hbm.capacity_bytes if what == "capacity" else hw.hbm.bandwidth_bytes_per_s
-
-
 @pytest.mark.parametrize("name", NEW)
 def test_spec_loads_and_is_a_gpu(name):
-    hw = load_hardware(name)
-    assert isinstance(hw, HardwareSpec) and hw.name == name and hw.vendor == "nvidia"
-    assert name in list_gpus()
-    assert hw.source.strip()
-    assert all(isinstance(v, float) and v > 1e12 for v in hw.peak_flops_per_s.values())  # FLOP/s, dense
-    assert 0 < hw.price_usd_per_hour < 5  # USD per device-hour
+    check_gpu_spec(name, max_price_usd_per_hour=5)
 
 
 @pytest.mark.parametrize("name, path, expected, rtol, cited", CITED, ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CITED)])
 def test_value_follows_from_the_cited_figure(name, path, expected, rtol, cited):
-    assert _value(load_hardware(name), path) == pytest.approx(expected, rel=rtol, abs=0), cited
+    assert spec_value(load_hardware(name), path) == pytest.approx(expected, rel=rtol, abs=0), cited
 
 
 @pytest.mark.parametrize("name, sms, tdp, up_bw, domain, link", SHAPE)
