@@ -41,6 +41,9 @@ EXPLICIT_HEAD_DIM = {
     # Qwen3 (and Qwen3-VL text models): head_dim 128 in every config.json
     "qwen3_0_6b": 128, "qwen3_30b_a3b": 128, "qwen3_coder_480b_a35b": 128, "qwen3_vl_4b": 128,
     "qwen3_vl_32b": 128, "qwen3_vl_30b_a3b": 128, "qwen3_vl_235b_a22b": 128,
+    # Qwen3.5 / Qwen3.6 full-attention layers: head_dim 256 in every config.json
+    "qwen3_5_27b": 256, "qwen3_5_35b_a3b": 256, "qwen3_5_122b_a10b": 256, "qwen3_5_397b_a17b": 256,
+    "qwen3_6_27b": 256, "qwen3_6_35b_a3b": 256,
     "step_3_7_flash": 128,  # Step-3.7-Flash config.json head_dim (4096 / 64 would be 64)
 }
 # Models whose config ties lm_head to the embedding (tie_word_embeddings: true).

@@ -24,7 +24,8 @@ def test_table_holds_every_parameter_the_spec_counts(name):
 @pytest.mark.parametrize("name", list_models())
 def test_active_matmuls_do_two_flops_per_active_parameter(name):
     m = load_model(name)
-    per_layer = {moe: sum(np.prod(ops.active_shape(mm, m.n_active_experts)) for mm in ops.layer_matmuls(m, moe=moe))
+    per_layer = {moe: sum(np.prod(ops.active_shape(mm, m.n_active_experts)) * mm.share  # hybrids: share of layers
+                          for mm in ops.layer_matmuls(m, moe=moe))
                  for _, moe in ops.layer_kinds(m)}
     flops = 2.0 * (sum(n * per_layer[moe] for n, moe in ops.layer_kinds(m)) + ops.lm_head(m).params)
     assert flops == pytest.approx(m.flops_per_token, rel=1e-12)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from workbench import predict
 from workbench.specs import list_models, load_model
 from workbench.workloads.wafer_layers import (decode_layer, layer_memory_per_pe, layer_weight_matrices,
                                               prefill_layer)
@@ -91,6 +92,10 @@ def test_layer_weight_matrices_conserve_the_parameter_count(name):
     # resident for MoE; MLA's low-rank projections for DeepSeek), as counted by ModelSpec
     # (test_models.py checks those against the published totals).
     m = load_model(name)
+    if m.n_linear_layers:  # two layer kinds, no one region shape: wafers flag hybrids (layout.layer_kind_problems)
+        assert "Gated DeltaNet" in str(predict.inference(hardware="wse3", model=name, batch=1, prompt=128,
+                                                         generate=16).reason.values)
+        return
     mlp = (m.n_experts + m.n_shared_experts) * m.expert_params + m.router_params_per_layer if m.is_moe \
         else m.dense_mlp_params_per_layer
     assert sum(k * n * c for k, n, c in layer_weight_matrices(m)) == m.attn_params_per_layer + mlp

@@ -122,6 +122,33 @@ def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv
             "compute_bound": compute_s >= memory_s}
 
 
+LINEAR_CHUNK = 64.0  # tokens per chunk of the chunked gated delta rule (flash-linear-attention's chunk size)
+
+
+def linear_attention(*, hw: GpuNumbers, tokens, sequences, heads, key_dim, value_dim, qkv_width, conv_kernel,
+                     state_bytes=4.0, act_bytes=2.0, dtype: str = "bf16") -> dict:
+    """A Gated DeltaNet layer's token mixing on one GPU (`heads` value heads, `qkv_width` q,
+    k, v columns there): `tokens` new tokens of `sequences` sequences (decode: one each).
+    Per token and head, the chunked gated delta rule (chunks of C = LINEAR_CHUNK tokens)
+    does 2 (c (2 d_k + d_v) + 2 d_k d_v) FLOPs, c = min(C, tokens per sequence): the
+    intra-chunk scores and the WY transform, and reading and updating the state; decode
+    (c = 1) reads and rewrites the d_k x d_v state once. Bytes: q, k, v, the gates and the
+    output per token, the state (at `state_bytes`) read and written once per sequence, the
+    convolution's taps. Compute at the chip's flash-attention efficiency; memory-bound in
+    decode. Two launches (the convolution, the recurrence)."""
+    per_seq = tokens / np.maximum(sequences, 1e-30)
+    c = np.minimum(LINEAR_CHUNK, np.maximum(per_seq, 1.0))
+    flops = 2.0 * tokens * heads * (c * (2.0 * key_dim + value_dim) + 2.0 * key_dim * value_dim)
+    state = sequences * heads * key_dim * value_dim * state_bytes
+    conv = sequences * qkv_width * np.maximum(conv_kernel - 1.0, 0.0) * act_bytes
+    nbytes = tokens * (qkv_width + 2.0 * heads * value_dim + 2.0 * heads) * act_bytes + 2.0 * (state + conv)
+    compute_s = flops / (hw.peak(dtype) * hw.attention_peak_eff_for(dtype))
+    memory_s = memory_time(hw=hw, nbytes=nbytes)
+    return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
+            "overhead_s": 2.0 * hw.kernel_launch_s + 0.0 * flops, "time_s": np.maximum(compute_s, memory_s),
+            "compute_bound": compute_s >= memory_s}
+
+
 def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: str = "bf16", kv_bytes=2.0):
     """MLA decode attention from the framework's measured MLA kernels (absorbed weights:
     kernel_fits.mla_decode_roofline), or None where the numbers carry no such surface or

@@ -37,6 +37,10 @@ PUBLISHED = {
     "qwen3_1_7b": (1.7e9, "Qwen3-1.7B model card: 1.7B parameters, 1.4B non-embedding"),
     "qwen3_8b": (8.2e9, "Qwen3-8B model card: 8.2B parameters, 6.95B non-embedding"),
     "qwen3_30b_a3b": (30.5e9, "Qwen3-30B-A3B model card: 30.5B total, 3.3B activated, 29.9B non-embedding"),
+    "qwen3_5_397b_a17b": (397e9, "Qwen3.5-397B-A17B model card: 397B in total, 17B activated"),
+    "qwen3_5_122b_a10b": (122e9, "Qwen3.5-122B-A10B model card: 122B in total, 10B activated"),
+    "qwen3_5_35b_a3b": (35e9, "Qwen3.5-35B-A3B model card: 35B in total, 3B activated"),
+    "qwen3_5_27b": (27e9, "Qwen3.5-27B model card: 27B parameters"),
     "qwen3_coder_480b_a35b": (480e9, "Qwen3-Coder-480B-A35B-Instruct model card: 480B total, 35B activated"),
     "llama_4_scout_17b_16e": (109e9, "Llama 4 model card, Llama 4 Scout: 17B activated, 109B total (vision "
                                      "encoder included)"),

@@ -24,7 +24,14 @@ _TOP_K = ("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "
 # width of the dense-MLP layers: Llama-4 and MiniMax-M3 name it apart from the expert width
 _DENSE_FF = ("intermediate_size_mlp", "dense_intermediate_size", "intermediate_size", "n_inner", "ffn_dim")
 _SHARED_FF = ("shared_intermediate_size", "share_expert_dim", "shared_expert_intermediate_size")
-_ATTENTION_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
+_ATTENTION_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+# model_type of the families whose linear_attention layers are Gated DeltaNet (transformers'
+# Qwen3NextGatedDeltaNet, Qwen3.5's Qwen3_5GatedDeltaNet)
+_GATED_DELTANET = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+
+
+def _gated_deltanet(cfg: dict) -> bool:
+    return str(cfg.get("model_type", "")) in _GATED_DELTANET
 _GATED = ("silu", "swiglu", "swigluoai", "gelu_pytorch_tanh", "geglu")
 
 
@@ -45,8 +52,8 @@ _present = lambda v, cfg: v is not None  # noqa: E731
 # (config.json key, does its value mean the unmodelled kind, what that kind is), first hit wins
 _UNMODELLED = (
     ("linear_attn_config", _present, "linear-attention layers (Kimi Delta Attention) between MLA layers"),
-    ("linear_num_key_heads", _present, "hybrid linear attention (Gated DeltaNet layers)"),
-    ("full_attention_interval", _present, "hybrid linear attention (Gated DeltaNet layers)"),
+    ("linear_num_key_heads", lambda v, cfg: not _gated_deltanet(cfg), "linear attention of another kind than the "
+     "Gated DeltaNet of Qwen3-Next / Qwen3.5"),
     ("hybrid_override_pattern", _present, "a Mamba-2 / attention hybrid"),
     ("mamba_num_heads", _present, "Mamba-2 state-space layers"),
     ("ssm_state_size", _present, "state-space layers"),
@@ -79,7 +86,8 @@ def check_supported(cfg: dict, *, origin: str) -> None:
     for key, test, what in _UNMODELLED:
         if key in cfg and test(cfg[key], cfg):
             raise UnsupportedFamily(origin, cfg.get("model_type"), key, cfg[key], what)
-    other = sorted({t for t in cfg.get("layer_types") or [] if t not in _ATTENTION_TYPES}, key=str)
+    allowed = _ATTENTION_TYPES if _gated_deltanet(cfg) else _ATTENTION_TYPES[:-1]
+    other = sorted({t for t in cfg.get("layer_types") or [] if t not in allowed}, key=str)
     if other:
         raise UnsupportedFamily(origin, cfg.get("model_type"), "layer_types", other[0], f"{other[0]} layers")
 
@@ -137,6 +145,33 @@ def _attention_windows(cfg: dict, n_layers: int, prov: dict) -> dict:
     return {}
 
 
+def _linear_layers(cfg: dict, n_layers: int, origin: str, prov: dict) -> dict:
+    """Gated DeltaNet layers of Qwen3-Next / Qwen3.5: their count (layer_types, or every
+    layer but each full_attention_interval-th), heads, head sizes, convolution taps and the
+    state's dtype; the full-attention layers' output gate."""
+    if not _gated_deltanet(cfg):
+        return {}
+    types = list(cfg.get("layer_types") or [])
+    interval = int(cfg.get("full_attention_interval") or 0)
+    if types:
+        n_linear, prov["n_linear_layers"] = types.count("linear_attention"), "layer_types: linear_attention"
+    elif interval:
+        n_linear = n_layers - len(range(interval - 1, n_layers, interval))
+        prov["n_linear_layers"] = "all but every full_attention_interval-th layer"
+    else:
+        raise SpecError(origin, "layer_types", None, "layer_types or full_attention_interval for a Gated DeltaNet hybrid")
+    keys = dict(linear_key_heads="linear_num_key_heads", linear_value_heads="linear_num_value_heads",
+                linear_key_head_dim="linear_key_head_dim", linear_value_head_dim="linear_value_head_dim",
+                linear_conv_kernel="linear_conv_kernel_dim")
+    out = {f: int(_first(cfg, (k,), origin, f, prov=prov)) for f, k in keys.items()}
+    dtype = str(cfg.get("mamba_ssm_dtype") or "float32")
+    out["linear_state_bytes"] = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}.get(dtype, 4.0)
+    prov["linear_state_bytes"] = "mamba_ssm_dtype" if cfg.get("mamba_ssm_dtype") else "fp32 state (default)"
+    out["attention_output_gate"] = bool(cfg.get("attn_output_gate", str(cfg.get("model_type")) == "qwen3_next"))
+    prov["attention_output_gate"] = "attn_output_gate" if "attn_output_gate" in cfg else "Qwen3-Next: gated"
+    return dict(out, n_linear_layers=n_linear)
+
+
 def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = None) -> dict:
     """ModelSpec fields from a parsed config.json (`origin` names it in errors); with a
     `provenance` dict, each field's config.json key(s) are written into it."""
@@ -155,7 +190,9 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
         out["head_dim"] = int(cfg.get("head_dim") or out["d_model"] // out["n_heads"])
         prov["head_dim"] = "head_dim" if cfg.get("head_dim") else "hidden_size / num_attention_heads"
     n_experts = int(_first(cfg, _EXPERTS, origin, "n_experts", 0, prov=prov))
-    out["d_ff"] = int(_first(cfg, _DENSE_FF, origin, "d_ff", prov=prov))
+    # an all-MoE model without a dense width (Qwen3.5 MoE) has no dense-MLP layer: the expert width stands in
+    out["d_ff"] = int(_first(cfg, _DENSE_FF + (("moe_intermediate_size",) if n_experts else ()), origin, "d_ff",
+                             prov=prov))
     if n_experts:
         width = int(_first(cfg, ("moe_intermediate_size", "intermediate_size"), origin, "d_ff_expert", prov=prov))
         n_moe, moe_key = _n_moe_layers(cfg, out["n_layers"], origin)
@@ -181,6 +218,7 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
     if cfg.get("max_position_embeddings"):
         out["max_seq_len"], prov["max_seq_len"] = int(cfg["max_position_embeddings"]), "max_position_embeddings"
     out.update(_attention_windows(cfg, out["n_layers"], prov))
+    out.update(_linear_layers(cfg, out["n_layers"], origin, prov))
     act = str(_first(cfg, ("hidden_act", "hidden_activation", "activation_function"), origin, "gated_mlp", "silu",
                      prov=prov))
     out["gated_mlp"] = act in _GATED or n_experts > 0

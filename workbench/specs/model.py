@@ -46,6 +46,21 @@ class ModelSpec:
     # `sliding_window` tokens (gpt-oss alternates full and 128-token windows).
     sliding_window: int = 0
     n_sliding_layers: int = 0
+    # Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): n_linear_layers of the L layers
+    # replace softmax attention by a recurrent state per value head (key x value dims) that a
+    # token reads and rewrites once; a short causal convolution (linear_conv_kernel taps) runs
+    # over its q, k, v. The state is kept in linear_state_bytes per element (fp32: config.json
+    # mamba_ssm_dtype); no KV cache grows in these layers.
+    n_linear_layers: int = 0
+    linear_key_heads: int = 0
+    linear_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
+    linear_state_bytes: float = 4.0
+    # full-attention layers that also project a sigmoid output gate as wide as the queries
+    # (Qwen3-Next, Qwen3.5: attn_output_gate)
+    attention_output_gate: bool = False
     published_params: float = 0.0  # total parameter count quoted by the source, for checks
     # Hugging Face ids of the checkpoints with this architecture (model="org/name" resolves here)
     hf_ids: tuple = field(default=(), compare=False)
@@ -60,8 +75,9 @@ class ModelSpec:
                        "max_seq_len"), "positive_int")
         require(self, ("n_experts", "n_active_experts", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                        "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "sliding_window",
-                       "n_sliding_layers"), "nonnegative_int")
-        require(self, ("published_params",), "nonnegative")
+                       "n_sliding_layers", "n_linear_layers", "linear_key_heads", "linear_value_heads",
+                       "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel"), "nonnegative_int")
+        require(self, ("published_params", "linear_state_bytes"), "nonnegative")
         require(self, bool_fields(self), "bool")  # gated_mlp: "false" (a string) must not read as true
         if self.n_heads % self.n_kv_heads:
             raise SpecError(self.name, "n_kv_heads", self.n_kv_heads,
@@ -75,6 +91,13 @@ class ModelSpec:
             raise SpecError(self.name, "n_dense_layers/n_sliding_layers",
                             max(self.n_dense_layers, self.n_sliding_layers),
                             f"<= n_layers={self.n_layers}")
+        if self.n_linear_layers + self.n_sliding_layers > self.n_layers:
+            raise SpecError(self.name, "n_linear_layers", self.n_linear_layers,
+                            f"<= n_layers - n_sliding_layers = {self.n_layers - self.n_sliding_layers}")
+        if self.n_linear_layers and not all((self.linear_key_heads, self.linear_value_heads, self.linear_key_head_dim,
+                                             self.linear_value_head_dim)):
+            raise SpecError(self.name, "linear_key_heads/linear_value_heads/linear_*_head_dim", 0,
+                            "> 0 when n_linear_layers > 0")
         if self.n_sliding_layers and not self.sliding_window:
             raise SpecError(self.name, "sliding_window", 0, "> 0 when n_sliding_layers > 0")
 
@@ -103,6 +126,24 @@ class ModelSpec:
     def mlp_matrices(self) -> int:
         return 3 if self.gated_mlp else 2
 
+    @property
+    def n_full_attention_layers(self) -> int:
+        """Layers with softmax attention (full or sliding-window): all but the linear ones."""
+        return self.n_layers - self.n_linear_layers
+
+    @property
+    def linear_qkv_width(self) -> int:
+        """q, k and v columns of a Gated DeltaNet layer (the convolution's channels)."""
+        return 2 * self.linear_key_heads * self.linear_key_head_dim + self.linear_value_heads * self.linear_value_head_dim
+
+    @property
+    def linear_state_bytes_per_sequence(self):
+        """Recurrent state one sequence keeps over all linear layers: one key x value matrix
+        per value head at linear_state_bytes, plus the convolution's last taps in 16 bits."""
+        state = self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim * self.linear_state_bytes
+        conv = self.linear_qkv_width * max(self.linear_conv_kernel - 1, 0) * 2.0
+        return self.n_linear_layers * (state + conv)
+
     # ---- parameters per layer (matmul weights only) -----------------------------------
     @property
     def attn_params_per_layer(self) -> int:
@@ -113,7 +154,22 @@ class ModelSpec:
             kv_down = D * (r_kv + rope)  # compressed latent + shared rope key
             kv_up = r_kv * H * ((h - rope) + self.v_dim)  # per-head nope key and value
             return q + kv_down + kv_up + H * self.v_dim * D
-        return D * H * h + 2 * D * K * h + H * h * D
+        gate = D * H * h if self.attention_output_gate else 0
+        return D * H * h + gate + 2 * D * K * h + H * h * D
+
+    @property
+    def linear_attn_params_per_layer(self) -> int:
+        """A Gated DeltaNet layer's matmul weights: q, k, v and the output gate z
+        (in_proj_qkvz), the decay and beta gates (in_proj_ba, one each per value head) and
+        out_proj (the short convolution's taps, like norm weights, are not counted)."""
+        D, hv = self.d_model, self.linear_value_heads * self.linear_value_head_dim
+        return D * (self.linear_qkv_width + hv) + D * 2 * self.linear_value_heads + hv * D
+
+    @property
+    def attn_params(self) -> int:
+        """Token-mixer parameters over all layers: softmax attention and linear attention."""
+        return (self.n_full_attention_layers * self.attn_params_per_layer
+                + self.n_linear_layers * self.linear_attn_params_per_layer)
 
     @property
     def dense_mlp_params_per_layer(self) -> int:
@@ -136,8 +192,7 @@ class ModelSpec:
     def n_params(self) -> int:
         """Total parameters (all experts), embeddings included."""
         moe = (self.n_experts + self.n_shared_experts) * self.expert_params + self.router_params_per_layer
-        return (self.n_layers * self.attn_params_per_layer
-                + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
+        return (self.attn_params + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
                 + self.n_moe_layers * moe + self.embedding_params)
 
     @property
@@ -145,8 +200,7 @@ class ModelSpec:
         """Parameters touched per token (top-k routed + shared experts), embeddings included."""
         moe = ((self.n_active_experts + self.n_shared_experts) * self.expert_params
                + self.router_params_per_layer)
-        return (self.n_layers * self.attn_params_per_layer
-                + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
+        return (self.attn_params + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
                 + self.n_moe_layers * moe + self.embedding_params)
 
     @property
@@ -163,9 +217,10 @@ class ModelSpec:
 
     def attention_context(self, context):
         """Summed over layers, the number of past tokens each layer attends to at `context`
-        (sliding-window layers cap at the window). Array in, array out."""
+        (sliding-window layers cap at the window, linear-attention layers keep a state
+        instead). Array in, array out."""
         context = np.asarray(getattr(context, "values", context), dtype=float) if not hasattr(context, "dims") else context
-        full = (self.n_layers - self.n_sliding_layers) * context
+        full = (self.n_full_attention_layers - self.n_sliding_layers) * context  # linear layers attend to none
         win = self.n_sliding_layers * np.minimum(context, self.sliding_window) if self.n_sliding_layers else 0.0
         return full + win
 
@@ -183,9 +238,12 @@ class ModelSpec:
         return self.n_kv_heads * (self.head_dim + self.v_dim)
 
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
-        """KV-cache bytes per token summed over layers (no sliding-window cap)."""
-        return self.n_layers * self.kv_elements_per_token_per_layer * dtype_bytes(dtype, arg="kv")
+        """KV-cache bytes per token summed over the softmax-attention layers (no
+        sliding-window cap)."""
+        return self.n_full_attention_layers * self.kv_elements_per_token_per_layer * dtype_bytes(dtype, arg="kv")
 
     def kv_cache_bytes(self, *, context, dtype: str = "bf16"):
-        """KV bytes of one sequence holding `context` tokens, sliding windows capped."""
-        return self.attention_context(context) * self.kv_elements_per_token_per_layer * dtype_bytes(dtype, arg="kv")
+        """KV bytes of one sequence holding `context` tokens, sliding windows capped, plus
+        the linear-attention layers' fixed state."""
+        return (self.attention_context(context) * self.kv_elements_per_token_per_layer * dtype_bytes(dtype, arg="kv")
+                + self.linear_state_bytes_per_sequence)

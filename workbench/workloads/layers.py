@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives._array import where
-from ..primitives.attention import attention_decode, attention_prefill, mla_decode
+from ..primitives.attention import attention_decode, attention_prefill, linear_attention, mla_decode
 from ..primitives.collectives import collective
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.moe import fitted_moe
@@ -83,7 +83,7 @@ def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_by
             parts.append(_gemm(m=m_exp, n=n, k=k, count=touched / ep, grouped=True, **g))
         else:
             k, n = _split(mm, tp)
-            parts.append(_gemm(m=T, n=n, k=k, **g))
+            parts.append(add(_gemm(m=T, n=n, k=k, **g), scale=mm.share))  # share: of the layers that have it
     return add(*parts)
 
 
@@ -113,18 +113,38 @@ def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) 
     return {"comm_s": t, "time_s": t}
 
 
+def _linear_layers(hw, model, *, tokens, sequences, tp, math, a_bytes) -> dict:
+    """A hybrid's Gated DeltaNet token mixing, averaged over all layers (its share of them)."""
+    r = linear_attention(hw=hw, tokens=tokens, sequences=sequences, heads=model.linear_value_heads / tp,
+                         key_dim=model.linear_key_head_dim, value_dim=model.linear_value_head_dim,
+                         qkv_width=model.linear_qkv_width / tp, conv_kernel=model.linear_conv_kernel,
+                         state_bytes=model.linear_state_bytes, act_bytes=max(a_bytes, 2.0), dtype=attention_math(math))
+    return add(r, scale=model.n_linear_layers / model.n_layers)
+
+
+def _with_linear(softmax: dict, hw, model, **kw) -> dict:
+    """Softmax attention over its share of the layers plus the linear layers' (hybrids);
+    the softmax part alone for every other model."""
+    if not model.n_linear_layers:
+        return softmax
+    return add(add(softmax, scale=model.n_full_attention_layers / model.n_layers), _linear_layers(hw, model, **kw))
+
+
 def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) -> dict:
-    """Causal flash attention of `batch` prompts of `prompt` tokens on one TP rank."""
-    return attention_prefill(hw=hw, batch=batch, seq_len=prompt, n_heads=model.n_heads / tp,
-                             head_dim=model.head_dim, v_head_dim=model.v_dim,
-                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
-                             dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
+    """Causal flash attention of `batch` prompts of `prompt` tokens on one TP rank (a
+    hybrid's linear layers: the chunked gated delta rule over the same tokens)."""
+    att = attention_prefill(hw=hw, batch=batch, seq_len=prompt, n_heads=model.n_heads / tp,
+                            head_dim=model.head_dim, v_head_dim=model.v_dim,
+                            n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
+                            dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
+    return _with_linear(att, hw, model, tokens=batch * prompt, sequences=batch, tp=tp, math=math, a_bytes=a_bytes)
 
 
 def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     """One query per sequence over its cache on one TP rank; MLA's latent (one per layer,
-    shared by all heads, not split by TP: every rank reads it) instead of KV heads."""
-    ctx = model.attention_context(context) / model.n_layers  # mean over layers, windows capped
+    shared by all heads, not split by TP: every rank reads it) instead of KV heads; a
+    hybrid's linear layers read and rewrite their state instead."""
+    ctx = model.attention_context(context) / model.n_full_attention_layers  # mean over softmax layers, windows capped
     if model.is_mla:
         fitted = mla_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, latent=model.kv_lora_rank,
                             rope=model.qk_rope_head_dim, dtype=attention_math(math), kv_bytes=kv_bytes)
@@ -135,9 +155,10 @@ def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     else:
         kv_heads = np.maximum(model.n_kv_heads / tp, 1.0)
         kv_el = kv_heads * (model.head_dim + model.v_dim)
-    return attention_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, head_dim=model.head_dim,
-                            n_kv_heads=kv_heads, v_head_dim=model.v_dim, kv_elements_per_token=kv_el,
-                            dtype=attention_math(math), kv_bytes=kv_bytes)
+    att = attention_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, head_dim=model.head_dim,
+                           n_kv_heads=kv_heads, v_head_dim=model.v_dim, kv_elements_per_token=kv_el,
+                           dtype=attention_math(math), kv_bytes=kv_bytes)
+    return _with_linear(att, hw, model, tokens=batch, sequences=batch, tp=tp, math=math, a_bytes=2.0)
 
 
 def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,

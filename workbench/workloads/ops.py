@@ -28,18 +28,22 @@ class Matmul:
     split: str  # "n", "k" or "none" (see module docstring)
     count: int = 1  # matrices of this shape in the layer (experts)
     routed: bool = False  # an expert: each token visits top_k of the `count`
+    share: float = 1.0  # of the layers, the fraction that has it (hybrids: softmax vs linear attention)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
             raise ValueError(f"split={self.split!r} is not known; allowed: {', '.join(SPLITS)}")
 
     @property
-    def params(self) -> int:
-        return self.k * self.n * self.count
+    def params(self) -> float:
+        """Weights per layer, averaged over the layers (share)."""
+        return self.k * self.n * self.count * self.share
 
 
 def attention_matmuls(model) -> list[Matmul]:
-    """Q, K, V and output projections: fused QKV for MHA / GQA / MQA; for MLA
+    """Q, K, V and output projections: fused QKV for MHA / GQA / MQA (with the output gate
+    where the model has one; hybrids add their linear layers' projections, each matmul
+    carrying its share of the layers); for MLA
     (DeepSeek-V2/V3) the query down/up projections (or one query projection without a
     query rank), the shared KV latent with its rope key (replicated across TP ranks), the
     per-head K/V up-projection and the output projection."""
@@ -51,7 +55,24 @@ def attention_matmuls(model) -> list[Matmul]:
         return q + [Matmul("kv_down", k=D, n=rkv + rope, split="none"),
                     Matmul("kv_up", k=rkv, n=H * (h - rope + hv), split="n"),
                     Matmul("attn_out", k=H * hv, n=D, split="k")]
-    return [Matmul("qkv", k=D, n=(H + 2 * K) * h, split="n"), Matmul("attn_out", k=H * hv, n=D, split="k")]
+    full = model.n_full_attention_layers / model.n_layers
+    gate = H * h if model.attention_output_gate else 0  # a sigmoid gate as wide as the queries
+    out = [Matmul("qkv", k=D, n=(H + 2 * K) * h + gate, split="n", share=full),
+           Matmul("attn_out", k=H * hv, n=D, split="k", share=full)]
+    if model.n_linear_layers:
+        out += linear_attention_matmuls(model)
+    return out
+
+
+def linear_attention_matmuls(model) -> list[Matmul]:
+    """A Gated DeltaNet layer's projections (Qwen3-Next / Qwen3.5 modeling code): q, k, v
+    and the output gate z (in_proj_qkvz), the decay and beta gates (in_proj_ba), out_proj;
+    heads split by TP. Their share is the linear layers' fraction of all layers."""
+    D, hv = model.d_model, model.linear_value_heads * model.linear_value_head_dim
+    share = model.n_linear_layers / model.n_layers
+    return [Matmul("linear_qkvz", k=D, n=model.linear_qkv_width + hv, split="n", share=share),
+            Matmul("linear_ba", k=D, n=2 * model.linear_value_heads, split="n", share=share),
+            Matmul("linear_out", k=hv, n=D, split="k", share=share)]
 
 
 def mlp_matmuls(model, *, moe: bool) -> list[Matmul]:
