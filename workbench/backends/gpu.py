@@ -149,6 +149,7 @@ class GpuBackend:
                            overhead_s=consts["iteration_overhead_s"].get(fw, 0.0), waves=consts["benchmark_waves"],
                            schedule=consts["schedule"].get(fw, "clumped"),
                            request_latency_s=consts["request_latency_s_per_layer"].get(fw, 0.0) * model.n_layers,
+                           kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
                            token_budget=cc.TOKEN_BUDGET.get(fw, cc.TOKEN_BUDGET["none"]), imbalance=imbalance)
         r["activations"] = np.array(act, dtype=object)
         r["kv"] = np.array(kvd, dtype=object)

@@ -78,15 +78,23 @@ def routed_params(model) -> float:
     return float(per_layer * model.n_moe_layers)
 
 
-def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes):
+KV_MEMORY_OF = ("total", "free")  # what the framework's memory fraction applies to
+
+
+def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes,
+                kv_memory_of="total"):
     """Requests one replica's KV cache admits: what is left of the usable memory after the
-    weights and the activation working set of a full token budget, over one request's cache."""
+    weights and the activation working set of a full token budget, over one request's cache.
+    The usable memory is MEMORY_UTILIZATION of the device ("total": vLLM's
+    gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights and
+    activations leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction)."""
     experts = routed_params(model)
     weights = (model.n_params - experts) * w_bytes / tp + experts * w_bytes / (tp * attention_dp)
     act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
     kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=1.0, kv_bytes=kv_bytes)
     logits = model.vocab_size / tp * LOGIT_BYTES
-    free = hw.hbm_capacity_bytes * MEMORY_UTILIZATION - weights - act
+    free = np.where(kv_memory_of == "free", (hw.hbm_capacity_bytes - weights - act) * MEMORY_UTILIZATION,
+                    hw.hbm_capacity_bytes * MEMORY_UTILIZATION - weights - act)
     return np.maximum(np.floor(free / (kv_per_seq + logits)), 0.0), weights, kv_per_seq
 
 
@@ -105,11 +113,13 @@ def iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, a
 
 def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, ep, weights: str, activations: str,
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
-                request_latency_s=0.0) -> dict:
+                request_latency_s=0.0, kv_memory_of="total") -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
+    if kv_memory_of not in KV_MEMORY_OF:
+        raise ValueError(f"kv_memory_of={kv_memory_of!r} is not known; allowed: {', '.join(KV_MEMORY_OF)}")
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, 2.0)
     per_replica = concurrency / attention_dp
@@ -118,7 +128,7 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     held = generate / 2.0 if schedule == "spread" else generate
     cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=held, tp=tp,
                                                  attention_dp=attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
-                                                 stream_bytes=stream_bytes)
+                                                 stream_bytes=stream_bytes, kv_memory_of=kv_memory_of)
     r = np.maximum(np.minimum(per_replica, cap), 1.0)
     # Requests that finish together are replaced together, so prompts arrive in clumps: an
     # iteration that prefills carries a whole token budget of them (all r when they fit).
