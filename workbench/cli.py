@@ -295,9 +295,9 @@ def _fit_serving(ns) -> int:
     from .backends.kernel_tables import serving_constants
     from .calibrate import serving_rows
     rows = serving_rows.load()
-    savings = serving_rows.fit_graph_savings(rows)
+    savings, chosen = serving_rows.fit_graph_savings(rows)
     serving_constants()["kernel_graph_saving_s"].update({fw: f["kernel_graph_saving_s"] for fw, f in savings.items()})
-    overheads = serving_rows.fit_overheads(serving_rows.predict_rows(rows))
+    overheads = serving_rows.fit_overheads(chosen)
     for fw in sorted(savings):
         a, b = savings[fw], overheads.get(fw, {})
         print(f"{fw:7s} graph saving {a['kernel_graph_saving_s'] * 1e6:5.1f} us per kernel, TPOT median |err| "

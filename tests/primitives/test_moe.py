@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from workbench.backends import numbers
-from workbench.primitives.kernel_fits import MOE_FORMATS, experts_touched, moe_roofline
+from workbench.primitives.kernel_fits import MOE_FORMATS, expected_experts_touched, moe_roofline
 from workbench.primitives.moe import KERNELS_PER_OP, fitted_moe, moe_variants
 from workbench.specs import load_model
 from workbench.workloads.layers import layer_gemms
@@ -30,15 +30,15 @@ def test_roofline_counts_the_gated_experts_in_closed_form():
     assert t == pytest.approx(2 * 3 * 4096 * 7168 * 2048)
     b, c = moe_roofline(tokens=4096.0, tp=1.0, ep=8.0, peak=np.inf, bandwidth=1.0, w_bytes=1.0, a_bytes=1.0,
                         **DEEPSEEK)
-    touched = 256 * (1 - (1 - 1 / 256) ** (4096 * 8)) / 8
+    touched = 256 * (1 - (1 - 8 / 256) ** 4096) / 8
     assert touched == pytest.approx(32.0)
     assert b == pytest.approx(touched * 3 * 7168 * 2048 + 4096 * (2 * 7168 + 2 * 2048))
     assert c["tokens_per_expert"] == pytest.approx(4096 / touched) and c["width"] == 2048
 
 
 def test_experts_touched_limits():
-    assert experts_touched(n_experts=256.0, pairs=1.0) == pytest.approx(1.0)
-    assert experts_touched(n_experts=256.0, pairs=1e6) == pytest.approx(256.0)
+    assert expected_experts_touched(n_experts=256.0, top_k=1.0, tokens=1.0) == pytest.approx(1.0)
+    assert expected_experts_touched(n_experts=256.0, top_k=8.0, tokens=1e5) == pytest.approx(256.0)
     # the busiest GPU holds at least one expert with one pair: 1 token over 64-way EP
     _, c = moe_roofline(tokens=1.0, tp=1.0, ep=64.0, peak=1.0, bandwidth=1.0, w_bytes=1.0, a_bytes=1.0, **DEEPSEEK)
     assert c["experts"] == 1.0 and c["tokens_per_expert"] == 1.0

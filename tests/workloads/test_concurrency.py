@@ -100,10 +100,10 @@ def test_tpot_and_ttft_against_the_measured_serving_runs():
     """Every answered aggregated row of the serving benchmarks (TensorRT-LLM, vLLM, SGLang on
     H100, H200, B200, GB200; aiconfigurator-core 0.12.0's measurement sample, copied to
     workbench/calibrate/reference/serving_silicon.csv), with the framework constants of
-    specs/serving/frameworks.yaml: TPOT median |error| 9.9% for dense models (330 rows) and
-    15.3% for MoE (618 rows, MiniMax-M2.5's 128 and Qwen3.5's 80 among them) when this was
+    specs/serving/frameworks.yaml: TPOT median |error| 10.6% for dense models (330 rows) and
+    13.1% for MoE (618 rows, MiniMax-M2.5's 128 and Qwen3.5's 80 among them) when this was
     written; tolerance 15% and 20%. TTFT with each framework's schedule and request latency:
-    32.7% dense, 29.8% MoE (leave-one-model-out over all rows 33.2%); tolerance 40% and 35%.
+    32.6% dense, 29.4% MoE (leave-one-model-out over all rows 32.7%); tolerance 40% and 35%.
     The disaggregated rows are the open part of the serving issue."""
     from workbench.calibrate import serving_rows
     rows = serving_rows.load()

@@ -74,7 +74,7 @@ def test_paths_without_the_layer_kind_flag_it():
 
 def test_measured_qwen3_5_serving_runs():
     """The Qwen3.5-397B-A17B rows of the serving benchmarks (SGLang on B200 and H200): TPOT
-    median |error| 17% before any fitted constant saw them, 12% with the constants refitted
+    median |error| 17% before any fitted constant saw them, 11% with the constants refitted
     on every answered row (as committed); tolerance 25%."""
     from workbench.calibrate import serving_rows
     rows = serving_rows.load()

@@ -129,7 +129,8 @@ class GpuBackend:
                      seq_len=seq_len, global_batch=global_batch, micro_batch=layout.micro_batch, precision=precision,
                      zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
                      attention=attention)
-        return flag_problems(r, layer_kind_problems(model, where="training") + layout.problems(model, phase="training"))
+        return flag_problems(r, layer_kind_problems(model, where="training")
+                             + layout.problems(model, phase="training"))
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
                     activations, kv, imbalance=1.0, moe_mla_kernels="composed", **_) -> dict:

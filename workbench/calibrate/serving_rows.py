@@ -144,7 +144,7 @@ def fit_overheads(res: pd.DataFrame) -> dict:
     out = {}
     for fw, g in res.dropna(subset=["kernel_tpot_s"]).groupby("backend"):
         gap = (g["measured_tpot_s"] - g["kernel_tpot_s"]).to_numpy()
-        h = max(float(np.median(gap)), 0.0)
+        h = _overhead(g)
         loo = np.array([max(float(np.median(np.delete(gap, i))), 0.0) for i in range(len(gap))])
         err = (g["kernel_tpot_s"].to_numpy() + loo) / g["measured_tpot_s"].to_numpy() - 1.0
         out[fw] = {"iteration_overhead_s": h, "rows": int(len(g)), "loo_tpot_median_abs_err": float(np.median(np.abs(err))),
@@ -168,7 +168,7 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     least median |TTFT error| over all rows wins. Scored leave-one-model-out: each model's
     rows predicted with the waves and latencies chosen on the other models' rows."""
     a = res[res["mode"] == "agg"].dropna(subset=["steady_ttft_s"])
-    layers = a["model"].map(_layers)
+    layers = a["model"].map({m: _layers(m) for m in a["model"].unique()})
     lat0 = a["request_latency_s"]
     steady, burst = a["steady_ttft_s"] - lat0, a["first_wave_ttft_s"] - lat0
 
@@ -204,18 +204,18 @@ def write_ttft_constants(waves: float, fit: dict, path: Path | None = None) -> P
     """Rewrite `benchmark_waves` and the `request_latency_s_per_layer` section of
     specs/serving/frameworks.yaml (its comments kept)."""
     from ..backends.kernel_tables import SERVING_CONSTANTS
-    lines = _section("", fit["frameworks"], "request_latency_s_per_layer",
+    lines = _section(fit["frameworks"], "request_latency_s_per_layer",
                      lambda f: f"{f['rows']} rows; leave-one-model-out TTFT median |err| "
                                f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
-    return _rewrite(path or SERVING_CONSTANTS, {"request_latency_s_per_layer": lines[1:]},
-                    {"benchmark_waves": waves})
+    return _rewrite(path or SERVING_CONSTANTS, {"request_latency_s_per_layer": lines}, {"benchmark_waves": waves})
 
 
-def _section(name: str, fits: dict, key: str, note) -> list[str]:
-    lines = [f"{name}:"]
+def _section(fits: dict, key: str, note) -> list[str]:
+    """The indented lines of one per-framework section: each framework's `key` with `note`."""
+    lines = []
     for fw in ("trtllm", "vllm", "sglang"):
-        f = fits.get(fw)
-        lines.append(f"  {fw}: {f[key]:.4e}  # {note(f)}" if f else f"  {fw}: 0.0  # no answered rows")  # a dot: YAML reads 1e-06 as text
+        f = fits.get(fw)  # a dot in 0.0: YAML reads 1e-06 as text
+        lines.append(f"  {fw}: {f[key]:.4e}  # {note(f)}" if f else f"  {fw}: 0.0  # no answered rows")
     return lines + ["  none: 0.0"]
 
 
@@ -243,13 +243,13 @@ def _rewrite(path: Path, sections: dict, scalars: dict | None = None) -> Path:
 def write_constants(savings: dict, overheads: dict, path: Path | None = None) -> Path:
     """Rewrite the fitted sections of specs/serving/frameworks.yaml (its comments kept)."""
     from ..backends.kernel_tables import SERVING_CONSTANTS
-    lines = _section("kernel_graph_saving_s", savings, "kernel_graph_saving_s",
-                     lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
-                               f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
-    lines2 = _section("iteration_overhead_s", overheads, "iteration_overhead_s",
-                      lambda f: f"{f['rows']} rows; leave-one-out TPOT median |err| {f['loo_tpot_median_abs_err']:.1%} "
-                                f"(median {f['loo_tpot_median_err']:+.1%})")
-    return _rewrite(path or SERVING_CONSTANTS, {"kernel_graph_saving_s": lines[1:], "iteration_overhead_s": lines2[1:]})
+    saving = _section(savings, "kernel_graph_saving_s",
+                      lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
+                                f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
+    overhead = _section(overheads, "iteration_overhead_s",
+                        lambda f: f"{f['rows']} rows; leave-one-out TPOT median |err| "
+                                  f"{f['loo_tpot_median_abs_err']:.1%} (median {f['loo_tpot_median_err']:+.1%})")
+    return _rewrite(path or SERVING_CONSTANTS, {"kernel_graph_saving_s": saving, "iteration_overhead_s": overhead})
 
 
 def summary(res: pd.DataFrame, by=("system", "backend")) -> pd.DataFrame:
@@ -274,10 +274,26 @@ def _with_saving(saving_s: float):
     return old
 
 
-def fit_graph_savings(df: pd.DataFrame) -> dict:
-    """Per framework: the candidate saving with the least median |TPOT error| over its
-    answered rows, and its leave-one-model-out score (for each model, the saving chosen on
-    the other models' rows, scored on that model's rows)."""
+def _tpot_err(rows: pd.DataFrame, overhead_s: float) -> np.ndarray:
+    """TPOT error of rows with the per-iteration host overhead `overhead_s` in place of the
+    one they were predicted with (kernel TPOT + overhead)."""
+    return ((rows["kernel_tpot_s"] + overhead_s) / rows["measured_tpot_s"] - 1.0).to_numpy()
+
+
+def _overhead(rows: pd.DataFrame) -> float:
+    """The host overhead per iteration fitted to rows: median measured - kernel TPOT, >= 0."""
+    return max(float(np.median(rows["measured_tpot_s"] - rows["kernel_tpot_s"])), 0.0)
+
+
+def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
+    """Per framework, the CUDA-graph saving and the host overhead fitted together: for each
+    candidate saving the overhead is the median gap between measured and kernel TPOT, and
+    the saving whose pair predicts an unseen model best wins (least median |TPOT error| of
+    each model's rows with the overhead fitted on the others'), so the result depends
+    neither on the constants the rows were first predicted with nor on in-sample error.
+    The reported leave-one-model-out error holds each model out of the saving's choice too.
+    Returns the fits and the rows as predicted with each framework's chosen saving (for
+    fit_overheads, without predicting them again)."""
     from ..backends.kernel_tables import serving_constants
     errs = {}
     old = None
@@ -289,21 +305,35 @@ def fit_graph_savings(df: pd.DataFrame) -> dict:
     finally:
         if old is not None:
             serving_constants()["kernel_graph_saving_s"].update(old)
-    base = errs[GRAPH_SAVINGS_S[0]].dropna(subset=["tpot_s"])
-    out = {}
+    base = errs[GRAPH_SAVINGS_S[0]].dropna(subset=["kernel_tpot_s"])
+    out, chosen = {}, []
     for fw, g in base.groupby("backend"):
         ids = g.index
-        med = {s: float(np.median(np.abs(errs[s].loc[ids, "tpot_err"]))) for s in GRAPH_SAVINGS_S}
-        best = min(med, key=med.get)
+        models = {m: gm.index for m, gm in g.groupby("model")}
+
+        def held_out(s, rows):
+            """TPOT errors of each model's rows (of `rows`) with the overhead fitted at saving
+            `s` on the other models' rows."""
+            out_ = [_tpot_err(errs[s].loc[rows.intersection(idx)], _overhead(errs[s].loc[rows.difference(idx)]))
+                    for idx in models.values() if len(rows.intersection(idx)) and len(rows.difference(idx))]
+            return np.concatenate(out_) if out_ else np.array([np.nan])
+
+        def score(s, rows):  # generalisation to an unseen model, the quantity that matters
+            return float(np.nanmedian(np.abs(held_out(s, rows))))
+        loo = {s: score(s, ids) for s in GRAPH_SAVINGS_S}
+        best = min(loo, key=loo.get)
+        # reported error: each model held out from the choice of the saving as well
         held = []
-        for model, gm in g.groupby("model"):
-            rest = ids.difference(gm.index)
-            if not len(rest):
-                continue
-            pick = min(GRAPH_SAVINGS_S, key=lambda s: float(np.median(np.abs(errs[s].loc[rest, "tpot_err"]))))
-            held.append(errs[pick].loc[gm.index, "tpot_err"].to_numpy())
+        for idx in models.values():
+            rest = ids.difference(idx)
+            if len(rest):
+                pick = min(GRAPH_SAVINGS_S, key=lambda s: score(s, rest))
+                held.append(_tpot_err(errs[pick].loc[idx], _overhead(errs[pick].loc[rest])))
         held = np.concatenate(held) if held else np.array([np.nan])
-        out[fw] = {"kernel_graph_saving_s": best, "rows": int(len(ids)), "median_abs_err": med[best],
+        r = errs[best].loc[ids]
+        out[fw] = {"kernel_graph_saving_s": best, "rows": int(len(ids)),
+                   "median_abs_err": float(np.median(np.abs(_tpot_err(r, _overhead(r))))),
                    "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
-                   "loo_model_median_err": float(np.nanmedian(held)), "by_candidate": med}
-    return out
+                   "loo_model_median_err": float(np.nanmedian(held)), "by_candidate": loo}
+        chosen.append(errs[best].loc[ids].reset_index())
+    return out, pd.concat(chosen, ignore_index=True)

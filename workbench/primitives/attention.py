@@ -12,7 +12,7 @@ from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
 from .kernel_fits import (attended_pairs, attribute, context_attention_roofline, decode_attention_roofline,
-                          mla_decode_roofline)
+                          mla_decode_roofline, served_time)
 import numpy as np
 
 
@@ -99,7 +99,7 @@ def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv
         scale = pairs / attended_pairs(seq_len, 0.0, 0.0, causal)
         eff = grid(**coords)
         table_s = fixed_s + roof * scale / eff
-        time_s = np.maximum(table_s - hw.graph_saving_s, np.minimum(table_s, roof * scale))
+        time_s = served_time(table_s, roof * scale, hw.graph_saving_s)
         compute_s, memory_s = attribute(time_s, flops / hw.peak(dtype), nbytes / hw.hbm_bandwidth_bytes_per_s)
         return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
                 "overhead_s": 0.0 * time_s, "time_s": time_s, "backward_s": FLASH_BACKWARD * time_s,
@@ -126,20 +126,21 @@ LINEAR_CHUNK = 64.0  # tokens per chunk of the chunked gated delta rule (flash-l
 
 
 def linear_attention(*, hw: GpuNumbers, tokens, sequences, heads, key_dim, value_dim, qkv_width, conv_kernel,
-                     state_bytes=4.0, act_bytes=2.0, dtype: str = "bf16") -> dict:
+                     state_bytes_per_element=4.0, act_bytes=2.0,
+                     dtype: str = "bf16") -> dict:
     """A Gated DeltaNet layer's token mixing on one GPU (`heads` value heads, `qkv_width` q,
     k, v columns there): `tokens` new tokens of `sequences` sequences (decode: one each).
     Per token and head, the chunked gated delta rule (chunks of C = LINEAR_CHUNK tokens)
     does 2 (c (2 d_k + d_v) + 2 d_k d_v) FLOPs, c = min(C, tokens per sequence): the
     intra-chunk scores and the WY transform, and reading and updating the state; decode
     (c = 1) reads and rewrites the d_k x d_v state once. Bytes: q, k, v, the gates and the
-    output per token, the state (at `state_bytes`) read and written once per sequence, the
+    output per token, the state (`state_bytes_per_element`) read and written once per sequence, the
     convolution's taps. Compute at the chip's flash-attention efficiency; memory-bound in
     decode. Two launches (the convolution, the recurrence)."""
     per_seq = tokens / np.maximum(sequences, 1e-30)
     c = np.minimum(LINEAR_CHUNK, np.maximum(per_seq, 1.0))
     flops = 2.0 * tokens * heads * (c * (2.0 * key_dim + value_dim) + 2.0 * key_dim * value_dim)
-    state = sequences * heads * key_dim * value_dim * state_bytes
+    state = sequences * heads * key_dim * value_dim * state_bytes_per_element
     conv = sequences * qkv_width * np.maximum(conv_kernel - 1.0, 0.0) * act_bytes
     nbytes = tokens * (qkv_width + 2.0 * heads * value_dim + 2.0 * heads) * act_bytes + 2.0 * (state + conv)
     compute_s = flops / (hw.peak(dtype) * hw.attention_peak_eff_for(dtype))
@@ -153,7 +154,7 @@ def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: 
     """MLA decode attention from the framework's measured MLA kernels (absorbed weights:
     kernel_fits.mla_decode_roofline), or None where the numbers carry no such surface or
     were not asked to use them (hw.measured_moe_mla)."""
-    if not getattr(hw, "measured_moe_mla", False):
+    if not hw.measured_moe_mla:
         return None
     grid, fixed_s = _fitted(hw, "mla_decode", dtype, kv_bytes)
     if grid is None:
@@ -164,7 +165,7 @@ def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: 
     memory_ideal, _ = mla_decode_roofline(peak=np.inf, bandwidth=hw.hbm_bandwidth_bytes_per_s, **shape)
     roof = np.maximum(compute_ideal, memory_ideal)
     table_s = fixed_s + roof / grid(**coords)
-    time_s = np.maximum(table_s - hw.graph_saving_s, np.minimum(table_s, roof))  # the saving stops at the roofline
+    time_s = served_time(table_s, roof, hw.graph_saving_s)
     compute_s, memory_s = attribute(time_s, compute_ideal, memory_ideal)
     return {"flops": compute_ideal * hw.peak(dtype), "bytes": memory_ideal * hw.hbm_bandwidth_bytes_per_s,
             "compute_s": compute_s, "memory_s": memory_s, "overhead_s": 0.0 * time_s, "time_s": time_s,
@@ -192,7 +193,7 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
             act_bytes=DTYPE_BYTES[dtype], kv_bytes=kv_bytes)
         eff = grid(**coords)
         table_s = fixed_s + roof / eff
-        time_s = np.maximum(table_s - hw.graph_saving_s, np.minimum(table_s, roof))  # the saving stops at the roofline
+        time_s = served_time(table_s, roof, hw.graph_saving_s)
         compute_s, memory_s = attribute(time_s, flops / hw.peak(dtype), nbytes / hw.hbm_bandwidth_bytes_per_s)
         return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
                 "overhead_s": 0.0 * time_s, "time_s": time_s, "compute_bound": compute_s >= memory_s}

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
-from .kernel_fits import attribute, gemm_roofline
+from .kernel_fits import attribute, gemm_roofline, served_time
 
 # Stream-K / split-K: when there are fewer output tiles than SMs, libraries split the K
 # dimension so that every SM has work (CUTLASS stream-K, cuBLAS split-K). A split needs
@@ -99,7 +99,7 @@ def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     memory_ideal = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) / hw.hbm_bandwidth_bytes_per_s
     roof = np.maximum(compute_ideal, memory_ideal)
     table_s = fixed_s + roof / eff
-    time_s = np.maximum(table_s - hw.graph_saving_s, np.minimum(table_s, roof))  # the saving stops at the roofline
+    time_s = served_time(table_s, roof, hw.graph_saving_s)
     return (*attribute(time_s, compute_ideal, memory_ideal), time_s)
 
 

@@ -110,6 +110,13 @@ class EffGrid:
         return cls(axes=tuple(d["axes"]), knots=knots, log_eff=values)
 
 
+def served_time(table_s, roof_s, saving_s):
+    """A table kernel's time in a served iteration: the table's time less the framework's
+    CUDA-graph saving (the tables time kernels launched one by one), never below the
+    kernel's roofline (nor above the table's time)."""
+    return np.maximum(table_s - saving_s, np.minimum(table_s, roof_s))
+
+
 def attribute(time_s, compute_ideal_s, memory_ideal_s):
     """(compute_s, memory_s) of a kernel timed by a fitted surface: its whole time goes to
     the resource its roofline is bound by, the other keeps its ideal time, so the bound a
@@ -201,10 +208,10 @@ MOE_FORMATS = {"bf16": (2.0, 2.0, "bf16"), "fp8": (1.0, 1.0, "fp8"), "fp8_block"
                "mxfp4_w4a16": (0.5 + 1.0 / 32, 2.0, "bf16"), "mxfp4_w4a8": (0.5 + 1.0 / 32, 1.0 + 1.0 / 32, "fp8")}
 
 
-def experts_touched(*, n_experts, pairs):
-    """Expected distinct experts of n_experts that `pairs` uniformly routed (token, expert)
-    choices reach: E (1 - (1 - 1/E)^pairs)."""
-    return n_experts * (1.0 - (1.0 - 1.0 / n_experts) ** pairs)
+def expected_experts_touched(*, n_experts, top_k, tokens):
+    """Expected distinct experts that `tokens` tokens route to, each picking top_k of
+    n_experts uniformly: E·(1 - (1 - k/E)^T)."""
+    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)
 
 
 def moe_roofline(*, tokens, hidden, inter, top_k, n_experts, tp, ep, peak, bandwidth, w_bytes, a_bytes,
@@ -217,7 +224,7 @@ def moe_roofline(*, tokens, hidden, inter, top_k, n_experts, tp, ep, peak, bandw
     each pair's activations in and out. Coordinates: tokens per touched expert (the GEMMs'
     m), expert width, hidden size, touched experts on the GPU."""
     if touched is None:  # the busiest GPU (the layer waits for it) holds at least one of them
-        touched = np.maximum(experts_touched(n_experts=n_experts, pairs=tokens * top_k) / ep, 1.0)
+        touched = np.maximum(expected_experts_touched(n_experts=n_experts, top_k=top_k, tokens=tokens) / ep, 1.0)
     pairs = np.maximum(tokens * top_k / ep, touched)
     width = inter / tp
     flops = 2.0 * 3.0 * pairs * hidden * width

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hardware_numbers import GpuNumbers
-from .kernel_fits import MOE_FORMATS, attribute, moe_roofline
+from .kernel_fits import MOE_FORMATS, attribute, moe_roofline, served_time
 
 # Kernels one MoE op launches: routing (top-k), permutation of the tokens to their experts,
 # the gate/up grouped GEMM (activation fused), the down grouped GEMM, and the weighted
@@ -28,7 +28,7 @@ def _sources(hw: GpuNumbers, math: str, w_bytes: float) -> list:
     """(variant, grid, fixed_s) of every measured MoE kernel source for the format: the
     first format of moe_variants with tables, its default source and its 'variant@source'
     alternatives."""
-    if hw.kernels is None or not getattr(hw, "measured_moe_mla", False):
+    if hw.kernels is None or not hw.measured_moe_mla:
         return []
     for fmt in moe_variants(math, w_bytes):
         found = [(v, *hw.fitted("moe", v)) for (c, v) in hw.kernels.grids if c == "moe" and v.split("@")[0] == fmt]
@@ -58,8 +58,8 @@ def fitted_moe(*, hw: GpuNumbers, tokens, hidden, inter, top_k, n_experts, tp, e
         t = fixed_s + roof / grid(**coords)
         table_s = t if table_s is None else np.minimum(table_s, t)
     # the op is several kernels, each launched on its own in the table and replayed from a
-    # CUDA graph when served; the saving stops at the roofline
-    time_s = np.maximum(table_s - KERNELS_PER_OP * hw.graph_saving_s, np.minimum(table_s, roof))
+    # CUDA graph when served
+    time_s = served_time(table_s, roof, KERNELS_PER_OP * hw.graph_saving_s)
     compute_s, memory_s = attribute(time_s, compute_ideal, memory_ideal)
     return {"flops": compute_ideal * peak, "bytes": memory_ideal * bw, "compute_s": compute_s, "memory_s": memory_s,
             "overhead_s": 0.0 * time_s, "time_s": time_s, "compute_bound": compute_ideal >= memory_ideal}

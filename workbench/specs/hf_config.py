@@ -159,14 +159,16 @@ def _linear_layers(cfg: dict, n_layers: int, origin: str, prov: dict) -> dict:
         n_linear = n_layers - len(range(interval - 1, n_layers, interval))
         prov["n_linear_layers"] = "all but every full_attention_interval-th layer"
     else:
-        raise SpecError(origin, "layer_types", None, "layer_types or full_attention_interval for a Gated DeltaNet hybrid")
+        raise SpecError(origin, "layer_types", None,
+                        "layer_types or full_attention_interval for a Gated DeltaNet hybrid")
     keys = dict(linear_key_heads="linear_num_key_heads", linear_value_heads="linear_num_value_heads",
                 linear_key_head_dim="linear_key_head_dim", linear_value_head_dim="linear_value_head_dim",
                 linear_conv_kernel="linear_conv_kernel_dim")
     out = {f: int(_first(cfg, (k,), origin, f, prov=prov)) for f, k in keys.items()}
     dtype = str(cfg.get("mamba_ssm_dtype") or "float32")
-    out["linear_state_bytes"] = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}.get(dtype, 4.0)
-    prov["linear_state_bytes"] = "mamba_ssm_dtype" if cfg.get("mamba_ssm_dtype") else "fp32 state (default)"
+    out["linear_state_bytes_per_element"] = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}.get(dtype, 4.0)
+    prov["linear_state_bytes_per_element"] = ("mamba_ssm_dtype" if cfg.get("mamba_ssm_dtype")
+                                              else "fp32 state (default)")
     out["attention_output_gate"] = bool(cfg.get("attn_output_gate", str(cfg.get("model_type")) == "qwen3_next"))
     prov["attention_output_gate"] = "attn_output_gate" if "attn_output_gate" in cfg else "Qwen3-Next: gated"
     return dict(out, n_linear_layers=n_linear)

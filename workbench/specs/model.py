@@ -49,15 +49,15 @@ class ModelSpec:
     # Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): n_linear_layers of the L layers
     # replace softmax attention by a recurrent state per value head (key x value dims) that a
     # token reads and rewrites once; a short causal convolution (linear_conv_kernel taps) runs
-    # over its q, k, v. The state is kept in linear_state_bytes per element (fp32: config.json
-    # mamba_ssm_dtype); no KV cache grows in these layers.
+    # over its q, k, v. The state is kept at linear_state_bytes_per_element (4: fp32, from
+    # config.json mamba_ssm_dtype); no KV cache grows in these layers.
     n_linear_layers: int = 0
     linear_key_heads: int = 0
     linear_value_heads: int = 0
     linear_key_head_dim: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
-    linear_state_bytes: float = 4.0
+    linear_state_bytes_per_element: float = 4.0
     # full-attention layers that also project a sigmoid output gate as wide as the queries
     # (Qwen3-Next, Qwen3.5: attn_output_gate)
     attention_output_gate: bool = False
@@ -77,7 +77,7 @@ class ModelSpec:
                        "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "sliding_window",
                        "n_sliding_layers", "n_linear_layers", "linear_key_heads", "linear_value_heads",
                        "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel"), "nonnegative_int")
-        require(self, ("published_params", "linear_state_bytes"), "nonnegative")
+        require(self, ("published_params", "linear_state_bytes_per_element"), "nonnegative")
         require(self, bool_fields(self), "bool")  # gated_mlp: "false" (a string) must not read as true
         if self.n_heads % self.n_kv_heads:
             raise SpecError(self.name, "n_kv_heads", self.n_kv_heads,
@@ -134,13 +134,16 @@ class ModelSpec:
     @property
     def linear_qkv_width(self) -> int:
         """q, k and v columns of a Gated DeltaNet layer (the convolution's channels)."""
-        return 2 * self.linear_key_heads * self.linear_key_head_dim + self.linear_value_heads * self.linear_value_head_dim
+        return (2 * self.linear_key_heads * self.linear_key_head_dim
+                + self.linear_value_heads * self.linear_value_head_dim)
 
     @property
     def linear_state_bytes_per_sequence(self):
         """Recurrent state one sequence keeps over all linear layers: one key x value matrix
-        per value head at linear_state_bytes, plus the convolution's last taps in 16 bits."""
-        state = self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim * self.linear_state_bytes
+        per value head at linear_state_bytes_per_element, plus the convolution's last taps in
+        16 bits."""
+        state = (self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+                 * self.linear_state_bytes_per_element)
         conv = self.linear_qkv_width * max(self.linear_conv_kernel - 1, 0) * 2.0
         return self.n_linear_layers * (state + conv)
 

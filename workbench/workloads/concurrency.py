@@ -139,39 +139,39 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     decoding = 1.0 + (r - 1.0) * share  # in a decode iteration of the tagged request: it and the others
     kw = dict(hw=hw, model=model, context=prompt + generate / 2.0, prompt=prompt, tp=tp, attention_dp=attention_dp,
               ep=ep, math=activations, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, imbalance=imbalance)
-    dec = iteration(decode_batch=decoding, prefill_tokens=0.0 * r, **kw)
-    pre = iteration(decode_batch=np.maximum(r - clump / prompt, 0.0) * share, prefill_tokens=clump, **kw)
-    decode_iter = dec["time_s"] + dec["overhead_s"] + overhead_s
-    prefill_iter = pre["time_s"] + pre["overhead_s"] + overhead_s
-    # A request decodes through the other clumps' prefill iterations and the pure decode ones
-    interrupts = np.minimum(clumps - n_prefill, generate - 1.0)
-    tpot = (interrupts * prefill_iter + (generate - 1.0 - interrupts) * decode_iter) / (generate - 1.0)
-    # Clumps stay adjacent (they were prefilled one after another), so a request arrives while
-    # the previous clump's prefill iteration runs and waits for half of it on average; with
-    # one clump the server is idle when it arrives.
-    service_ttft = n_prefill * prefill_iter + np.where(clumps > 1.0, 0.5, 0.0) * prefill_iter
+
+    def step(decode_batch, prefill_tokens):
+        """(parts, seconds) of one iteration: its kernels plus the host overhead."""
+        it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, **kw)
+        return it, it["time_s"] + it["overhead_s"] + overhead_s
+
     # The first wave: a benchmark starts its first `concurrency` requests at once, so their
     # r·p prompt tokens go through the token budget chunk after chunk; a request's first
     # token comes with its chunk (mean: (chunks + N_p) / 2 of them).
     chunks = np.ceil(r * prompt / token_budget)
-    burst_s = (chunks + n_prefill) / 2.0 * prefill_iter
     if schedule == "prefill_first":  # lockstep: the wave's prefill batches alone, then r decode together
-        alone = iteration(decode_batch=0.0 * r, prefill_tokens=clump, **kw)
-        lock = iteration(decode_batch=r, prefill_tokens=0.0 * r, **kw)
-        prefill_iter = alone["time_s"] + alone["overhead_s"] + overhead_s
-        decode_iter = lock["time_s"] + lock["overhead_s"] + overhead_s
-        burst_s = (chunks + n_prefill) / 2.0 * prefill_iter
+        dec, decode_iter = step(r, 0.0 * r)
+        _, prefill_iter = step(0.0 * r, clump)
         # after its first token a request waits for the wave's remaining prefill batches
         tpot = ((chunks - n_prefill) / 2.0 * prefill_iter + (generate - 1.0) * decode_iter) / (generate - 1.0)
-        service_ttft = burst_s
-        dec = lock
-    elif schedule == "spread":
-        others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
-        lam = r / (service_ttft + (generate - 1.0) * tpot)
-        q = 1.0 + lam * tpot * others  # prompts prefilled in the request's own iterations
-        own = iteration(decode_batch=(r - 1.0) * share, prefill_tokens=np.minimum(q * prompt / n_prefill, token_budget),
-                        **kw)
-        service_ttft = 0.5 * tpot * others + n_prefill * (own["time_s"] + own["overhead_s"] + overhead_s)
+        service_ttft = (chunks + n_prefill) / 2.0 * prefill_iter  # every wave is a burst
+    else:
+        dec, decode_iter = step(decoding, 0.0 * r)
+        _, prefill_iter = step(np.maximum(r - clump / prompt, 0.0) * share, clump)
+        # A request decodes through the other clumps' prefill iterations and the pure decode ones
+        interrupts = np.minimum(clumps - n_prefill, generate - 1.0)
+        tpot = (interrupts * prefill_iter + (generate - 1.0 - interrupts) * decode_iter) / (generate - 1.0)
+        # Clumps stay adjacent (they were prefilled one after another), so a request arrives
+        # while the previous clump's prefill iteration runs and waits for half of it on
+        # average; with one clump the server is idle when it arrives.
+        service_ttft = n_prefill * prefill_iter + np.where(clumps > 1.0, 0.5, 0.0) * prefill_iter
+        if schedule == "spread":
+            others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
+            lam = r / (service_ttft + (generate - 1.0) * tpot)
+            q = 1.0 + lam * tpot * others  # prompts prefilled in the request's own iterations
+            _, own_iter = step((r - 1.0) * share, np.minimum(q * prompt / n_prefill, token_budget))
+            service_ttft = 0.5 * tpot * others + n_prefill * own_iter
+    burst_s = (chunks + n_prefill) / 2.0 * prefill_iter
     service_ttft = service_ttft + request_latency_s
     cycle = service_ttft + (generate - 1.0) * tpot
     rate = r / cycle  # requests completed per second per replica

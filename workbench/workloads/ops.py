@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..primitives.kernel_fits import expected_experts_touched  # noqa: F401  (the one formula: routed experts' shapes)
+
 SPLITS = ("n", "k", "none")
 
 
@@ -137,12 +139,6 @@ def qkv_width(model) -> int:
 def qk_width(model) -> int:
     """Q and K columns per token, which rotary embedding rewrites: (H + K)·h."""
     return (model.n_heads + model.n_kv_heads) * model.head_dim
-
-
-def expected_experts_touched(*, n_experts, top_k, tokens):
-    """Expected distinct experts that `tokens` tokens route to, each picking top_k of
-    n_experts uniformly: E·(1 - (1 - k/E)^T)."""
-    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)
 
 
 def tp_allreduce_bytes(model, *, tokens, a_bytes):
