@@ -19,7 +19,7 @@ import numpy as np
 
 from ._broadcast import as_axis, evaluate, values_of
 from .backends import backend_for, check_knobs, kernel_tables
-from .errors import InputError, brief, check_choice, check_positive, check_scalar
+from .errors import InputError, brief, check_choice, check_positive, check_range, check_scalar
 from .primitives.attention import ATTENTION_KERNELS
 from .primitives.collectives import COLLECTIVES
 from .primitives.mesh import MAPPINGS
@@ -99,11 +99,13 @@ def _split(point: dict, knob_names) -> tuple[dict, dict]:
     return knobs, point
 
 
-def _dispatch(method: str, specs: dict, knob_axes: dict, models: dict | None = None):
+def _dispatch(method: str, specs: dict, knob_axes: dict, models: dict | None = None, extra: dict | None = None):
     """The function `evaluate` runs per combination of categorical values: resolve the
     point's model (with its knobs), hardware knobs and serving framework (its kernel
-    tables), then the hardware's backend evaluates `method` on the numbers."""
+    tables), then the hardware's backend evaluates `method` on the numbers (`extra`:
+    arguments that are rules, not axes, e.g. devices="min")."""
     def fn(hardware, **point):
+        point.update(extra or {})
         args = (_resolve_model(models, point.pop("model"), point),) if models is not None else ()
         knobs, point = _split(point, knob_axes)
         spec = specs[hardware]
@@ -224,7 +226,8 @@ def collective(*, hardware, devices, op, size_bytes, framework=None, hardware_ov
 def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048, generate=256,
               weights="bf16", activations=None, kv=None, pe_grid=None, mapping="mesh",
               placement="regions", ep=1, imbalance=1.0, framework=None, hardware_overrides=None,
-              model_overrides=None):
+              model_overrides=None, decode_pe_grid=None, prefill_pe_grid=None, draft_model=None, draft_len=0,
+              acceptance=0.8):
     """Static-batch inference: prefill of `prompt` tokens then `generate` output tokens per
     sequence. `batch="max"` uses the largest batch that fits in memory.
 
@@ -234,7 +237,16 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     pipelined across, `pe_grid` the side of each layer's PE region (default: the fastest
     that fits), `mapping` "mesh" (WaferLLM) or "gpu_style", and `placement` "regions"
     (weights resident, a region per layer) or "streaming" (whole wafer per layer, weights
-    streamed from MemoryX; devices are replicas); tp and pp must be 1. MoE models: `ep`
+    streamed from MemoryX; devices are replicas); tp and pp must be 1. With "regions" the
+    prompt is prefilled as a pipeline of chunks through the layer regions
+    (workloads/wafer_pipeline.py). Wafer-only: `devices="min"` (the fewest systems that hold
+    the model, reported as `devices`), `generate="max"` (the longest generation the KV cache
+    allows at that mapping's KV placement, reported as `generate`), `decode_pe_grid` (same
+    as `pe_grid`) and `prefill_pe_grid` (default: the decode regions, where the weights
+    are; another grid re-lays the weights out between phases, as WaferLLM does, at a cost
+    not modelled), and speculative decoding by `draft_model` (a catalog name or spec, in
+    regions on the same wafers) drafting `draft_len` tokens per step at per-token
+    `acceptance` (both sweep; GPUs: predict.serving). MoE models: `ep`
     (dividing tp) spreads the experts over that many of the TP devices, with all-to-all
     dispatch and combine; `imbalance` >= 1 is the busiest rank's share of routed tokens
     over the mean. A layout that cannot run (tp not dividing the heads, pp beyond the
@@ -254,12 +266,36 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     batch_max = isinstance(batch, str)
     if batch_max and batch != "max":
         raise InputError(f"batch={brief(batch)} is not allowed; allowed: a positive integer or 'max'")
-    for arg, v in (("tp", tp), ("pp", pp), ("prompt", prompt), ("generate", generate), ("ep", ep)) + \
-            ((("batch", batch),) if not batch_max else ()):
+    generate_max, devices_min = isinstance(generate, str), isinstance(devices, str)
+    if generate_max and generate != "max":
+        raise InputError(f"generate={brief(generate)} is not allowed; allowed: a positive integer or 'max'")
+    if devices_min and devices != "min":
+        raise InputError(f"devices={brief(devices)} is not allowed; allowed: a positive integer, 'min' or None")
+    if decode_pe_grid is not None and pe_grid is not None:
+        raise InputError("decode_pe_grid and pe_grid are the same setting; allowed: one of them")
+    for arg, v in (("tp", tp), ("pp", pp), ("prompt", prompt), ("ep", ep)) + \
+            ((("batch", batch),) if not batch_max else ()) + ((("generate", generate),) if not generate_max else ()):
         check_positive(arg, v, integer=True)
-    for arg, v in (("devices", devices), ("pe_grid", pe_grid)):
+    for arg, v in (("devices", None if devices_min else devices), ("pe_grid", pe_grid),
+                   ("decode_pe_grid", decode_pe_grid), ("prefill_pe_grid", prefill_pe_grid)):
         if v is not None:
             check_positive(arg, v, integer=True)
+    speculative = draft_model is not None
+    if speculative:
+        if not isinstance(draft_model, dict):
+            check_scalar("draft_model", draft_model, "one model (call once per draft model)")
+        check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
+        check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
+    elif values_of(draft_len) != [0]:
+        raise InputError(f"draft_len={brief(draft_len)} is not allowed without draft_model; allowed: 0, or a "
+                         "draft_model")
+    wafer_only = {"devices='min'": devices_min, "generate='max'": generate_max,
+                  "decode_pe_grid": decode_pe_grid is not None, "prefill_pe_grid": prefill_pe_grid is not None,
+                  "draft_model": speculative}
+    for name, spec in specs.items():
+        for arg in [a for a, given in wafer_only.items() if given and backend_for(spec).kind == "gpu"]:
+            raise InputError(f"{arg} is not allowed on {name!r}; allowed: a wafer-scale system (cs2, cs3, wse2, "
+                             "wse3); a GPU instance is laid out by tp, pp and devices")
     check_positive("imbalance", imbalance)
     if min(values_of(imbalance)) < 1:
         raise InputError(f"imbalance={min(values_of(imbalance))} is not allowed; allowed: a number >= 1 "
@@ -269,8 +305,10 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
         if hasattr(be, "check_inference"):
             be.check_inference(name, tp=tp, pp=pp, ep=ep, activations=activations, batch_max=batch_max,
                                placement=placement)
-    numeric = _axes(tp=tp, pp=pp, prompt=prompt, generate=generate, ep=ep, imbalance=imbalance,
-                    batch=None if batch_max else batch, devices=devices, pe_grid=pe_grid)
+    numeric = _axes(tp=tp, pp=pp, prompt=prompt, generate=None if generate_max else generate, ep=ep,
+                    imbalance=imbalance, batch=None if batch_max else batch, devices=None if devices_min else devices,
+                    pe_grid=pe_grid, decode_pe_grid=decode_pe_grid, prefill_pe_grid=prefill_pe_grid,
+                    **({"draft_len": draft_len, "acceptance": acceptance} if speculative else {}))
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)
 
@@ -278,7 +316,9 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
                    "placement": as_axis("placement", placement), "framework": as_axis("framework", framework)}
-    ds = evaluate(_dispatch("inference", specs, knob_axes, models), categorical=categorical,
+    extra = {"devices_min": devices_min, **({"draft_model": load_model(draft_model)} if speculative else {})}
+    ds = evaluate(_dispatch("inference", specs, knob_axes, models, extra=extra),
+                  categorical=categorical,
                   numeric={**numeric, **knob_axes}, attrs={"function": "predict.inference", "batching": "static"})
     if all(backend_for(s).kind == "gpu" for s in specs.values()):  # wafer-only settings say nothing here
         ds = ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords and c not in ds.dims])

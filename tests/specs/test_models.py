@@ -47,7 +47,7 @@ EXPLICIT_HEAD_DIM = {
     "step_3_7_flash": 128,  # Step-3.7-Flash config.json head_dim (4096 / 64 would be 64)
 }
 # Models whose config ties lm_head to the embedding (tie_word_embeddings: true).
-TIED = {"qwen3_0_6b", "qwen3_1_7b", "qwen3_vl_2b", "qwen3_vl_4b"}
+TIED = {"llama_3_2_1b", "qwen3_0_6b", "qwen3_1_7b", "qwen3_vl_2b", "qwen3_vl_4b"}
 
 MODELS = list_models()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, brief
-from ..layout import WaferLayout, context_problems, layer_kind_problems
+from ..layout import Problem, WaferLayout, context_problems, layer_kind_problems
 from ..primitives.hardware_numbers import WaferNumbers
 from ..primitives.mesh import mesh_gemm, mesh_gemv
 from ..specs import system_of
@@ -32,7 +32,8 @@ _WAFER_KNOBS = {  # knob -> (unit, WaferSpec field)
     "map_call_cycles": ("cycles", "map_call_cycles"),
 }
 _SYSTEM_KNOBS = {"io_bytes_per_s": ("B/s", "io_bytes_per_s"), "io_latency_s": ("s", "io_latency_s"),
-                 "weight_store_bandwidth_bytes_per_s": ("B/s", "weight_store_bandwidth_bytes_per_s")}
+                 "weight_store_bandwidth_bytes_per_s": ("B/s", "weight_store_bandwidth_bytes_per_s"),
+                 "step_fixed_s": ("s", "step_fixed_s")}
 
 
 def _knobs(spec, every: bool = False) -> dict:
@@ -90,36 +91,71 @@ class WaferBackend:
     def check_training(self, name: str, **args) -> None:
         _refuse(args, name)
 
-    def inference(self, w: WaferNumbers, model, *, weights, kv, mapping, placement, prompt, generate, batch=None,
-                  devices=None, pe_grid=None, tp=1.0, **_) -> dict:
-        from ..workloads.wafer_inference import wafer_inference, wafer_max_batch
+    def inference(self, w: WaferNumbers, model, *, weights, kv, mapping, placement, prompt, generate=None, batch=None,
+                  devices=None, pe_grid=None, decode_pe_grid=None, prefill_pe_grid=None, devices_min=False, tp=1.0,
+                  draft_model=None, draft_len=0.0, acceptance=1.0, **_) -> dict:
+        """`generate` None: the longest the KV cache allows (generate="max"); `batch` None:
+        the largest that fits; `devices_min`: the fewest systems that hold the model at
+        batch (1 when batch is "max") and generate (1 when "max")."""
+        from ..workloads.wafer_capacity import wafer_max_batch, wafer_max_generate, wafer_min_devices
+        from ..workloads.wafer_inference import wafer_inference
         from ..workloads.wafer_streaming import streaming_inference
         kvd = kv or "fp16"
-        layout = WaferLayout(systems=1.0 + 0.0 * tp if devices is None else devices, pe_grid=pe_grid,
+        grid = decode_pe_grid if decode_pe_grid is not None else pe_grid
+        draft = draft_model if np.any(np.asarray(draft_len) > 0) else None
+        size = dict(w=w, model=model, prompt=prompt, weights=weights, kv=kvd, mapping=mapping, draft=draft)
+        problems = []
+        if devices_min:
+            devices = wafer_min_devices(batch=1.0 if batch is None else batch, generate=1.0 if generate is None
+                                        else generate, pe_grid=grid, **size)
+            problems.append(Problem(np.isnan(devices), {}, lambda: f"no number of systems holds a layer of "
+                                    f"{model.name}: a layer is larger than a wafer's largest square region"))
+            devices = np.nan_to_num(devices, nan=1.0)
+        layout = WaferLayout(systems=1.0 + 0.0 * tp if devices is None else devices, pe_grid=grid,
                              mapping=mapping, placement=placement)
+        generated_max = generate is None
+        if generated_max:
+            generate, side = wafer_max_generate(devices=layout.systems, batch=1.0 if batch is None else batch,
+                                                pe_grid=grid, **size)
+            problems.append(Problem(generate < 1, {}, lambda: "no generated token fits in the KV cache"))
+            generate = np.maximum(generate, 1.0)
+            grid = side if grid is None else grid
         common = dict(w=w, model=model, devices=layout.systems, prompt=prompt, generate=generate,
-                      weights=weights, kv=kvd, pe_grid=layout.pe_grid, mapping=layout.mapping)
+                      weights=weights, kv=kvd, pe_grid=grid, mapping=layout.mapping)
+        spec = dict(prefill_pe_grid=prefill_pe_grid, draft=draft, draft_len=draft_len, acceptance=acceptance)
         if layout.placement == "streaming":
+            if draft is not None:
+                raise InputError("draft_model is not allowed with placement='streaming'; allowed: None")
             r = streaming_inference(batch=batch, **common)
         elif batch is None:
-            batch = wafer_max_batch(**common)
-            r = wafer_inference(batch=np.maximum(batch, 1.0), **common)
+            batch = wafer_max_batch(draft=draft, **common)
+            r = wafer_inference(batch=np.maximum(batch, 1.0), **spec, **common)
             r["fits"] = r["fits"] & (batch >= 1)
             r["batch"] = batch
         else:
-            r = wafer_inference(batch=batch, **common)
+            r = wafer_inference(batch=batch, **spec, **common)
+        if generated_max:
+            r["generate"] = generate + 0.0 * r["tpot_s"]
+        r["devices"] = layout.systems + 0.0 * r["tpot_s"]
         r["activations"] = np.array("fp16", dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
-        problems = (layer_kind_problems(model, where="wafers") + layout.problems(model, phase="inference")
-                    + context_problems(model, prompt=prompt, generate=generate))
+        problems += (layer_kind_problems(model, where="wafers") + layout.problems(model, phase="inference")
+                     + context_problems(model, prompt=prompt, generate=generate))
         return flag_problems(r, problems)
 
-    def training(self, w: WaferNumbers, model, *, precision, recompute, seq_len, global_batch, devices=None,
+    @property
+    def default_recompute(self) -> str:
+        """The activation checkpointing predict.training's recompute=None means on a wafer:
+        Cerebras' (workloads/wafer_training.CEREBRAS_RECOMPUTE, with its evidence)."""
+        from ..workloads.wafer_training import CEREBRAS_RECOMPUTE
+        return CEREBRAS_RECOMPUTE
+
+    def training(self, w: WaferNumbers, model, *, precision, recompute=None, seq_len, global_batch, devices=None,
                  **_) -> dict:
         from ..workloads.wafer_training import wafer_training
         layout = WaferLayout(systems=1.0 if devices is None else devices)  # data-parallel systems
-        r = wafer_training(w=w, model=model, devices=layout.systems, seq_len=seq_len,
-                           global_batch=global_batch, precision=precision, recompute=recompute)
+        r = wafer_training(w=w, model=model, devices=layout.systems, seq_len=seq_len, global_batch=global_batch,
+                           precision=precision, recompute=self.default_recompute if recompute is None else recompute)
         return flag_problems(r, layer_kind_problems(model, where="wafers") +
                              layout.problems(model, phase="training", global_batch=global_batch))
 

@@ -19,6 +19,14 @@ def expected_tokens_per_step(*, acceptance, draft_len):
     return np.where(a < 1.0, (1.0 - safe ** (k + 1.0)) / (1.0 - safe), k + 1.0)
 
 
+def per_token_s(*, draft_step_s, verify_step_s, draft_len, acceptance):
+    """Seconds per emitted token: k draft steps, then one target step verifying k+1
+    positions, over the E tokens it emits on average. Shared by every backend: each gives
+    its own draft step and its verify step (the target's step over k+1 rows per sequence)."""
+    k = np.asarray(draft_len, dtype=float)
+    return (k * draft_step_s + verify_step_s) / expected_tokens_per_step(acceptance=acceptance, draft_len=k)
+
+
 def time_per_token_s(*, batches, step_s, row_s, draft_step_s, draft_len, acceptance):
     """Seconds per emitted token at each batch of `batches` (ascending), speculating
     `draft_len` = k tokens at per-token `acceptance`: k draft steps, then one target step
@@ -28,5 +36,4 @@ def time_per_token_s(*, batches, step_s, row_s, draft_step_s, draft_len, accepta
     k = float(draft_len)
     rows_k = np.interp(batches * (k + 1.0), batches, row_s)
     verify = rows_k + (step_s - row_s)
-    e = float(expected_tokens_per_step(acceptance=acceptance, draft_len=k))
-    return (k * draft_step_s + verify) / e
+    return per_token_s(draft_step_s=draft_step_s, verify_step_s=verify, draft_len=k, acceptance=acceptance)

@@ -21,7 +21,9 @@ from ..primitives.mesh import mesh_gemv
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from ..units import DTYPE_BYTES
-from .wafer_layers import decode_layer, layer_memory_per_pe, prefill_layer
+from .wafer_layers import decode_layer, layer_memory_per_pe
+from .speculative import per_token_s
+from .wafer_pipeline import crossing_s, pipelined_prefill
 
 GRID_CHUNK = 64  # candidate grid sides evaluated together (bounds the search's memory)
 
@@ -48,12 +50,15 @@ def _lm_head_regions(model: ModelSpec, P, free_per_pe, w_bytes):
 
 
 def placement(w: WaferNumbers, model: ModelSpec, *, P, devices, batch, tokens, generated, w_bytes,
-              kv_bytes, mapping) -> dict:
-    """Per-PE memory of a layer region and whether all regions fit on `devices` wafers."""
+              kv_bytes, mapping, draft: ModelSpec | None = None) -> dict:
+    """Per-PE memory of a layer region and whether all regions fit on `devices` wafers
+    (with a speculative `draft` model's layers and lm_head in regions of the same side)."""
     mem = layer_memory_per_pe(w, model, P=P, batch=batch, tokens=tokens, generated=generated,
                               w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
     free = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes - mem["activation_bytes"]
     needed = model.n_layers + _lm_head_regions(model, P, free, w_bytes)
+    if draft is not None:
+        needed = needed + draft.n_layers + _lm_head_regions(draft, P, free, w_bytes)
     fits_pe = mem["total_bytes"] <= w.sram_per_pe_bytes
     fits_regions = (needed <= devices * regions(w, P)) & (P <= w.max_square_grid)
     return {"pe_bytes": mem["total_bytes"], "regions_needed": needed, "fits_pe": fits_pe,
@@ -78,17 +83,33 @@ def _best_grid(cost, candidates, shape):
     return best
 
 
+def _speculative_tpot(w, model, draft, *, P, batch, context, devices, draft_len, acceptance, mapping, clock):
+    """Seconds per emitted token with the draft on the same wafers (regions of side P)."""
+    def step_s(m, rows, crossings):
+        layer = decode_layer(w, m, P=P, batch=rows, context=context, mapping=mapping)
+        head = mesh_gemv(w, P=P, k=m.d_model, n=m.vocab_size, rows=rows, mapping=mapping)
+        return (m.n_layers * layer["cycles"] + head["cycles"]) / clock + crossings * crossing_s(
+            w, rows=rows, d_model=m.d_model)
+    k = np.asarray(draft_len, float)
+    return per_token_s(draft_step_s=step_s(draft, batch, 0.0), verify_step_s=step_s(model, batch * (k + 1.0),
+                       devices - 1.0), draft_len=k, acceptance=acceptance)
+
+
 def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt,
                     generate, weights: str, kv: str, pe_grid=None, prefill_pe_grid=None,
-                    mapping: str = "mesh", clock_hz=None) -> dict:
-    """Prefill + static-batch decode on `devices` CS systems. Sizes are ndarrays."""
+                    mapping: str = "mesh", clock_hz=None, draft: ModelSpec | None = None, draft_len=0.0,
+                    acceptance=1.0) -> dict:
+    """Prefill + static-batch decode on `devices` CS systems. Sizes are ndarrays. With a
+    `draft` model and draft_len k > 0, speculative decoding: the draft's layers have
+    regions on the same wafers (same side; its crossings between systems not counted), k
+    draft steps then one target step over k+1 rows per sequence (speculative.per_token_s)."""
     clock = clock_hz if clock_hz is not None else w.clock_hz
     w_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[kv]
     context = prompt + generate / 2.0  # mean decode context (steps are linear in it)
     shape = np.broadcast_shapes(np.broadcast(devices, batch, prompt, generate, 0.0 if pe_grid is None else pe_grid,
                                              0.0 if prefill_pe_grid is None else prefill_pe_grid).shape, w.shape)
     kw = dict(devices=devices, batch=batch, tokens=prompt + generate, generated=generate,
-              w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
+              w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping, draft=draft if np.any(draft_len > 0) else None)
 
     def decode_parts(P, b, c, w=w):  # one layer's decode step and the lm_head GEMV
         return (decode_layer(w, model, P=P, batch=b, context=c, mapping=mapping),
@@ -97,43 +118,40 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
     if pe_grid is None:
         cand = grid_candidates(w)
         ex = lambda a: np.expand_dims(np.asarray(a, dtype=float), -1)  # noqa: E731
-        kwc = {k: (v if isinstance(v, (float, str)) else ex(v)) for k, v in kw.items()}
+        kwc = {k: (v if v is None or isinstance(v, (float, str, ModelSpec)) else ex(v)) for k, v in kw.items()}
         wc = w.with_trailing_axis()  # knob arrays broadcast against the candidate axis
 
         def decode_cost(Pc):  # the whole decode step: every layer and the lm_head
             layer, head = decode_parts(Pc, ex(batch), ex(context), wc)
             return model.n_layers * layer["cycles"] + head["cycles"], placement(wc, model, P=Pc, **kwc)["fits"]
 
-        def prefill_cost(Pc):
-            pre = prefill_layer(wc, model, P=Pc, batch=ex(batch), prompt=ex(prompt), mapping=mapping)
-            return pre["cycles"], placement(wc, model, P=Pc, **kwc)["fits"]
-
         # Where nothing fits, report the largest grid (the closest to fitting) as infeasible.
         P_dec = np.nan_to_num(_best_grid(decode_cost, cand, shape), nan=cand[-1])
-        P_pre = np.nan_to_num(_best_grid(prefill_cost, cand, shape), nan=cand[-1])
     else:
         P_dec = np.asarray(pe_grid, dtype=float)
-        P_pre = P_dec if prefill_pe_grid is None else np.asarray(prefill_pe_grid, float)
+    # Prefill runs where the weights are: the decode regions, unless a prefill grid is given
+    # (WaferLLM re-lays the weights out between phases; that cost is not modelled).
+    P_pre = P_dec if prefill_pe_grid is None else np.asarray(prefill_pe_grid, float)
     P_dec = np.broadcast_to(P_dec, shape) * 1.0
     P_pre = np.broadcast_to(P_pre, shape) * 1.0
 
     layer, head = decode_parts(P_dec, batch, context)
-    pre = prefill_layer(w, model, P=P_pre, batch=batch, prompt=prompt, mapping=mapping)
+    pipe = pipelined_prefill(w, model, P=P_pre, batch=batch, prompt=prompt, devices=devices, mapping=mapping)
     place = placement(w, model, P=P_dec, **kw)
     place_pre = placement(w, model, P=P_pre, **kw)
 
-    # Crossing between systems: one activation row per sequence per crossing.
+    # Decode crosses each system boundary once per token: one activation row per sequence.
     crossings = devices - 1.0
-    act_bytes = model.d_model * 2.0
-    io_dec = crossings * (w.io_latency_s + batch * act_bytes / w.io_bytes_per_s)
-    io_pre = crossings * (w.io_latency_s + batch * prompt * act_bytes / w.io_bytes_per_s)
+    io_dec = crossings * crossing_s(w, rows=batch, d_model=model.d_model)
 
     L = model.n_layers
     dec_compute_s = (L * layer["compute_cycles"] + head["compute_cycles"]) / clock
     dec_reduce_s = (L * layer["reduce_cycles"] + head["comm_cycles"]) / clock
     tpot = dec_compute_s + dec_reduce_s + io_dec
-    pre_s = (L * pre["cycles"] + head["cycles"]) / clock
-    ttft = pre_s + io_pre
+    if kw["draft"] is not None:
+        tpot = _speculative_tpot(w, model, draft, P=P_dec, batch=batch, context=context, devices=devices,
+                                 draft_len=draft_len, acceptance=acceptance, mapping=mapping, clock=clock)
+    ttft = pipe["ttft_s"] + head["cycles"] / clock  # the last token's logits
     e2e = ttft + (generate - 1.0) * tpot
     out_tokens = batch * generate
 
@@ -156,43 +174,10 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
         "memory_capacity_bytes": w.sram_per_pe_bytes * w.program_pes + 0.0 * tpot,
         "fits": fits, "reason": reason, "bound": bound,
         "decode_compute_s": dec_compute_s, "decode_comm_s": dec_reduce_s, "decode_io_s": io_dec,
-        "prefill_io_s": io_pre,
+        "prefill_unpipelined_s": pipe["unpipelined_s"] + head["cycles"] / clock,
+        "prefill_compute_bound_s": pipe["compute_bound_s"], "prefill_chunk_tokens": pipe["chunk_tokens"],
         "pe_grid_decode": P_dec, "pe_grid_prefill": P_pre, "n_pes_used": pes_used,
         "pe_memory_used_bytes": place["pe_bytes"],
         "n_hops_per_token": L * layer["hops"],
         "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot,
     }
-
-
-def wafer_max_batch(*, w: WaferNumbers, model: ModelSpec, devices, prompt, generate,
-                    weights: str, kv: str, pe_grid=None, mapping: str = "mesh", **_) -> np.ndarray:
-    """Largest batch whose layer regions fit: per-PE bytes are linear in the batch, so for
-    each grid side the bound is closed form, and so is the bound from the lm_head, whose
-    regions have fewer free bytes per PE as the activations grow with the batch; the
-    best grid side is taken (0: none fits)."""
-    shape = np.broadcast_shapes(np.broadcast(devices, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape,
-                                w.shape)
-    cand = grid_candidates(w) if pe_grid is None else np.atleast_1d(np.asarray(pe_grid, float))
-    P = cand.reshape((1,) * len(shape) + (-1,)) if pe_grid is None else np.expand_dims(
-        np.broadcast_to(np.asarray(pe_grid, float), shape), -1)
-    ex = lambda a: np.expand_dims(np.broadcast_to(np.asarray(a, float), shape), -1)  # noqa: E731
-    w = w.with_trailing_axis()  # knob arrays broadcast against the candidate axis
-    kw = dict(P=P, tokens=ex(prompt + generate), generated=ex(generate), w_bytes=DTYPE_BYTES[weights],
-              kv_bytes=DTYPE_BYTES[kv], mapping=mapping)
-    one = layer_memory_per_pe(w, model, batch=1.0, **kw)
-    zero = layer_memory_per_pe(w, model, batch=0.0, **kw)
-    per_seq = one["total_bytes"] - zero["total_bytes"]
-    b_pe = np.floor((w.sram_per_pe_bytes - zero["total_bytes"]) / per_seq)
-    # The lm_head takes the regions the layers leave: ceil(head / (P² free)) <= spare holds
-    # while free >= head / (spare P²), and free = SRAM - reserve - batch x activations.
-    spare = ex(devices) * regions(w, P) - model.n_layers
-    act_per_seq = one["activation_bytes"] - zero["activation_bytes"]
-    free_needed = _lm_head_bytes(model, DTYPE_BYTES[weights]) / (np.maximum(spare, 1.0) * P * P)
-    b_head = np.where(spare >= 1.0, np.floor((w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes
-                                              - free_needed) / act_per_seq), 0.0)
-    b = np.maximum(np.minimum(b_pe, b_head), 0.0)
-    # The closed forms can land one past the boundary by rounding: check and step back.
-    ok = placement(w, model, P=P, devices=ex(devices), batch=np.maximum(b, 1.0), tokens=ex(prompt + generate),
-                   generated=ex(generate), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv],
-                   mapping=mapping)["fits"]
-    return np.max(np.where(ok, b, np.maximum(b - 1.0, 0.0)), axis=-1)

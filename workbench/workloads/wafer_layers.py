@@ -68,8 +68,10 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
     return _mean_layer(model, one_kind)
 
 
-def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mapping="mesh") -> dict:
-    """Cycles of one layer's prefill of `batch` x `prompt` tokens with MeshGEMM."""
+def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mapping="mesh", context=None) -> dict:
+    """Cycles of one layer's prefill of `batch` x `prompt` tokens with MeshGEMM. `context`
+    (default `prompt`): the keys each of these tokens attends to, when they are a chunk of
+    a longer prompt whose earlier chunks are already in the KV cache."""
     H, h, hv = model.n_heads, model.head_dim, model.v_dim
     M = batch * prompt
     g = dict(P=P, mapping=mapping)
@@ -78,7 +80,8 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
     # sub-grid of P/sqrt(batch) (the whole grid for one sequence, as WaferLLM measured).
     Pa = np.maximum(np.floor(P / np.sqrt(batch)), 1.0)
     ga = dict(P=Pa, mapping=mapping)
-    att = [mesh_gemm(w, m=prompt, k=H * h, n=prompt, **ga), mesh_gemm(w, m=prompt, k=prompt, n=H * hv, **ga)]
+    keys = prompt if context is None else context
+    att = [mesh_gemm(w, m=prompt, k=H * h, n=keys, **ga), mesh_gemm(w, m=prompt, k=keys, n=H * hv, **ga)]
     rows = tiles(M, P)
     reductions = [line_allreduce(w, P=P, nbytes=rows * REDUCE_BYTES, mapping=mapping) for _ in range(2)]
     reductions += [line_allreduce(w, P=P, nbytes=batch * tiles(prompt, P) * REDUCE_BYTES, mapping=mapping)
@@ -89,7 +92,7 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
                  (ops.active_shape(mm, model.n_active_experts) for mm in ops.layer_matmuls(model, moe=moe))]
         local = elementwise_cycles(w, n=rows * (6 * tiles(model.d_model, P) + 2 * tiles(ops.qk_width(model), P)
                                                 + 2 * tiles(ops.mlp_width(model, moe=moe), P))
-                                   + batch * tiles(prompt, P) * tiles(prompt, P) * 3)
+                                   + batch * tiles(prompt, P) * tiles(keys, P) * 3)
         compute = _sum(gemms, "compute_cycles") + _sum(att, "compute_cycles") + local
         gemm_cycles = _sum(gemms, "cycles") + _sum(att, "cycles")
         comm = _sum(reductions, "cycles")

@@ -1,0 +1,121 @@
+"""What fits on wafers with every layer resident (placement "regions"): the largest batch,
+the longest generation the KV cache allows, and the fewest systems that hold the model.
+
+Per-PE bytes of a layer region are linear in the batch and in the tokens held (weights +
+KV + activations + reserve, wafer_layers.layer_memory_per_pe), so each bound is closed
+form per grid side P and then checked against the placement itself (rounding can land one
+past the boundary); the candidates are every integer side along a trailing axis.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives.hardware_numbers import WaferNumbers
+from ..specs import ModelSpec
+from ..units import DTYPE_BYTES
+from .wafer_inference import _lm_head_bytes, grid_candidates, placement, regions
+from .wafer_layers import layer_memory_per_pe
+
+MAX_SYSTEMS = 4096.0  # devices="min" reports NaN (not fits) beyond this
+
+
+def _candidate_axis(w: WaferNumbers, shape, pe_grid):
+    """Grid sides along a trailing axis (every side, or the one given) and the wafer numbers
+    broadcast against it."""
+    if pe_grid is None:
+        P = grid_candidates(w).reshape((1,) * len(shape) + (-1,))
+    else:
+        P = np.expand_dims(np.broadcast_to(np.asarray(pe_grid, float), shape), -1)
+    return P, w.with_trailing_axis()
+
+
+def _ex(shape):
+    return lambda a: np.expand_dims(np.broadcast_to(np.asarray(a, float), shape), -1)  # noqa: E731
+
+
+def wafer_max_batch(*, w: WaferNumbers, model: ModelSpec, devices, prompt, generate,
+                    weights: str, kv: str, pe_grid=None, mapping: str = "mesh", draft: ModelSpec | None = None,
+                    **_) -> np.ndarray:
+    """Largest batch whose layer regions fit: per-PE bytes are linear in the batch, so for
+    each grid side the bound is closed form, and so is the bound from the lm_head, whose
+    regions have fewer free bytes per PE as the activations grow with the batch; the
+    best grid side is taken (0: none fits)."""
+    shape = np.broadcast_shapes(np.broadcast(devices, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape,
+                                w.shape)
+    P, w = _candidate_axis(w, shape, pe_grid)  # knob arrays broadcast against the candidate axis
+    ex = _ex(shape)
+    kw = dict(P=P, tokens=ex(prompt + generate), generated=ex(generate), w_bytes=DTYPE_BYTES[weights],
+              kv_bytes=DTYPE_BYTES[kv], mapping=mapping)
+    one = layer_memory_per_pe(w, model, batch=1.0, **kw)
+    zero = layer_memory_per_pe(w, model, batch=0.0, **kw)
+    per_seq = one["total_bytes"] - zero["total_bytes"]
+    b_pe = np.floor((w.sram_per_pe_bytes - zero["total_bytes"]) / per_seq)
+    # The lm_head takes the regions the layers leave: ceil(head / (P² free)) <= spare holds
+    # while free >= head / (spare P²), and free = SRAM - reserve - batch x activations.
+    spare = ex(devices) * regions(w, P) - model.n_layers - (0 if draft is None else draft.n_layers)
+    act_per_seq = one["activation_bytes"] - zero["activation_bytes"]
+    free_needed = _lm_head_bytes(model, DTYPE_BYTES[weights]) / (np.maximum(spare, 1.0) * P * P)
+    b_head = np.where(spare >= 1.0, np.floor((w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes
+                                              - free_needed) / act_per_seq), 0.0)
+    b = np.maximum(np.minimum(b_pe, b_head), 0.0)
+    # The closed forms can land one past the boundary by rounding: check and step back.
+    ok = placement(w, model, P=P, devices=ex(devices), batch=np.maximum(b, 1.0), tokens=ex(prompt + generate),
+                   generated=ex(generate), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv],
+                   mapping=mapping, draft=draft)["fits"]
+    return np.max(np.where(ok, b, np.maximum(b - 1.0, 0.0)), axis=-1)
+
+
+def wafer_min_devices(*, w: WaferNumbers, model: ModelSpec, batch, prompt, generate, weights: str, kv: str,
+                      pe_grid=None, mapping: str = "mesh", draft: ModelSpec | None = None, **_) -> np.ndarray:
+    """The fewest systems whose layer regions hold the model (devices="min"): for each grid
+    side whose region holds a layer (weights, KV, activations within a PE's SRAM), the
+    systems needed are ceil(regions needed / regions per wafer); the smallest over the
+    sides. NaN where no side holds a layer (a layer larger than a wafer's largest square
+    region, e.g. a MoE layer with every expert resident: spreading one layer over several
+    wafers is not modelled)."""
+    shape = np.broadcast_shapes(np.broadcast(batch, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape,
+                                w.shape)
+    P, wc = _candidate_axis(w, shape, pe_grid)
+    ex = _ex(shape)
+    place = placement(wc, model, P=P, devices=1.0, batch=ex(batch), tokens=ex(prompt + generate),
+                      generated=ex(generate), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv], mapping=mapping,
+                      draft=draft)
+    per_wafer = regions(wc, P)
+    ok = place["fits_pe"] & (P <= wc.max_square_grid) & (per_wafer >= 1)
+    need = np.where(ok, np.ceil(place["regions_needed"] / np.maximum(per_wafer, 1.0)), np.inf)
+    d = np.min(need, axis=-1)
+    return np.where(d <= MAX_SYSTEMS, d, np.nan)
+
+
+def wafer_max_generate(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt, weights: str, kv: str,
+                       pe_grid=None, mapping: str = "mesh", draft: ModelSpec | None = None,
+                       **_) -> tuple[np.ndarray, np.ndarray]:
+    """The longest generation the KV cache allows (generate="max") and the grid side that
+    allows it: per side, per-PE bytes are linear in the tokens generated (shift-based KV,
+    mesh: over all P² PEs; concat-based, gpu_style: generated tokens on one line of P PEs,
+    wafer_layers.layer_memory_per_pe), so the bound is closed form; the side with the
+    longest generation whose regions fit on `devices` systems is taken. Capped at the
+    model's max_seq_len - prompt (a sliding-window KV stops growing). 0 where none fits."""
+    shape = np.broadcast_shapes(np.broadcast(devices, batch, prompt, 0.0 if pe_grid is None else pe_grid).shape,
+                                w.shape)
+    P, wc = _candidate_axis(w, shape, pe_grid)
+    ex = _ex(shape)
+    kw = dict(P=P, batch=ex(batch), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv], mapping=mapping)
+    cap = float(model.max_seq_len) - ex(prompt)
+    zero = layer_memory_per_pe(wc, model, tokens=ex(prompt), generated=0.0, **kw)["total_bytes"]
+    one = layer_memory_per_pe(wc, model, tokens=ex(prompt) + 1.0, generated=1.0, **kw)["total_bytes"]
+    slope = one - zero
+    room = wc.sram_per_pe_bytes - zero
+    g = np.where(slope > 0, np.floor(room / np.where(slope > 0, slope, 1.0)), cap)
+    g = np.clip(np.minimum(g, cap), 0.0, None)
+
+    def fits(gen):
+        return placement(wc, model, P=P, devices=ex(devices), batch=ex(batch), tokens=ex(prompt) + gen,
+                         generated=gen, w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv],
+                         mapping=mapping, draft=draft)["fits"]
+    g = np.where(fits(np.maximum(g, 1.0)), g, np.maximum(g - 1.0, 0.0))  # rounding: one step back
+    g = np.where(fits(np.maximum(g, 1.0)), g, 0.0)
+    best = np.argmax(g, axis=-1)[..., None]
+    gen = np.take_along_axis(g, best, axis=-1)[..., 0]
+    side = np.take_along_axis(np.broadcast_to(P, g.shape), best, axis=-1)[..., 0]
+    return gen, side

@@ -1,0 +1,79 @@
+"""Prefill as a pipeline over the layer regions of one or more wafers.
+
+With every layer resident in its own P x P region (placement "regions"), the layers are
+stages of a pipeline: the prompt is cut into chunks of c tokens and region j works on
+chunk i while region j+1 works on chunk i-1, so all regions compute at once. Time to first
+token is then not the sum over layers of a whole-prompt pass (each region idle while the
+others work) but a pipeline's makespan. The stages are the L layer regions and, between
+systems, the crossings of the system I/O (a chunk's activations, batch x c x d_model x 2 B,
+plus the crossing latency).
+
+For a flow shop whose every stage takes the same time p_i for chunk i (the layers are
+alike), the makespan is sum_i p_i + (L - 1) max_i p_i; chunk i's attention reads the i·c
+keys before it, so p_i grows with i and the last chunk is the slowest. With crossings as
+extra stages of time x, the bottleneck of chunk i is max(p_i, x):
+
+    TTFT ~ (n - 1) max(p_mean, x) + L p_last + (devices - 1) x
+
+with p_mean the stage time at the mean key count ((prompt + c) / 2) and p_last at the full
+prompt. tests/workloads/test_wafer_pipeline.py checks it against a simulation of the flow
+shop chunk by chunk. Small chunks fill the pipeline sooner but run the MeshGEMMs on few
+rows (a shift step costs the same for 16 rows as for 512); the chunk size is chosen per
+point among CHUNK_TOKENS (and the whole prompt) for the smallest TTFT.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives.hardware_numbers import WaferNumbers
+from ..specs import ModelSpec
+from .wafer_layers import decode_layer, prefill_layer
+
+CHUNK_TOKENS = tuple(2.0 ** np.arange(0, 15))  # 1 .. 16384 tokens per chunk
+ACT_BYTES = 2.0  # 16-bit activations cross the system I/O
+
+
+def crossing_s(w: WaferNumbers, *, rows, d_model):
+    """One crossing of the system boundary by `rows` activation rows of `d_model`."""
+    return w.io_latency_s + rows * d_model * ACT_BYTES / w.io_bytes_per_s
+
+
+def chunk_layer_s(w: WaferNumbers, model: ModelSpec, *, P, batch, chunk, context, mapping="mesh"):
+    """Seconds for one layer region to run a chunk of `chunk` tokens of `batch` sequences
+    attending to `context` keys: with MeshGEMM (prefill kernel, P shift steps whatever the
+    rows) or as a GEMV per row (the decode kernel on batch x chunk rows), whichever is
+    faster for the shape. Both are WaferLLM's kernels as calibrated (calibrate/wafer_fit.py);
+    few rows favour the GEMV form, whose cost is proportional to the rows."""
+    gemm = prefill_layer(w, model, P=P, batch=batch, prompt=chunk, context=context, mapping=mapping)["cycles"]
+    gemv = decode_layer(w, model, P=P, batch=batch * chunk, context=context, mapping=mapping)["cycles"]
+    return np.minimum(gemm, gemv) / w.clock_hz
+
+
+def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, devices, mapping="mesh") -> dict:
+    """Seconds from the prompt entering the first layer region to its last token leaving
+    the last one, pipelined over chunks (the lm_head and request overheads are not in it).
+    Also the unpipelined time (each layer's whole-prompt pass in turn, as before) and the
+    compute bound (all prefill FLOPs at the peak of every PE holding a layer)."""
+    shape = np.broadcast_shapes(np.shape(P), np.shape(batch), np.shape(prompt), np.shape(devices), w.shape)
+    ex = lambda a: np.expand_dims(np.broadcast_to(np.asarray(a, float), shape), -1)  # noqa: E731
+    wc = w.with_trailing_axis()
+    prompt_c = ex(prompt)
+    c = np.minimum(np.asarray(CHUNK_TOKENS + (np.inf,)), prompt_c)  # the last candidate: the whole prompt
+    n = np.ceil(prompt_c / c)
+    p_mean = chunk_layer_s(wc, model, P=ex(P), batch=ex(batch), chunk=c, context=(prompt_c + c) / 2.0,
+                           mapping=mapping)
+    p_last = chunk_layer_s(wc, model, P=ex(P), batch=ex(batch), chunk=c, context=prompt_c, mapping=mapping)
+    crossings = ex(devices) - 1.0
+    x = crossing_s(wc, rows=ex(batch) * c, d_model=model.d_model) * (crossings > 0)
+    L = model.n_layers
+    ttft = (n - 1.0) * np.maximum(p_mean, x) + L * p_last + crossings * x
+    best = np.argmin(ttft, axis=-1)[..., None]
+    pick = lambda a: np.take_along_axis(np.broadcast_to(a, ttft.shape), best, axis=-1)[..., 0]  # noqa: E731
+    whole = prefill_layer(w, model, P=P, batch=batch, prompt=prompt, mapping=mapping)
+    unpipelined = L * whole["cycles"] / w.clock_hz + (np.asarray(devices, float) - 1.0) * crossing_s(
+        w, rows=np.asarray(batch, float) * prompt, d_model=model.d_model)
+    pes = L * np.asarray(P, float) ** 2
+    bound = L * whole["flops"] / (pes * 2.0 * w.fmas_per_cycle("fp16") * w.clock_hz)
+    return {"ttft_s": pick(ttft), "chunk_tokens": pick(c), "n_chunks": pick(n),
+            "unpipelined_s": unpipelined, "compute_bound_s": bound,
+            "bottleneck_is_io": pick(x > p_mean) & (pick(n) > 1)}
