@@ -32,7 +32,7 @@ def _api(hw, **controls):
                   weights=s["weights"], activations=None if s["activations"] == "auto" else s["activations"],
                   kv=None if s["kv"] == "auto" else s["kv"])
     if hw in explore.WAFERS:
-        return add_costs(predict.inference(hardware=hw, devices=s["systems"], **common))
+        return add_costs(predict.inference(hardware=hw, devices=explore.state.wafer_devices(s["systems"]), **common))
     return add_costs(predict.inference(hardware=hw, tp=s["tp"], pp=s["pp"], **common))
 
 

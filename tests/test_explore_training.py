@@ -123,23 +123,29 @@ def test_gpu_step_parts_add_up_to_the_step_time():
 
 def test_wafer_step_parts_add_up_and_streaming_is_hidden_at_most_in_full():
     """A wafer layer takes max(compute, I/O): the step is the compute (forward, backward,
-    the recomputed forward) plus the I/O compute does not hide, which is >= 0 and at most
-    all the I/O. Backward is twice the forward; full recompute adds one forward. A dense
-    model hides its weight streaming; an MoE one (every expert streamed) does not."""
+    the recomputed blocks) plus the I/O compute does not hide (>= 0, at most all the I/O),
+    the optimizer update MemoryX does not hide and the fixed cost per step
+    (workloads/wafer_training.py). Backward is twice the forward; full recompute adds the
+    blocks' forward again (not the LM head's). A dense model hides its weight streaming; an
+    MoE one (every expert streamed) does not. The bars of the page are these parts."""
     for model, recompute, exposed in (("llama_3_1_70b", "full", False), ("llama_3_8b", "selective", False),
                                       ("mixtral_8x7b", "selective", True), ("deepseek_v3", "full", True)):
         ds = explore.compute_training(dict(hardware=["cs3", "cs2"], model=model, recompute=recompute, systems=2,
                                            **FITS_ON_WAFERS))
-        parts = ds.forward_s + ds.backward_s + ds.recompute_s + ds.weight_streaming_exposed_s
+        parts = sum(ds[p] for p in explore.training.PARTS if p in ds and p != "weight_streaming_exposed_s"
+                    and p not in ("pipeline_bubble_s", "dp_comm_exposed_s", "pp_send_recv_s",
+                                  "overlap_contention_s")) + ds.weight_streaming_exposed_s
         np.testing.assert_allclose(parts.values, ds.step_time_s.values, rtol=1e-12)
         assert (ds.weight_streaming_exposed_s >= 0).all()
         assert (ds.weight_streaming_exposed_s <= ds.weight_streaming_io_s).all()
-        assert bool((ds.weight_streaming_exposed_s > 0).all()) == exposed, model
-        assert ((ds.bound == "weight_streaming_io") == (ds.weight_streaming_exposed_s > 0)).all()
+        assert bool((ds.weight_streaming_exposed_s > 1e-9 * ds.step_time_s).all()) == exposed, model
         np.testing.assert_allclose(ds.backward_s.values, 2 * ds.forward_s.values, rtol=1e-12)
-        want = ds.forward_s if recompute == "full" else 0 * ds.forward_s
-        np.testing.assert_allclose(ds.recompute_s.values, want.values, rtol=1e-12)
-        for p in ("pipeline_bubble_s", "dp_comm_exposed_s", "optimizer_s"):  # reported, and zero on wafers
+        if recompute == "full":
+            assert ((ds.recompute_s > 0.9 * ds.forward_s) & (ds.recompute_s <= ds.forward_s)).all()
+        else:
+            assert (ds.recompute_s == 0).all()
+        assert (ds.step_fixed_s > 0).all() and (ds.optimizer_s >= 0).all()
+        for p in ("pipeline_bubble_s", "dp_comm_exposed_s"):  # reported, and zero on wafers
             assert (ds[p] == 0).all(), p
 
 

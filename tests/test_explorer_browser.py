@@ -103,7 +103,7 @@ def _expected(batch: int) -> dict:
     common = dict(model=s["model"], batch=batch, prompt=s["prompt"], generate=s["generate"], weights=s["weights"])
     out = {}
     for hw in s["hardware"]:
-        kw = dict(devices=s["systems"]) if hw in explore.WAFERS else dict(tp=s["tp"], pp=s["pp"])
+        kw = dict(devices=explore.state.wafer_devices(s["systems"])) if hw in explore.WAFERS else dict(tp=s["tp"], pp=s["pp"])
         ds = add_costs(predict.inference(hardware=hw, **kw, **common))
         out[hw] = {v: float(ds[v]) for v in SHOWN}
     return out

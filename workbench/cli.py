@@ -31,7 +31,7 @@ from .errors import SHOWN_CHARS, InputError, brief
 from .specs import list_hardware, list_models
 
 KINDS = ("inference", "training", "serving", "disaggregated", "gemm", "attention", "collective")
-WORDS = {"batch": ("max",)}  # words a numeric argument also takes
+WORDS = {"batch": ("max",), "generate": ("max",), "devices": ("min",)}  # words a numeric argument also takes
 MODEL_KNOBS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "d_ff_expert",
                "n_experts", "top_k", "vocab_size")  # used until workbench.specs.MODEL_KNOBS exists
 OVERRIDES = ("hardware_overrides", "model_overrides")

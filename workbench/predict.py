@@ -150,7 +150,8 @@ def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", frame
     """Time and achieved FLOP/s of C[m,n] = A[m,k] @ B[k,n] in `dtype` (inputs and output
     in that dtype, as cuBLASLt benchmarks run them). On a wafer (wse2, wse3, cs2, cs3) it
     runs on a pe_grid x pe_grid region (default: the largest square), as MeshGEMV when
-    m == 1 and MeshGEMM otherwise, with `mapping` "mesh" or "gpu_style". `framework` (trtllm, vllm, sglang; `workbench list frameworks HW`) selects the
+    m == 1 and MeshGEMM otherwise, with `mapping` "mesh", "gpu_style", "t10" or "ladder"
+    (primitives/mesh.MAPPINGS). `framework` (trtllm, vllm, sglang; `workbench list frameworks HW`) selects the
     measured kernel tables of that serving framework; None: the GPU's default_framework;
     "none": the spec's analytical efficiencies."""
     hw_axis, specs = _hardware_axis(hardware)
@@ -235,7 +236,8 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     data-parallel replicas. Wafer-scale systems (cs2, cs3, or a bare wse2/wse3 as one
     system; workloads/wafer_inference.py): `devices` is the number of systems the model is
     pipelined across, `pe_grid` the side of each layer's PE region (default: the fastest
-    that fits), `mapping` "mesh" (WaferLLM) or "gpu_style", and `placement` "regions"
+    that fits), `mapping` "mesh" (WaferLLM), "gpu_style", or WaferLLM's two compiler
+    baselines "t10" and "ladder" (primitives/mesh.py), and `placement` "regions"
     (weights resident, a region per layer) or "streaming" (whole wafer per layer, weights
     streamed from MemoryX; devices are replicas); tp and pp must be 1. With "regions" the
     prompt is prefilled as a pipeline of chunks through the layer regions
@@ -327,24 +329,43 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
 
 
 def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, seq_len=2048, global_batch=512,
-             micro_batch=1, precision="bf16", zero=None, recompute="none", virtual_stages=1, attention="flash2",
+             micro_batch=1, precision="bf16", zero=None, recompute=None, virtual_stages=1, attention="flash2",
              framework="none", hardware_overrides=None, model_overrides=None):
     """One training step (workloads/training.py for GPUs, workloads/wafer_training.py for
     CS systems with weight streaming). `global_batch` is in sequences; `devices` defaults
     to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp). `zero` is
     the ZeRO stage on GPUs (None: 1). `attention` names the GPU flash-attention kernel
-    generation (primitives/attention.ATTENTION_KERNELS). A layout that cannot run is a
-    point with fits=False and its reason (a seq_len beyond the model's max_seq_len is not:
-    a training run sets its own context, layout.context_problems); GPU layout arguments
-    (zero included) and a precision other than bf16 given for a wafer are an error (the
-    wafer would ignore them). `framework` (default "none": the analytical efficiencies the
-    training rows are calibrated with) may name a serving framework's kernel tables for
-    the GEMMs, attention ("framework" kernel) and collectives."""
+    generation (primitives/attention.ATTENTION_KERNELS). `recompute` is the activation
+    checkpointing, "none", "selective" or "full"; None (the default) is each hardware's
+    own: "none" on GPUs, "full" on CS systems (Cerebras' compiler keeps each block's input
+    and recomputes the block; the evidence is in workloads/wafer_training.py), reported as
+    the `recompute` coordinate (or variable, when the hardware given differ). A layout that
+    cannot run is a point with fits=False and its reason (a seq_len beyond the model's
+    max_seq_len is not: a training run sets its own context, layout.context_problems); GPU
+    layout arguments (zero and micro_batch included) and a precision other than bf16 given
+    for a wafer are an error (the wafer would ignore them). `framework` (default "none":
+    the analytical efficiencies the training rows are calibrated with) may name a serving
+    framework's kernel tables for the GEMMs, attention ("framework" kernel) and collectives.
+
+    On CS systems (weight streaming, data parallel over `devices`): each system runs its
+    share of the batch in the fewest equal micro-batches whose checkpoints fit in the
+    wafer's SRAM (modelzoo micro_batch_size "auto"), streaming every layer's weights in
+    from MemoryX per micro-batch at min(io_bytes_per_s, weight_store_bandwidth_bytes_per_s)
+    under the layer's compute; the optimizer runs in MemoryX under the backward pass
+    (`optimizer_update_s`, exposed part `optimizer_s`); a step also costs `step_fixed_s`
+    whatever its batch (a system knob, fitted on the CS-2 GPT-3 590M rows C181/C182). The
+    step is forward_s + backward_s + recompute_s + weight_streaming_exposed_s +
+    optimizer_s + step_fixed_s; `micro_batch`, `n_micro_batches` and `pe_grid` report
+    the layout chosen."""
     from .workloads.training import PRECISIONS, RECOMPUTE
     hw_axis, specs = _hardware_axis(hardware)
     framework = _check_framework(framework, specs, default="none")
     check_choice("precision", values_of(precision), PRECISIONS)
-    check_choice("recompute", values_of(recompute), RECOMPUTE)
+    defaults = {name: getattr(backend_for(spec), "default_recompute", "none") for name, spec in specs.items()}
+    if recompute is None and len(set(defaults.values())) == 1:
+        recompute = next(iter(defaults.values()))  # one default for all the hardware given: a coordinate
+    if recompute is not None:
+        check_choice("recompute", values_of(recompute), RECOMPUTE)
     check_choice("attention", values_of(attention), ATTENTION_KERNELS)
     if zero is not None:
         check_choice("zero", values_of(zero), (0, 1, 2, 3))
@@ -370,7 +391,13 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
                    "precision": as_axis("precision", precision), "zero": as_axis("zero", zero),
                    "recompute": as_axis("recompute", recompute), "attention": as_axis("attention", attention),
                    "framework": as_axis("framework", framework)}
-    return evaluate(_dispatch("training", specs, knob_axes, models), categorical=categorical,
+    dispatch = _dispatch("training", specs, knob_axes, models)
+
+    def own_default(hardware, recompute=None, **point):  # hardware with different defaults: reported per point
+        out = dispatch(hardware=hardware, recompute=defaults[hardware], **point)
+        out["recompute"] = np.array(defaults[hardware], dtype=object)
+        return out
+    return evaluate(dispatch if recompute is not None else own_default, categorical=categorical,
                     numeric={**numeric, **knob_axes}, attrs={"function": "predict.training"})
 
 

@@ -25,6 +25,16 @@ def _check_slos(*, ttft_slo, tpot_slo, quantile, **sizes) -> None:
     check_range("quantile", quantile, low=0.0, high=1.0, open_low=True, open_high=True, allowed="a number in (0, 1)")
 
 
+def _min_systems(*, hardware, model, devices, prompt, generate, weights, kv, hardware_overrides) -> int:
+    """devices="min" resolved once for a serving instance: the fewest systems that hold the
+    model at batch 1 (predict.inference's rule; GPUs refuse it there by name)."""
+    ds = inference(hardware=hardware, model=model, devices=devices, batch=1, prompt=prompt, generate=generate,
+                   weights=weights, kv=kv, hardware_overrides=hardware_overrides)
+    if not bool(ds.fits):
+        raise InputError(f"devices='min' is not allowed for {model!r} on {hardware!r}: {ds.reason.item()}")
+    return int(ds.devices)
+
+
 BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step time is tabulated at
 
 
@@ -123,6 +133,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     _check_one("serving", hardware=hardware, model=model, devices=devices, tp=tp, pp=pp, prompt=prompt,
                generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights, kv=kv,
                acceptance=acceptance, draft_len=draft_len, draft_model=draft_model)
+    if isinstance(devices, str):  # devices="min" on a wafer: the fewest systems that hold the model
+        devices = _min_systems(hardware=hardware, model=model, devices=devices, prompt=prompt, generate=generate,
+                               weights=weights, kv=kv, hardware_overrides=hardware_overrides)
     _check_slos(tp=tp, pp=pp, devices=devices, prompt=prompt, generate=generate, ttft_slo=ttft_slo,
                 tpot_slo=tpot_slo, quantile=quantile)
     check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")

@@ -340,6 +340,13 @@ def _calls():
         ("mesh_gemv_gpu", lambda P: mesh_gemv(WSE3, P=P, k=4096, n=14336, mapping="gpu_style")),
         ("mesh_gemm", lambda P: mesh_gemm(WSE2, P=P, m=2048, k=4096, n=4096)),
         ("mesh_gemm_gpu", lambda P: mesh_gemm(WSE2, P=P, m=2048, k=4096, n=4096, mapping="gpu_style")),
+        ("line_allreduce_t10", lambda P: line_allreduce(WSE2, P=P, nbytes=96.0, mapping="t10")),
+        ("line_allreduce_ladder", lambda P: line_allreduce(WSE2, P=P, nbytes=96.0, mapping="ladder")),
+        ("mesh_gemv_t10", lambda P: mesh_gemv(WSE3, P=P, k=4096, n=14336, mapping="t10")),
+        ("mesh_gemm_t10", lambda P: mesh_gemm(WSE2, P=P, m=2048, k=4096, n=4096, mapping="t10")),
+        ("mesh_gemm_ladder", lambda P: mesh_gemm(WSE2, P=P, m=2048, k=4096, n=4096, mapping="ladder")),
+        ("kv_ladder", lambda P: {"k": kv_capacity_tokens(free_bytes_per_pe=30000.0, P=P,
+                                                         kv_bytes_per_token_per_layer=2048.0, mapping="ladder")}),
         ("kv_shift", lambda P: {"k": kv_capacity_tokens(free_bytes_per_pe=30000.0, P=P,
                                                         kv_bytes_per_token_per_layer=2048.0)}),
         ("kv_concat", lambda P: {"k": kv_capacity_tokens(free_bytes_per_pe=30000.0, P=P,
@@ -382,3 +389,166 @@ def test_a_dataarray_P_broadcasts_by_name_against_a_dataarray_size():
     assert set(r["cycles"].dims) == {"pe_grid", "nbytes"}
     gm = mesh_gemm(WSE2, P=P, m=k, k=4096.0, n=4096.0)
     assert set(gm["cycles"].dims) == {"pe_grid", "k"}
+
+
+# ---- WaferLLM's compiler baselines: T10 and Ladder (He et al., OSDI'25 §7) ----------------------
+# Closed forms from the mechanism each docstring quotes, with the spec's alpha (hop_cycles),
+# beta (stage_cycles), c (map_call_cycles), the 4 B/cycle link, and mesh.RELAY_BYTES_PER_CYCLE
+# (fitted on one row, C031; see tests/workloads/test_wafer_baselines.py).
+ALPHA, BETA, C, LINK, RELAY = (WSE2.hop_cycles, WSE2.stage_cycles, WSE2.map_call_cycles,
+                               WSE2.link_bytes_per_cycle, mesh.RELAY_BYTES_PER_CYCLE)
+
+
+def test_the_four_mappings_and_an_unknown_one_is_an_error():
+    from workbench.errors import InputError
+    assert mesh.MAPPINGS == ("mesh", "gpu_style", "t10", "ladder")
+    for call in (lambda: line_allreduce(WSE2, P=8.0, nbytes=4.0, mapping="cannon"),
+                 lambda: mesh_gemv(WSE2, P=8.0, k=64, n=64, mapping="cannon"),
+                 lambda: mesh_gemm(WSE2, P=8.0, m=64, k=64, n=64, mapping="T10"),
+                 lambda: kv_capacity_tokens(free_bytes_per_pe=1.0, P=8.0, kv_bytes_per_token_per_layer=1.0,
+                                            mapping="summa")):
+        with pytest.raises(InputError, match="mapping"):
+            call()
+
+
+@pytest.mark.parametrize("P", PS)
+@pytest.mark.parametrize("nbytes", [4.0, 96.0, 2048.0])
+def test_t10_allreduce_closed_form(P, nbytes):
+    """Neighbour shifts to one end of the line and back: 2(P-1) one-hop shifts, each one hop
+    and one @map-driven step, P-1 adds, the message streamed once per leg; no routing stage
+    (no beta: no wrap-around, neighbour routes only)."""
+    r = line_allreduce(WSE2, P=float(P), nbytes=nbytes, mapping="t10")
+    assert r["hops"] == 2 * (P - 1) and r["stages"] == 0
+    expected = 2 * (P - 1) * (ALPHA + C) + (P - 1) * _add(WSE2, nbytes) + (2 * nbytes / LINK if P > 1 else 0.0)
+    assert r["cycles"] == pytest.approx(expected, rel=1e-12)
+    assert r["colors"] == (2 if P > 1 else 0)
+
+
+def test_t10_allreduce_pays_no_routing_stage():
+    # beta does not enter: the same cycles with stage_cycles 0 or 1000.
+    import dataclasses
+    P = np.arange(1, 760, dtype=float)
+    for beta in (0.0, 1000.0):
+        w = dataclasses.replace(WSE2, stage_cycles=beta)
+        np.testing.assert_array_equal(line_allreduce(w, P=P, nbytes=96.0, mapping="t10")["cycles"],
+                                      line_allreduce(WSE2, P=P, nbytes=96.0, mapping="t10")["cycles"])
+
+
+@pytest.mark.parametrize("P", PS)
+@pytest.mark.parametrize("nbytes", [4.0, 96.0, 2048.0])
+def test_ladder_ring_allreduce_closed_form(P, nbytes):
+    """WaferLLM §6.1 (2), ring allreduce, O[(2 alpha + beta) N]: 2(P-1) steps, each a chunk of
+    ceil(n/P) partial sums two hops with one software stage; the first P-1 steps add it."""
+    r = line_allreduce(WSE2, P=float(P), nbytes=nbytes, mapping="ladder")
+    chunk = np.ceil(nbytes / 2 / P) * 2  # whole fp16 partial sums
+    assert r["hops"] == 4 * (P - 1) and r["stages"] == 2 * (P - 1)
+    expected = 2 * (P - 1) * (2 * ALPHA + BETA + chunk / LINK) + (P - 1) * _add(WSE2, chunk)
+    assert r["cycles"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_baseline_allreduce_on_a_tiny_line_by_hand():
+    # P = 3, 96 B (48 fp16 partial sums). add(96 B) = max(48/4, 48*4/16, 48*2/8) = 12.
+    # t10: 4 shifts x (1 + 8.96) + 2 adds x 12 + 2 x 96/4 = 39.84 + 24 + 48 = 111.84
+    assert line_allreduce(WSE2, P=3.0, nbytes=96.0, mapping="t10")["cycles"] == pytest.approx(111.84)
+    # ladder: chunk ceil(48/3) = 16 sums = 32 B; 4 steps x (2 + 70.2 + 8) + 2 adds of 16 (= 4) = 328.8
+    assert line_allreduce(WSE2, P=3.0, nbytes=96.0, mapping="ladder")["cycles"] == pytest.approx(328.8)
+    # mesh for reference: 2 hops + 2 stages x (70.2 + 24 + 12) = 214.4
+    assert line_allreduce(WSE2, P=3.0, nbytes=96.0)["cycles"] == pytest.approx(214.4)
+
+
+@pytest.mark.parametrize("nbytes", LATENCY_BOUND_BYTES)
+def test_baseline_allreduces_grow_with_P_and_cost_more_than_the_tree_on_long_lines(nbytes):
+    """Both baselines cross the line PE by PE: cycles grow with P (a latency-bound message)
+    and exceed the K-tree's from P = 20 (t10) and P = 51 (ladder, 4 KB) on. Not on short
+    lines: T10's neighbour steps (alpha + c = 9.96 cycles) undercut the tree's stages (beta =
+    70.2) up to P = 19 at 4 B, e.g. P = 8: t10 14 x 9.96 + 7 adds + 2 B = 140.94 against the
+    tree's 7 + 3 x (70.2 + 1 + 0.5) = 222.1; recorded so the regime is explicit."""
+    P = np.arange(2, 1025, dtype=float)
+    tree = line_allreduce(WSE2, P=P, nbytes=nbytes)["cycles"]
+    for mapping, from_P in (("t10", 20), ("ladder", 51)):
+        c = line_allreduce(WSE2, P=P, nbytes=nbytes, mapping=mapping)["cycles"]
+        if nbytes <= 96.0:
+            assert np.all(np.diff(c) > 0), mapping
+        assert np.all(c[P >= from_P] > tree[P >= from_P]), mapping
+    assert line_allreduce(WSE2, P=8.0, nbytes=4.0, mapping="t10")["cycles"] == pytest.approx(14 * 9.96 + 7 * 0.5 + 2)
+    assert line_allreduce(WSE2, P=8.0, nbytes=4.0)["cycles"] == pytest.approx(7 + 3 * (70.2 + 1 + 0.5))
+
+
+def test_ladder_ring_costs_more_than_t10_neighbour_shifts_for_decode_sizes():
+    """O[(2 alpha + beta) N] against (alpha + c) per shift: for the messages of decode (a 4 B
+    norm or softmax statistic; a GEMV's partial sums, 20-140 B on WaferLLM's 420-660 grids)
+    the ring costs more on every line. Not for a bandwidth-bound message: the ring moves
+    ceil(n/P) per step where T10 streams all n twice, so at 2 KB it wins on long lines."""
+    P = np.arange(2, 1025, dtype=float)
+    for nbytes in (4.0, 96.0, 140.0):
+        assert np.all(line_allreduce(WSE2, P=P, nbytes=nbytes, mapping="ladder")["cycles"]
+                      > line_allreduce(WSE2, P=P, nbytes=nbytes, mapping="t10")["cycles"])
+    assert line_allreduce(WSE2, P=1024.0, nbytes=2048.0, mapping="ladder")["cycles"] \
+        < line_allreduce(WSE2, P=1024.0, nbytes=2048.0, mapping="t10")["cycles"]
+
+
+def test_relay_is_store_and_forward_per_hop():
+    # hops x (alpha + beta + bytes / RELAY): linear in hops and in bytes; slower than the link.
+    assert mesh.relay_cycles(WSE2, hops=0.0, nbytes=1e6) == 0.0
+    assert mesh.relay_cycles(WSE2, hops=1.0, nbytes=0.0) == pytest.approx(ALPHA + BETA)
+    assert mesh.relay_cycles(WSE2, hops=7.0, nbytes=300.0) == pytest.approx(7 * (ALPHA + BETA + 300 / RELAY))
+    assert 0 < RELAY < LINK
+
+
+@pytest.mark.parametrize("mapping", ["t10", "ladder"])
+@pytest.mark.parametrize("m, k, n, P", GEMM_CASES)
+def test_baseline_gemm_closed_form(m, k, n, P, mapping):
+    """P bulk-synchronous steps (compute, then comm); each step relays the A tile and the B tile
+    across P-1 hops of the line (T10: the ring's head-to-tail link; Ladder: the allgather's
+    farthest core), each hop alpha + beta + the tile at RELAY_BYTES_PER_CYCLE."""
+    g = mesh_gemm(WSE2, P=float(P), m=m, k=k, n=n, mapping=mapping)
+    mt, kt, nt = (int(np.ceil(x / P)) for x in (m, k, n))
+    vec = max(mt / 4, mt * 2 * 2 / 16, mt * 2 / 8)
+    step_compute = kt * nt * (C + vec)
+    hops_per_shift = P - 1
+    step_comm = sum(hops_per_shift * (ALPHA + BETA + tile * 2.0 / RELAY) for tile in (mt * kt, kt * nt))
+    assert g["compute_cycles"] == pytest.approx(P * step_compute, rel=1e-12)
+    assert g["comm_cycles"] == pytest.approx(P * step_comm, rel=1e-12)
+    assert g["cycles"] == pytest.approx(P * (step_compute + step_comm), rel=1e-12)  # no overlap
+    assert g["hops"] == 2 * P * hops_per_shift  # two tiles a step, P - 1 hops each
+    assert g["flops"] == 2 * m * k * n
+
+
+def test_baseline_gemm_on_a_tiny_grid_by_hand():
+    # P = 3, 6 x 6 x 6: 2 x 2 tiles. compute/step = 2 x 2 x (8.96 + max(2/4, 8/16, 4/8)) = 37.84;
+    # each 8 B tile relayed 2 hops: 2 x (1 + 70.2 + 8 / 1.5); two tiles; 3 steps.
+    relay = 2 * (1 + 70.2 + 8 / 1.5)
+    expected = 3 * (37.84 + 2 * relay)
+    for mapping in ("t10", "ladder"):
+        assert mesh_gemm(WSE2, P=3.0, m=6, k=6, n=6, mapping=mapping)["cycles"] == pytest.approx(expected)
+    # the mesh: 3 x max(37.84, 2 + 70.2 + 8/4) = 3 x 74.2
+    assert mesh_gemm(WSE2, P=3.0, m=6, k=6, n=6)["cycles"] == pytest.approx(3 * 74.2)
+
+
+@pytest.mark.parametrize("mapping", ["t10", "ladder"])
+def test_baseline_gemm_is_no_faster_than_mesh_and_its_critical_path_grows_as_P(mapping):
+    P = np.arange(2, 760, dtype=float)
+    for m, k, n in ((4096, 4096, 4096), (2048, 4096, 14336), (64, 64, 64), (1, 4096, 4096)):
+        a = mesh_gemm(WSE2, P=P, m=m, k=k, n=n)
+        b = mesh_gemm(WSE2, P=P, m=m, k=k, n=n, mapping=mapping)
+        assert np.all(b["cycles"] >= a["cycles"])
+        np.testing.assert_array_equal(a["compute_cycles"], b["compute_cycles"])  # the same kernel
+        np.testing.assert_array_equal(b["hops"], 2 * P * (P - 1))  # mesh: 2 hops a step, 2P in all
+    # Where P divides the dims the relayed bytes per step shrink as 1/P², the hops grow as P:
+    # comm = P(P-1)[2(alpha + beta)] + (P-1)/P (mk + kn) 2 / RELAY grows with P.
+    m = k = n = 5040
+    Ps = np.array([p for p in range(2, 760) if m % p == 0], dtype=float)
+    comm = mesh_gemm(WSE2, P=Ps, m=m, k=k, n=n, mapping=mapping)["comm_cycles"]
+    assert np.all(np.diff(comm) > 0)
+    np.testing.assert_allclose(comm, Ps * (Ps - 1) * 2 * (ALPHA + BETA) + (Ps - 1) / Ps * 2 * m * k * 2 / RELAY,
+                               rtol=1e-12)
+
+
+def test_kv_placement_of_the_baselines():
+    # T10 spreads every tensor evenly (as mesh); Ladder appends tokens to one line (as gpu_style).
+    f, b, P = 6400.0, 64.0, 360.0
+    cap = {m: kv_capacity_tokens(free_bytes_per_pe=f, P=P, kv_bytes_per_token_per_layer=b, mapping=m)
+           for m in mesh.MAPPINGS}
+    assert cap["t10"] == cap["mesh"] == 100 * P * P
+    assert cap["ladder"] == cap["gpu_style"] == 100 * P
+    assert [mesh.kv_spread(m) for m in mesh.MAPPINGS] == [True, False, True, False]

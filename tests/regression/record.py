@@ -1,7 +1,8 @@
 """Write the regression grid's reference values (tests/regression/reference/*.csv.gz).
 Run once, before a restructuring; the test replays the calls against these files.
 `--missing` writes only the calls that have no reference yet (new calls), leaving the
-recorded ones as they are."""
+recorded ones as they are; `--only=a,b` re-records the calls named (a change made on
+purpose to every output of those calls: say why in test_regression_grid.REBASED)."""
 from __future__ import annotations
 
 import sys
@@ -30,9 +31,12 @@ def main() -> None:
     out = HERE / "reference"
     out.mkdir(exist_ok=True)
     missing = "--missing" in sys.argv[1:]
+    only = [a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--only=")]
     n = 0
     for name, fn, kwargs in CALLS:
         if missing and (out / f"{name}.csv.gz").exists():
+            continue
+        if only and name not in only[0]:
             continue
         df = table(getattr(predict, fn)(**kwargs))
         df.to_csv(out / f"{name}.csv.gz", index=False, float_format="%.17g")

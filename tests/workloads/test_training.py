@@ -162,13 +162,16 @@ def test_materialized_attention_moves_its_scores():
 
 
 def test_wafer_training_reports_the_gpu_parts():
-    """CS systems report the same step parts as GPUs: the recomputed forward under full
-    recomputation (HFU = 4/3 MFU, the GPU convention), zero bubble, exposed DP comm and
-    optimizer (SwarmX reduces on the way to MemoryX, which runs the optimizer)."""
+    """CS systems report the same step parts as GPUs: the recomputed forward of every layer
+    under full recomputation (the LM head is not recomputed; HFU = 4/3 MFU, the GPU
+    convention), zero bubble, exposed DP comm and optimizer (SwarmX reduces on the way to
+    MemoryX, which runs the optimizer under the backward pass)."""
     full = predict.training(hardware="cs3", model="llama_3_8b", devices=2, seq_len=4096, global_batch=64,
                             recompute="full")
-    none = predict.training(hardware="cs3", model="llama_3_8b", devices=2, seq_len=4096, global_batch=64)
-    assert float(full.recompute_s) == pytest.approx(float(full.forward_s)) and float(none.recompute_s) == 0.0
+    none = predict.training(hardware="cs3", model="llama_3_8b", devices=2, seq_len=4096, global_batch=64,
+                            recompute="none")
+    assert 0.9 * float(full.forward_s) < float(full.recompute_s) < float(full.forward_s)
+    assert float(none.recompute_s) == 0.0
     assert float(full.hfu) == pytest.approx(float(full.mfu) * 4 / 3) and float(none.hfu) == pytest.approx(float(none.mfu))
     for part in ("pipeline_bubble_s", "dp_comm_exposed_s", "optimizer_s"):
         assert float(full[part]) == 0.0

@@ -30,7 +30,7 @@ from .measurements import UNIT_TO_SI, reference, wse_reference
 
 DATA_DIR = Path(__file__).parent / "data"
 POINTS_YAML = DATA_DIR / "reference_points.yaml"
-EXTRA = ("id", "category", "note", "fitted", "config")
+EXTRA = ("id", "category", "note", "fitted", "config", "assumes")
 KERNELS = ("gemm", "attention", "memory", "launch") + tuple(COLLECTIVES)
 DEFAULT_METRIC = {"gemm": "flops_per_s", "attention": "flops_per_s", "memory": "bytes_per_s", "launch": "time_s",
                   **{op: "bus_bandwidth_bytes_per_s" for op in COLLECTIVES},
@@ -59,13 +59,14 @@ def _category(kind: str, hardware: str) -> str:
 
 def reference_points(path: Path = POINTS_YAML) -> pd.DataFrame:
     """The published rows the model can predict, in the measurement schema plus id,
-    category, note, fitted (the shipped spec was fitted to the row) and config."""
+    category, note, fitted (the shipped spec was fitted to the row), config and assumes
+    (what the prediction rests on that no source gives: the wafer rows')."""
     points = read_yaml(Path(path))["points"]  # the spec loader: reads 3.0e9 as a number
     rows = []
     for p in points:
         p = dict(p)
         config = dict(p.pop("config", None) or {})
-        meta = {k: p.pop(k, None) for k in ("id", "note", "fitted", "value", "metric")}
+        meta = {k: p.pop(k, None) for k in ("id", "note", "fitted", "value", "metric", "assumes")}
         kind = p.pop("kind")
         hardware = p.pop("hardware", None) or config.get("hardware")
         fields = {k: p.pop(k) for k in list(p) if k in schema.COLUMNS}
@@ -74,7 +75,8 @@ def reference_points(path: Path = POINTS_YAML) -> pd.DataFrame:
         rows.append(schema.record(kind=kind, hardware=hardware, metric=meta["metric"] or DEFAULT_METRIC[kind],
                                   value_si=float(meta["value"]) if meta["value"] is not None else value,
                                   source=source, devices=fields.pop("devices", 1), **fields)
-                    | {"id": meta["id"], "note": meta["note"] or "", "fitted": bool(meta["fitted"]), "config": config})
+                    | {"id": meta["id"], "note": meta["note"] or "", "fitted": bool(meta["fitted"]), "config": config,
+                       "assumes": meta["assumes"] or ""})
     return _finish(pd.DataFrame(rows))
 
 
@@ -90,7 +92,7 @@ def dataset_points(ds) -> pd.DataFrame:
     ds = schema.load(ds) if not isinstance(ds, xr.Dataset) else schema.validate(ds)
     df = schema.to_frame(ds)
     df["id"] = [f"{h}:{k}:{i}" for i, (h, k) in enumerate(zip(df["hardware"], df["kind"]))]
-    df["note"], df["fitted"], df["config"] = "", False, [{} for _ in range(len(df))]
+    df["note"], df["fitted"], df["config"], df["assumes"] = "", False, [{} for _ in range(len(df))], ""
     return _finish(df)
 
 
@@ -210,7 +212,7 @@ def _inference(r):
 
 
 TRAINING_PARTS = ("forward_s", "backward_s", "recompute_s", "pipeline_bubble_s", "tp_comm_s", "cp_comm_s",
-                  "ep_comm_s", "pp_comm_s", "dp_comm_exposed_s", "optimizer_s", "weight_streaming_io_s")
+                  "ep_comm_s", "pp_comm_s", "dp_comm_exposed_s", "optimizer_s", "weight_streaming_io_s", "step_fixed_s")
 
 
 @predictor("training")
@@ -229,22 +231,31 @@ def _layer_term(out) -> str:
 
 @predictor("wafer_decode", "wafer_prefill", "wafer_e2e")
 def _wafer(r):
+    """WaferLLM's per-layer tables (x 32 layers at 1.1 GHz) with the row's `mapping` (default
+    "mesh"; "t10" and "ladder" for WaferLLM's baseline rows). End-to-end rows take the grids
+    `prefill_P` and `decode_P` (default 660 and 360, WaferLLM Table 2's own)."""
     from ..workloads.wafer_layers import decode_layer, prefill_layer
     from .wafer_fit import CLOCK_HZ, DECODE_CONFIGS, DECODE_CONTEXT, N_LAYERS, PREFILL_PROMPT, prefill_model, \
         waferllm_model
     w = as_numbers(r.hardware)
+    mapping = r.config.get("mapping", "mesh")
+    # WaferLLM's Llama3-8B decode dims, padded to a multiple of the grid (4320/14400 at 360)
+    decode_dims = {360: (4320, 14400), **DECODE_CONFIGS}
     if r.kind == "wafer_decode":
         P = float(r.config["P"])
-        out = decode_layer(w, waferllm_model(*DECODE_CONFIGS[int(P)]), P=P, batch=1.0, context=float(DECODE_CONTEXT))
+        out = decode_layer(w, waferllm_model(*decode_dims[int(P)]), P=P, batch=1.0, context=float(DECODE_CONTEXT),
+                           mapping=mapping)
         return CLOCK_HZ / (float(out["cycles"]) * N_LAYERS), _layer_term(out)
     if r.kind == "wafer_prefill":
         P = float(r.config["P"])
-        out = prefill_layer(w, prefill_model(), P=P, batch=1.0, prompt=float(PREFILL_PROMPT))
+        out = prefill_layer(w, prefill_model(), P=P, batch=1.0, prompt=float(PREFILL_PROMPT), mapping=mapping)
         return PREFILL_PROMPT * CLOCK_HZ / (float(out["cycles"]) * N_LAYERS), _layer_term(out)
     # WaferLLM Table 2: prefill on 660 x 660, decode on 360 x 360 at the mean context.
     prompt, gen = float(r.config["prompt"]), float(r.config["generate"])
-    pre = prefill_layer(w, prefill_model(), P=660.0, batch=1.0, prompt=prompt)
-    dec = decode_layer(w, waferllm_model(4320, 14400), P=360.0, batch=1.0, context=prompt + gen / 2.0)
+    Pp, Pd = int(r.config.get("prefill_P", 660)), int(r.config.get("decode_P", 360))
+    pre = prefill_layer(w, prefill_model(), P=float(Pp), batch=1.0, prompt=prompt, mapping=mapping)
+    dec = decode_layer(w, waferllm_model(*decode_dims[Pd]), P=float(Pd), batch=1.0, context=prompt + gen / 2.0,
+                       mapping=mapping)
     pre_c, dec_c = float(pre["cycles"]), gen * float(dec["cycles"])
     phase, out = ("decode", dec) if dec_c >= pre_c else ("prefill", pre)
     return gen * CLOCK_HZ / ((pre_c + dec_c) * N_LAYERS), f"{phase} {max(pre_c, dec_c) / (pre_c + dec_c):.0%}: " \
@@ -363,12 +374,14 @@ def describe(r) -> str:
             return f"{model} b{c['batch']} {c['prompt']}/{c['generate']} {c.get('weights', '')}"
         return f"{model} {c.get('precision', 'bf16')} s{c['seq_len']} gb{c['global_batch']}"
     c = r.config
+    mapping = f", {c['mapping']}" if c.get("mapping", "mesh") != "mesh" else ""
     if r.kind == "wafer_decode":
-        return f"decode, {c['P']}x{c['P']} PEs"
+        return f"decode, {c['P']}x{c['P']} PEs{mapping}"
     if r.kind == "wafer_prefill":
-        return f"prefill, {c['P']}x{c['P']} PEs"
+        return f"prefill, {c['P']}x{c['P']} PEs{mapping}"
     if r.kind == "wafer_e2e":
-        return f"{c['prompt']}/{c['generate']} tokens"
+        grids = f", {c['prefill_P']}/{c['decode_P']} PEs" if "prefill_P" in c else ""
+        return f"{c['prompt']}/{c['generate']} tokens{grids}{mapping}"
     return ", ".join(f"{k}={v}" for k, v in c.items())
 
 

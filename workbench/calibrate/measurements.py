@@ -18,6 +18,8 @@ UNIT_TO_SI = {
 
 
 WSE_CSV = Path(__file__).parent / "reference" / "wse_measurements.csv"
+WSE_SERVICE_CSV = Path(__file__).parent / "reference" / "wse_service.csv"  # Cerebras Inference figures
+WSE_TRAINING_CSV = Path(__file__).parent / "reference" / "wse_training.csv"  # CS-2 training rows (ids T...)
 
 
 @lru_cache(maxsize=None)
@@ -47,9 +49,14 @@ def row(row_id: str) -> pd.Series:
 
 
 def wse_reference() -> pd.DataFrame:
-    """Published wafer-scale measurements (wse_measurements.csv), indexed by id."""
-    return _load(WSE_CSV)
+    """Published wafer-scale measurements (wse_measurements.csv, then the Cerebras
+    Inference service figures of wse_service.csv, then the CS-2 training rows of
+    wse_training.csv), indexed by id."""
+    return pd.concat([_load(WSE_CSV), _load(WSE_SERVICE_CSV), _load(WSE_TRAINING_CSV)])
 
 
 def wse_row(row_id: str) -> pd.Series:
-    return _row(WSE_CSV, row_id)
+    """One wafer-scale row: ids S... from wse_service.csv, T... from wse_training.csv, the
+    rest from wse_measurements.csv."""
+    path = {"S": WSE_SERVICE_CSV, "T": WSE_TRAINING_CSV}.get(row_id[:1], WSE_CSV)
+    return _row(path, row_id)

@@ -149,7 +149,7 @@ def figures(ds: xr.Dataset, state: dict | None = None) -> dict[str, Figure]:
 def sweep_values(state: dict, control: str) -> list[int]:
     """The range a control is swept over: powers of two for batch, prompt and
     generated tokens; tp over the divisors of the model's heads up to 16; pp up to the
-    layers; systems 1..16."""
+    layers; systems 1..16 (the control's 0, the fewest that hold the model, is not a count)."""
     check_choice("control", control, SWEEPABLE)
     if control in POWERS:
         return list(POWERS[control])
@@ -159,7 +159,7 @@ def sweep_values(state: dict, control: str) -> list[int]:
         return [t for t in range(lo, hi + 1) if spec.n_heads % t == 0]
     if control == "pp":
         return [p for p in (1, 2, 4, 8) if p <= spec.n_layers]
-    return list(range(lo, hi + 1))
+    return list(range(max(lo, 1), hi + 1))
 
 
 def sweep(state: dict, control: str) -> xr.Dataset:

@@ -22,10 +22,10 @@ ACTIVATIONS = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "fp4")
 KV = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
 POWERS = {"batch": tuple(2 ** i for i in range(11)), "prompt": tuple(2 ** i for i in range(7, 18)),
           "generate": tuple(2 ** i for i in range(4, 15))}
-RANGES = {"tp": (1, 16), "pp": (1, 8), "systems": (1, 16)}
+RANGES = {"tp": (1, 16), "pp": (1, 8), "systems": (0, 16)}  # systems 0: the fewest that hold the model
 DEFAULTS = {"hardware": ("h100_sxm", "h200_sxm", "cs3"), "model": "llama_3_1_70b", "weights": "fp8",
             "activations": "auto", "kv": "auto", "batch": 8, "prompt": 2048, "generate": 256,
-            "tp": 8, "pp": 1, "systems": 4}
+            "tp": 8, "pp": 1, "systems": 0}
 CONTROLS = tuple(DEFAULTS)
 SWEEPABLE = ("batch", "prompt", "generate", "tp", "pp", "systems")
 # Metrics offered for the sweep and Pareto views: (the better direction, label).
@@ -89,11 +89,17 @@ def normalize_state(state: dict | None = None, **overrides) -> dict:
     for key, allowed in (("weights", WEIGHTS), ("activations", ACTIVATIONS), ("kv", KV)):
         check_choice(key, s[key], allowed)
     for key in SWEEPABLE:
-        v = s[key]
-        if isinstance(v, bool) or not float(v).is_integer() or v < 1:
-            raise InputError(f"{key}={v!r} is not allowed; allowed: a positive integer")
+        v, low = s[key], RANGES.get(key, (1,))[0]
+        if isinstance(v, bool) or not float(v).is_integer() or v < low:
+            raise InputError(f"{key}={v!r} is not allowed; allowed: a positive integer"
+                             + (" or 0 (the fewest systems that hold the model)" if low == 0 else ""))
         s[key] = int(v)
     return s
+
+
+def wafer_devices(systems):
+    """The `devices` a wafer is given for the systems control: 0 is devices="min"."""
+    return "min" if np.ndim(systems) == 0 and systems == 0 else systems
 
 
 def _kinds(hardware) -> tuple[list, list]:
@@ -112,7 +118,7 @@ def _run(state: dict, hardware, **sizes) -> xr.Dataset:
                   weights=state["weights"], **auto)
     gpus, wafers = _kinds(hardware)
     parts, problems = [], []
-    for group, kwargs in ((gpus, dict(tp=sz["tp"], pp=sz["pp"])), (wafers, dict(devices=sz["systems"]))):
+    for group, kwargs in ((gpus, dict(tp=sz["tp"], pp=sz["pp"])), (wafers, dict(devices=wafer_devices(sz["systems"])))):
         if not group:
             continue
         try:

@@ -62,7 +62,8 @@ GPU_ONLY, WAFER_ONLY = ("micro_batch", "tp", "pp", "dp"), ("systems",)
 PARTS = {"forward_s": "forward (incl. TP comm)", "backward_s": "backward (incl. TP comm)", "recompute_s": "recompute",
          "pipeline_bubble_s": "pipeline bubble", "pp_send_recv_s": "PP send/recv",
          "dp_comm_exposed_s": "DP comm (exposed)", "overlap_contention_s": "overlap contention",
-         "optimizer_s": "optimizer", "weight_streaming_exposed_s": "weight streaming (not hidden)"}
+         "optimizer_s": "optimizer", "weight_streaming_exposed_s": "weight streaming (not hidden)",
+         "step_fixed_s": "fixed per step (weight update, host)"}
 GPU_PARTS = ("forward_s", "backward_s", "recompute_s", "pipeline_bubble_s", "dp_comm_exposed_s",
              "overlap_contention_s", "optimizer_s")  # what predict.training returns of them
 PART_COLORS = dict(zip(PARTS, sns.color_palette("deep", len(PARTS))))

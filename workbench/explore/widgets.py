@@ -66,7 +66,7 @@ class Explorer:
                                        ("metric_x", metric, metric_x, "metric x"),
                                        ("metric_y", metric, metric_y, "metric y")):
             c[key] = w.Dropdown(options=opts, value=value, description=text, **look)
-        text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "CS systems"}
+        text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "CS systems (0: fewest)"}
         add_sliders(c, s, POWERS, {k: (lo, hi, text[k]) for k, (lo, hi) in RANGES.items()}, look)
         self.controls = tag(c, "wb")
         self.outputs = tag(image_outputs(("roofline", "breakdown", "memory", "sweep", "pareto")), "wb-out")

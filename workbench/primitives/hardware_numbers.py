@@ -122,6 +122,7 @@ class WaferNumbers:
     io_bytes_per_s: object  # wafer <-> outside (other systems, host, SwarmX)
     io_latency_s: object
     weight_store_bandwidth_bytes_per_s: object  # MemoryX -> wafer, weight streaming
+    step_fixed_s: object = 0.0  # weight-streaming training: per-step time independent of the batch
 
     @property
     def program_pes(self):
@@ -159,6 +160,6 @@ class WaferNumbers:
         fields = (self.sram_per_pe_bytes, self.mesh_width, self.mesh_height, self.clock_hz, self.io_bytes_per_s,
                   self.weight_store_bandwidth_bytes_per_s, self.hop_cycles, self.stage_cycles,
                   self.link_bytes_per_cycle, self.sram_reserved_per_pe_bytes, self.map_call_cycles,
-                  self.mem_read_bytes_per_cycle, self.mem_write_bytes_per_cycle, self.io_latency_s,
+                  self.mem_read_bytes_per_cycle, self.mem_write_bytes_per_cycle, self.io_latency_s, self.step_fixed_s,
                   *self.fmas_per_cycle_by_dtype.values())
         return np.broadcast_shapes(*(np.shape(f) for f in fields))

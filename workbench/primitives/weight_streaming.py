@@ -5,7 +5,7 @@ gradients stream back the same way. Pure array functions of bytes and rates.
 A layer's time is bound below by both its compute on the whole wafer and the transfer of
 its weights (and gradients) over the system I/O; streaming the next layer while the
 current one computes overlaps the two, so the estimate is the max and the upper bound
-the sum.
+the sum. The optimizer runs in MemoryX as the gradients arrive (memoryx_update).
 """
 from __future__ import annotations
 
@@ -27,3 +27,12 @@ def streamed_layer(*, compute_s, weight_bytes, io_bytes_per_s, gradient_bytes=0.
     io_s = np.maximum(w_in, g_out)
     return {"time_s": np.maximum(compute_s, io_s), "time_upper_s": compute_s + io_s,
             "io_s": io_s, "compute_s": compute_s + 0.0 * io_s, "io_bound": io_s > compute_s}
+
+
+def memoryx_update(*, params, bytes_per_param, bytes_per_s, overlap_s) -> dict:
+    """The optimizer step in MemoryX: every parameter's update (read the weight, its gradient
+    and optimizer state, write them back: `bytes_per_param`) at MemoryX's rate. It starts on
+    each layer's gradients as they arrive, so it runs under the rest of the backward pass
+    (`overlap_s`); only what outlasts it is exposed."""
+    update = params * bytes_per_param / bytes_per_s
+    return {"update_s": update, "exposed_s": np.maximum(update - overlap_s, 0.0)}

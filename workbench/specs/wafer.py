@@ -96,13 +96,17 @@ class SystemSpec:
     io_latency_s: float  # one crossing of the system boundary
     power_w: float
     memoryx_capacity_bytes: tuple  # capacity options of the external weight store
-    weight_store_bandwidth_bytes_per_s: float  # MemoryX -> wafer while weights stream
+    weight_store_bandwidth_bytes_per_s: float  # MemoryX -> wafer while weights stream; also MemoryX's update rate
+    # Weight-streaming training: the time per step that does not scale with the batch (the
+    # weight update at the step boundary, which MemoryX cannot overlap, and the appliance's
+    # step synchronization); 0: not known.
+    step_fixed_s: float = 0.0
     price_usd_per_hour: float = 0.0  # on-demand USD per system-hour (market data; 0: not known)
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         require(self, ("io_bytes_per_s", "io_latency_s", "power_w", "weight_store_bandwidth_bytes_per_s"), "positive")
-        require(self, ("price_usd_per_hour",), "nonnegative")
+        require(self, ("price_usd_per_hour", "step_fixed_s"), "nonnegative")
 
 
 def wafer_from_dict(data: dict, origin: str):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..primitives.mesh import elementwise_cycles, line_allreduce, mesh_gemm, mesh_gemv, tiles
+from ..primitives.mesh import elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv, tiles
 from ..specs import ModelSpec
 from . import ops
 from ..primitives.hardware_numbers import WaferNumbers
@@ -117,15 +117,16 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
     """Bytes per PE of one layer's region: weights, KV cache, activations.
     Each weight matrix is tiled over the P x P PEs in whole tiles (ceil(k/P) x ceil(n/P),
     as mesh_gemv holds it), so the weights are those of the fullest PE, not the mean.
-    Shift-based KV (mesh) spreads every token over P² PEs; concat-based (gpu_style)
-    spreads the prompt but appends generated tokens to one line of P PEs."""
+    Shift-based KV (mesh; T10's balanced partitions) spreads every token over P² PEs;
+    concat-based (gpu_style, Ladder) spreads the prompt but appends generated tokens to one
+    line of P PEs (mesh.KV_PLACEMENT)."""
     D = model.d_model
     per_kind = [sum(c * tiles(k, P) * tiles(n, P) for k, n, c in layer_weight_matrices(model, moe=moe))
                 for _, moe in ops.layer_kinds(model)]
     weights = np.maximum.reduce(per_kind) * w_bytes  # the fullest layer's region
     per_token = model.kv_elements_per_token_per_layer * kv_bytes
     ctx = model.attention_context(tokens) / model.n_layers
-    if mapping == "mesh":
+    if kv_spread(mapping):
         kv = batch * ctx * per_token / (P * P)
     else:
         gen = np.minimum(generated, ctx)

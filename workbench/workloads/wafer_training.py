@@ -1,14 +1,58 @@
-"""Training on Cerebras systems with weight streaming: activations stay on the wafer,
-each layer's weights stream in from MemoryX for the forward and again for the backward,
-gradients stream out to MemoryX (reduced across systems by SwarmX), where the optimizer
-runs. `devices` systems split the global batch (data parallel). Each system runs its share
-in the fewest equal micro-batches whose activations fit in the wafer's SRAM (Cerebras
-modelzoo micro_batch_size "auto"); the weights stream in again for every micro-batch.
+"""Training on Cerebras systems with weight streaming, as Cerebras describes it: activations
+stay on the wafer, each layer's weights stream in from MemoryX for the forward and again
+for the backward, gradients stream out to MemoryX (reduced across systems by SwarmX), where
+the optimizer runs. `devices` systems split the global batch (data parallel).
 
-Per layer, compute runs on the whole wafer (MeshGEMM shapes from wafer_layers, forward;
-backward counted as twice the forward, as for the GEMMs); it overlaps the streaming, so a
-layer takes max(compute, I/O) (weight_streaming.streamed_layer). The optimizer step in
-MemoryX overlaps the next step and is not counted.
+The step, per system, is
+
+    n_micro x (L x layer + LM head)  +  exposed optimizer  +  step_fixed_s
+
+- Activation checkpointing (`recompute`, default CEREBRAS_RECOMPUTE = "full"): the
+  compiler keeps each transformer block's input (2·D bytes per token and layer) and
+  recomputes the block in the backward, holding that block's intermediates meanwhile.
+  Evidence that this, not keeping every intermediate, is what Cerebras runs: its compiler
+  applies a recompute algorithm from checkpoints (Cerebras modelzoo
+  common/utils/model/recompute_api.py: "the compiler will determine which operation should
+  be recomputed from user-specified checkpoints"); the R2.3.0 GPT-2 small run on one CS-2
+  compiled the full batch of 112 sequences of 2,048 tokens as one micro-batch (github
+  augustuszzq/Regular-DABench-LLM cerebras/scripts/new_llm/gpt2_train_bf16.log: "trying
+  full batch size 112"), which keeping every intermediate (20 kB per token and layer)
+  cannot hold (49 at most; block checkpoints: 351), and modelzoo R2.3.0 runs GPT-3 XL 1.3B
+  at micro-batch 88 x 2,048 tokens on a CS-2 (params_gpt3_xl.yaml, "will lead to best
+  performance"; block checkpoints: 93 fit, every intermediate: 9). One modelzoo comment
+  does not fit this accounting: Cerebras_GPT/590m.yaml "264 global = (264 micro)*(1
+  csx)*(1 grad accum step)" (145 fit here, 283 without the recomputed
+  block's intermediates). "none" and "selective" keep every intermediate (no attention scores
+  are materialized on the wafer).
+- Micro-batch (modelzoo micro_batch_size "auto", the default when none is given,
+  training-docs.cerebras.ai rel-2.5.0 "Optimize performance with automatic
+  microbatching"): each system runs its share in the fewest equal micro-batches whose
+  checkpoints fit in the PEs' SRAM; the weights stream in again for every micro-batch. The
+  compiler's "auto" times candidate sizes and may pick a smaller one (the GPT-2 small log:
+  28 or 56 of 112); the model, in which a larger micro-batch is never slower, takes the
+  largest that fits.
+- A layer: compute on the whole wafer (MeshGEMM shapes from wafer_layers.prefill_layer on
+  the square grid that makes it fastest, forward; backward twice the forward as for the
+  GEMMs; the recompute one more forward) overlapped with the streaming of its weights (in)
+  and gradients (out) over min(system I/O, MemoryX) (weight_streaming.streamed_layer).
+- Optimizer: AdamW in MemoryX (ADAM_BYTES_PER_PARAM per parameter at MemoryX's rate,
+  weight_store_bandwidth_bytes_per_s), started on each layer's gradients as they arrive
+  ("new weights are calculated and begin streaming even before the final gradient vector
+  is completed", A. Feldman, The Gradient podcast): overlapped with the backward of the
+  last micro-batch (the gradients are complete only then); only what outlasts it is
+  exposed (optimizer_s; zero on every measured row).
+- step_fixed_s (a system knob): what a step costs whatever its batch, the update at the
+  step boundary that MemoryX cannot overlap (cerebras.net/glossary/memoryx) and the step's
+  host synchronization; fitted on C181/C182 (cs2.yaml).
+
+Against the CS-2 rows (tests/workloads/test_wafer_training.py): keeping every intermediate
+made the micro-batch shrink with the width (GPT-3 590M ran 8-16 micro-batches of 16
+sequences, GPT-2 small 3 of 37), the wrong width trend of the earlier model; with block
+checkpoints every row runs 1-2 micro-batches. What remains is the layer model: WaferLLM's
+MeshGEMM kernels run narrow layers more efficiently than Cerebras' production kernels,
+whose hardware FLOP rate rises with the width (23% of the 6.56 PFLOP/s peak at D=768, 36%
+at 1536, 41% from 4096 on; Zhang et al. Table V and C191): +30% (GPT-2 small), +38..44%
+(256M), +13% (590M), +8..28% (2.7B-13B), -10% (20B).
 """
 from __future__ import annotations
 
@@ -17,27 +61,47 @@ import numpy as np
 from ..errors import check_choice
 from ..primitives._array import choose
 from ..primitives.mesh import mesh_gemm
-from ..primitives.weight_streaming import streamed_layer
+from ..primitives.weight_streaming import memoryx_update, streamed_layer
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from . import ops
-from .training import RECOMPUTE, activation_bytes_per_token_layer
+from .training import ADAM_BYTES_PER_PARAM, RECOMPUTE, activation_bytes_per_token_layer
 from .wafer_inference import grid_candidates
 from .wafer_layers import prefill_layer
 
 BACKWARD_FACTOR = 2.0  # backward GEMMs: dgrad + wgrad
+CEREBRAS_RECOMPUTE = "full"  # Cerebras' default checkpointing: each block's input (module docstring)
+WEIGHT_BYTES = 2.0  # bf16 weights streamed in (cbfloat16 / bfloat16 mixed precision)
+GRADIENT_BYTES = 2.0  # 16-bit gradients streamed out
+
+
+def checkpoint_bytes_per_sequence(model: ModelSpec, *, seq_len, recompute: str):
+    """Bytes one sequence needs on the wafer at the peak of the backward: what every layer
+    keeps for it, and under "full" also the intermediates of the one layer being
+    recomputed (the usual full-recomputation peak, Korthikanti et al. 2022 Sec. 5)."""
+    kept = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) * model.n_layers
+    working = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute="none") * (recompute == "full")
+    return (kept + working) * seq_len
+
+
+def auto_micro_batch(w: WaferNumbers, model: ModelSpec, *, per_system, seq_len, recompute: str) -> dict:
+    """Modelzoo micro_batch_size "auto" as modelled: the fewest equal micro-batches whose
+    checkpoints fit in the PEs' SRAM (less what each PE reserves)."""
+    per_seq = checkpoint_bytes_per_sequence(model, seq_len=seq_len, recompute=recompute)
+    capacity = (w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes) * w.program_pes
+    largest = np.floor(capacity / per_seq)
+    n_micro = np.ceil(per_system / np.maximum(largest, 1.0))
+    return {"n_micro": n_micro, "micro": per_system / n_micro, "largest": largest, "per_sequence_bytes": per_seq,
+            "capacity_bytes": capacity}
 
 
 def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, global_batch,
-                   precision: str = "bf16", recompute: str = "none", **_) -> dict:
+                   precision: str = "bf16", recompute: str = CEREBRAS_RECOMPUTE, **_) -> dict:
     check_choice("recompute", recompute, RECOMPUTE)
     per_system = global_batch / devices
-    act_per_seq = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) \
-        * seq_len * model.n_layers
-    capacity = (w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes) * w.program_pes
-    fits = act_per_seq <= capacity
-    n_micro = np.ceil(per_system / np.maximum(np.floor(capacity / act_per_seq), 1.0))
-    micro = per_system / n_micro  # sequences per micro-batch, equal split
+    mb = auto_micro_batch(w, model, per_system=per_system, seq_len=seq_len, recompute=recompute)
+    n_micro, micro, capacity = mb["n_micro"], mb["micro"], mb["capacity_bytes"]
+    fits = mb["largest"] >= 1
     # The layer runs on the square grid that makes it fastest (small widths waste most of a
     # large grid's tiles); candidates along a trailing axis, one vectorized call.
     cand = grid_candidates(w)
@@ -50,40 +114,50 @@ def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, globa
     head = mesh_gemm(w, P=P, m=micro * seq_len, k=model.d_model, n=model.vocab_size)  # logits of every token
     stream_bw = np.minimum(w.io_bytes_per_s, w.weight_store_bandwidth_bytes_per_s)  # weights and gradients
     layer_params = (model.n_params - model.embedding_params) / model.n_layers
-    passes = 1.0 + BACKWARD_FACTOR + (1.0 if recompute == "full" else 0.0)  # forward, backward, recompute
-    layer = streamed_layer(compute_s=passes * fwd_cycles / w.clock_hz,
-                           weight_bytes=2 * 2.0 * layer_params, gradient_bytes=2.0 * layer_params,
-                           io_bytes_per_s=stream_bw)
-    head_params = model.vocab_size * model.d_model
-    head_t = streamed_layer(compute_s=(1.0 + BACKWARD_FACTOR) * head["cycles"] / w.clock_hz,
-                            weight_bytes=2 * 2.0 * head_params, gradient_bytes=2.0 * head_params,
-                            io_bytes_per_s=stream_bw)
-    step = n_micro * (model.n_layers * layer["time_s"] + head_t["time_s"])
+    rec = 1.0 if recompute == "full" else 0.0
+    passes = 1.0 + BACKWARD_FACTOR + rec  # forward, backward, recompute
+
+    def streamed(params, compute_s, n_in):  # weights in n_in times (forward, backward), gradients out once
+        return streamed_layer(compute_s=compute_s, weight_bytes=n_in * WEIGHT_BYTES * params,
+                              gradient_bytes=GRADIENT_BYTES * params, io_bytes_per_s=stream_bw)
+    layer = streamed(layer_params, passes * fwd_cycles / w.clock_hz, 2.0)
+    head_t = streamed(model.vocab_size * model.d_model, (1.0 + BACKWARD_FACTOR) * head["cycles"] / w.clock_hz, 2.0)
+    layer_fwd_s = fwd_cycles / w.clock_hz
+    forward_s = n_micro * (model.n_layers * layer_fwd_s + head["cycles"] / w.clock_hz)
+    backward_s = BACKWARD_FACTOR * forward_s
+    recompute_s = n_micro * model.n_layers * layer_fwd_s * rec
+    compute_s = forward_s + backward_s + recompute_s
+    streamed_s = n_micro * (model.n_layers * layer["time_s"] + head_t["time_s"])  # max(compute, I/O) per layer
+    io_s = n_micro * (model.n_layers * layer["io_s"] + head_t["io_s"])
+    # A layer's gradient is complete, and its update can start, in the last micro-batch's backward.
+    opt = memoryx_update(params=model.n_params, bytes_per_param=ADAM_BYTES_PER_PARAM,
+                         bytes_per_s=w.weight_store_bandwidth_bytes_per_s,
+                         overlap_s=(backward_s + recompute_s) / n_micro)
+    fixed = w.step_fixed_s + 0.0 * streamed_s
+    step = streamed_s + opt["exposed_s"] + fixed
     tokens = global_batch * seq_len
     model_flops, _ = ops.training_model_flops(model, tokens=tokens, seq_len=seq_len)
-    recompute_flops = model_flops / 3.0 if recompute == "full" else 0.0  # one more forward, as on GPUs
+    recompute_flops = model_flops / 3.0 * rec  # one more forward, as on GPUs
     peak = w.peak("fp16")
-    act = act_per_seq * micro
-    io_s = n_micro * (model.n_layers * layer["io_s"] + head_t["io_s"])
-    compute_s = n_micro * (model.n_layers * layer["compute_s"] + head_t["compute_s"])
+    act = mb["per_sequence_bytes"] * micro
     return {
         "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
         "samples_per_s": global_batch / step,
         "model_flops_per_s_per_device": model_flops / step / devices,
         "hardware_flops_per_s_per_device": (model_flops + recompute_flops) / step / devices,
         "mfu": model_flops / step / devices / peak, "hfu": (model_flops + recompute_flops) / step / devices / peak,
-        "memory_per_device_bytes": act, "memory_capacity_bytes": capacity,
+        "memory_per_device_bytes": act, "memory_capacity_bytes": capacity + 0.0 * act,
         "activations_per_device_bytes": act, "fits": fits,
         "reason": choose([(~fits, "one sequence's activations exceed the wafer's SRAM")], ""),
         "bound": choose([(io_s > compute_s, "weight_streaming_io")], "compute"),
-        "forward_s": compute_s / passes, "backward_s": compute_s * BACKWARD_FACTOR / passes, "pe_grid": P,
-        "recompute_s": compute_s / passes * (recompute == "full"),
-        # The GPU step's other parts, zero here: no pipeline across systems (data parallel),
-        # SwarmX reduces the gradients on their way to MemoryX, where the optimizer runs
-        # during the next step.
-        "pipeline_bubble_s": 0.0 * step, "dp_comm_exposed_s": 0.0 * step, "optimizer_s": 0.0 * step,
-        "weight_streaming_io_s": io_s, "devices": devices, "model_flops": model_flops,
-        # a layer takes max(compute, I/O): the step beyond the compute is the I/O not hidden
-        "weight_streaming_exposed_s": np.maximum(step - compute_s, 0.0),
-        "n_micro_batches": n_micro, "micro_batch": micro,
+        # The parts add up to the step: forward + backward + recompute + the streaming not
+        # hidden under them + the optimizer not hidden under the backward + the fixed part.
+        "forward_s": forward_s, "backward_s": backward_s, "recompute_s": recompute_s,
+        "weight_streaming_exposed_s": np.maximum(streamed_s - compute_s, 0.0),
+        "optimizer_s": opt["exposed_s"], "step_fixed_s": fixed,
+        # No pipeline across systems (data parallel); SwarmX reduces the gradients on their
+        # way to MemoryX, under the streaming.
+        "pipeline_bubble_s": 0.0 * step, "dp_comm_exposed_s": 0.0 * step,
+        "weight_streaming_io_s": io_s, "optimizer_update_s": opt["update_s"], "devices": devices,
+        "model_flops": model_flops, "pe_grid": P, "n_micro_batches": n_micro, "micro_batch": micro,
     }
