@@ -36,7 +36,9 @@ CHANGED: dict[tuple[str, str], tuple[float, str]] = {
 # router and QKV changes above (_ROUTER, _QKV).
 _PIPELINE = ("issue 17: wafer prefill is a pipeline of chunks through the layer regions (workloads/"
              "wafer_pipeline.py), on the decode regions by default: TTFT -95% median, e2e and throughput follow; "
-             "prefill_io_s became prefill_unpipelined_s (the old whole-prompt-per-layer sum)")
+             "prefill_io_s became prefill_unpipelined_s (the old whole-prompt-per-layer sum); decode keeps up to "
+             "one micro-batch per layer in flight (wafer_inference.decode_step), so TPOT at batch <= n_layers is "
+             "the batch-1 step and a region buffers one micro-batch's activations: larger batches fit")
 REBASED = {
     "inference_wafer_regions": _PIPELINE, "inference_wafer_grid": _PIPELINE, "inference_wafer_max_batch": _PIPELINE,
     "serving_cs3": _PIPELINE + "; the open-loop serving of a CS-3 takes its prefill time from it",

@@ -13,7 +13,7 @@ import numpy as np
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from ..units import DTYPE_BYTES
-from .wafer_inference import _lm_head_bytes, grid_candidates, placement, regions
+from .wafer_inference import grid_candidates, micro_batch_rows, placement, regions
 from .wafer_layers import layer_memory_per_pe
 
 MAX_SYSTEMS = 4096.0  # devices="min" reports NaN (not fits) beyond this
@@ -36,10 +36,11 @@ def _ex(shape):
 def wafer_max_batch(*, w: WaferNumbers, model: ModelSpec, devices, prompt, generate,
                     weights: str, kv: str, pe_grid=None, mapping: str = "mesh", draft: ModelSpec | None = None,
                     **_) -> np.ndarray:
-    """Largest batch whose layer regions fit: per-PE bytes are linear in the batch, so for
-    each grid side the bound is closed form, and so is the bound from the lm_head, whose
-    regions have fewer free bytes per PE as the activations grow with the batch; the
-    best grid side is taken (0: none fits)."""
+    """Largest batch whose layer regions fit, the best grid side taken (0: none fits).
+    Whether a batch fits is monotone in the batch (each sequence adds its KV cache to every
+    region, and activation rows per micro-batch never shrink), so the largest is found by a
+    bisection run on every point and grid side at once, between 0 and the bound the KV
+    cache alone sets."""
     shape = np.broadcast_shapes(np.broadcast(devices, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape,
                                 w.shape)
     P, w = _candidate_axis(w, shape, pe_grid)  # knob arrays broadcast against the candidate axis
@@ -48,21 +49,19 @@ def wafer_max_batch(*, w: WaferNumbers, model: ModelSpec, devices, prompt, gener
               kv_bytes=DTYPE_BYTES[kv], mapping=mapping)
     one = layer_memory_per_pe(w, model, batch=1.0, **kw)
     zero = layer_memory_per_pe(w, model, batch=0.0, **kw)
-    per_seq = one["total_bytes"] - zero["total_bytes"]
-    b_pe = np.floor((w.sram_per_pe_bytes - zero["total_bytes"]) / per_seq)
-    # The lm_head takes the regions the layers leave: ceil(head / (P² free)) <= spare holds
-    # while free >= head / (spare P²), and free = SRAM - reserve - batch x activations.
-    spare = ex(devices) * regions(w, P) - model.n_layers - (0 if draft is None else draft.n_layers)
-    act_per_seq = one["activation_bytes"] - zero["activation_bytes"]
-    free_needed = _lm_head_bytes(model, DTYPE_BYTES[weights]) / (np.maximum(spare, 1.0) * P * P)
-    b_head = np.where(spare >= 1.0, np.floor((w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes
-                                              - free_needed) / act_per_seq), 0.0)
-    b = np.maximum(np.minimum(b_pe, b_head), 0.0)
-    # The closed forms can land one past the boundary by rounding: check and step back.
-    ok = placement(w, model, P=P, devices=ex(devices), batch=np.maximum(b, 1.0), tokens=ex(prompt + generate),
-                   generated=ex(generate), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv],
-                   mapping=mapping, draft=draft)["fits"]
-    return np.max(np.where(ok, b, np.maximum(b - 1.0, 0.0)), axis=-1)
+    hi = np.floor((w.sram_per_pe_bytes - zero["total_bytes"]) / np.maximum(one["kv_bytes"], 1e-30)) + 1.0
+    hi = np.clip(np.nan_to_num(hi, nan=1.0, posinf=2.0 ** 40), 1.0, 2.0 ** 40)  # a batch of hi does not fit
+
+    def fits(b):
+        return placement(w, model, P=P, devices=ex(devices), batch=b, tokens=ex(prompt + generate),
+                         generated=ex(generate), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv],
+                         mapping=mapping, draft=draft)["fits"]
+    lo = np.where(fits(1.0), 1.0, 0.0) + 0.0 * hi  # lo fits (or is 0)
+    for _ in range(int(np.ceil(np.log2(np.max(hi) + 1.0))) + 1):
+        mid = np.floor((lo + hi) / 2.0)
+        ok = (mid > lo) & fits(np.maximum(mid, 1.0))
+        lo, hi = np.where(ok, mid, lo), np.where(ok | (mid <= lo), hi, mid)
+    return np.max(lo, axis=-1)
 
 
 def wafer_min_devices(*, w: WaferNumbers, model: ModelSpec, batch, prompt, generate, weights: str, kv: str,
@@ -100,7 +99,8 @@ def wafer_max_generate(*, w: WaferNumbers, model: ModelSpec, devices, batch, pro
                                 w.shape)
     P, wc = _candidate_axis(w, shape, pe_grid)
     ex = _ex(shape)
-    kw = dict(P=P, batch=ex(batch), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv], mapping=mapping)
+    kw = dict(P=P, batch=ex(batch), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv], mapping=mapping,
+              rows_in_flight=micro_batch_rows(model, ex(batch)))
     cap = float(model.max_seq_len) - ex(prompt)
     zero = layer_memory_per_pe(wc, model, tokens=ex(prompt), generated=0.0, **kw)["total_bytes"]
     one = layer_memory_per_pe(wc, model, tokens=ex(prompt) + 1.0, generated=1.0, **kw)["total_bytes"]

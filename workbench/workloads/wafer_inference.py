@@ -4,13 +4,15 @@ one or more wafers (weights resident in SRAM), prefill then static-batch decode.
 Placement: each transformer layer owns a region of P x P PEs, and the lm_head as many regions
 as its weights need; the regions tile the program rectangle of each wafer, and a model
 larger than one wafer is pipelined across `devices` systems (activations cross the
-system I/O). A token's decode step runs every layer in turn, so the step is the sum of
-the layers' times plus the crossings. Prefill and decode may use different grids
-(WaferLLM re-lays the weights out between phases; that cost is not modelled). Without
-`pe_grid`, each phase takes the fastest grid side that fits, searched over every integer
-side (decode: the whole step, layers and lm_head; prefill: the layers). Concurrent
-batches pipelined through the layer regions are not modelled: throughput is batch /
-step time.
+system I/O). The layer regions are stages of a pipeline:
+- prefill runs the prompt through them in chunks (wafer_pipeline.py);
+- decode keeps up to one micro-batch per layer in flight (decode_step): a token's step
+  crosses every layer in turn, while the other micro-batches occupy the other layers, so
+  up to n_layers sequences decode at the batch-1 time per token, and beyond that each
+  micro-batch carries ceil(batch / n_layers) rows.
+Prefill and decode may use different grids (WaferLLM re-lays the weights out between
+phases; that cost is not modelled). Without `pe_grid`, the decode grid is the fastest side
+that fits, searched over every integer side (the whole step, layers and lm_head).
 """
 from __future__ import annotations
 
@@ -54,7 +56,8 @@ def placement(w: WaferNumbers, model: ModelSpec, *, P, devices, batch, tokens, g
     """Per-PE memory of a layer region and whether all regions fit on `devices` wafers
     (with a speculative `draft` model's layers and lm_head in regions of the same side)."""
     mem = layer_memory_per_pe(w, model, P=P, batch=batch, tokens=tokens, generated=generated,
-                              w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
+                              w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping,
+                              rows_in_flight=micro_batch_rows(model, batch))
     free = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes - mem["activation_bytes"]
     needed = model.n_layers + _lm_head_regions(model, P, free, w_bytes)
     if draft is not None:
@@ -83,16 +86,52 @@ def _best_grid(cost, candidates, shape):
     return best
 
 
+def micro_batch_rows(model: ModelSpec, batch):
+    """Sequences per decode micro-batch: the batch split over at most one micro-batch per
+    layer region (decode_step), so a region buffers the activations of these rows only,
+    while every sequence's KV cache stays in every region."""
+    return np.ceil(batch / np.maximum(np.minimum(batch, model.n_layers), 1.0))
+
+
+def decode_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices, mapping="mesh", clock=None,
+                rows_per_sequence=1.0) -> dict:
+    """One decode step of `batch` sequences pipelined through the layer regions.
+
+    The stages are the L layer regions, the lm_head and the devices - 1 system crossings.
+    The batch is split into m = min(batch, L) micro-batches of r = ceil(batch / m) sequences
+    (x `rows_per_sequence` rows: k+1 when verifying k drafted tokens), one per layer at most;
+    each circulates through every stage once per token. With stage times s_j(r), a token
+    takes max(sum_j s_j, m max_j s_j): the traversal when the micro-batches fit in the
+    pipeline, the busiest stage times m when they queue for it (tests/workloads/
+    test_wafer_inference.py simulates the ring). The parts (compute, mesh reduction, I/O)
+    are the traversal's, scaled to the step."""
+    clock = w.clock_hz if clock is None else clock
+    L = model.n_layers
+    m = np.maximum(np.minimum(batch, L), 1.0)
+    rows = micro_batch_rows(model, batch) * rows_per_sequence
+    layer = decode_layer(w, model, P=P, batch=rows, context=context, mapping=mapping)
+    head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=rows, mapping=mapping)
+    crossings = devices - 1.0
+    x = crossing_s(w, rows=rows, d_model=model.d_model) * (crossings > 0)
+    t_layer, t_head = layer["cycles"] / clock, head["cycles"] / clock
+    traverse = L * t_layer + t_head + crossings * x
+    step = np.maximum(traverse, m * np.maximum(np.maximum(t_layer, t_head), x))
+    scale = step / traverse
+    return {"step_s": step, "micro_batches": m + 0.0 * step,
+            "compute_s": (L * layer["compute_cycles"] + head["compute_cycles"]) / clock * scale,
+            "comm_s": (L * layer["reduce_cycles"] + head["comm_cycles"]) / clock * scale,
+            "io_s": crossings * x * scale, "hops": L * layer["hops"]}
+
+
 def _speculative_tpot(w, model, draft, *, P, batch, context, devices, draft_len, acceptance, mapping, clock):
-    """Seconds per emitted token with the draft on the same wafers (regions of side P)."""
-    def step_s(m, rows, crossings):
-        layer = decode_layer(w, m, P=P, batch=rows, context=context, mapping=mapping)
-        head = mesh_gemv(w, P=P, k=m.d_model, n=m.vocab_size, rows=rows, mapping=mapping)
-        return (m.n_layers * layer["cycles"] + head["cycles"]) / clock + crossings * crossing_s(
-            w, rows=rows, d_model=m.d_model)
+    """Seconds per emitted token with the draft on the same wafers (regions of side P, its
+    crossings between systems not counted): k draft steps, then the target verifying k+1
+    rows per sequence, both pipelined as decode_step."""
     k = np.asarray(draft_len, float)
-    return per_token_s(draft_step_s=step_s(draft, batch, 0.0), verify_step_s=step_s(model, batch * (k + 1.0),
-                       devices - 1.0), draft_len=k, acceptance=acceptance)
+    kw = dict(P=P, batch=batch, context=context, mapping=mapping, clock=clock)
+    draft_s = decode_step(w, draft, devices=1.0, **kw)["step_s"]
+    verify_s = decode_step(w, model, devices=devices, rows_per_sequence=k + 1.0, **kw)["step_s"]
+    return per_token_s(draft_step_s=draft_s, verify_step_s=verify_s, draft_len=k, acceptance=acceptance)
 
 
 def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt,
@@ -111,10 +150,6 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
     kw = dict(devices=devices, batch=batch, tokens=prompt + generate, generated=generate,
               w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping, draft=draft if np.any(draft_len > 0) else None)
 
-    def decode_parts(P, b, c, w=w):  # one layer's decode step and the lm_head GEMV
-        return (decode_layer(w, model, P=P, batch=b, context=c, mapping=mapping),
-                mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=b, mapping=mapping))
-
     if pe_grid is None:
         cand = grid_candidates(w)
         ex = lambda a: np.expand_dims(np.asarray(a, dtype=float), -1)  # noqa: E731
@@ -122,8 +157,9 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
         wc = w.with_trailing_axis()  # knob arrays broadcast against the candidate axis
 
         def decode_cost(Pc):  # the whole decode step: every layer and the lm_head
-            layer, head = decode_parts(Pc, ex(batch), ex(context), wc)
-            return model.n_layers * layer["cycles"] + head["cycles"], placement(wc, model, P=Pc, **kwc)["fits"]
+            step = decode_step(wc, model, P=Pc, batch=ex(batch), context=ex(context), devices=ex(devices),
+                               mapping=mapping, clock=wc.clock_hz if clock_hz is None else ex(clock_hz))
+            return step["step_s"], placement(wc, model, P=Pc, **kwc)["fits"]
 
         # Where nothing fits, report the largest grid (the closest to fitting) as infeasible.
         P_dec = np.nan_to_num(_best_grid(decode_cost, cand, shape), nan=cand[-1])
@@ -135,19 +171,15 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
     P_dec = np.broadcast_to(P_dec, shape) * 1.0
     P_pre = np.broadcast_to(P_pre, shape) * 1.0
 
-    layer, head = decode_parts(P_dec, batch, context)
+    head = mesh_gemv(w, P=P_dec, k=model.d_model, n=model.vocab_size, rows=batch, mapping=mapping)
     pipe = pipelined_prefill(w, model, P=P_pre, batch=batch, prompt=prompt, devices=devices, mapping=mapping)
     place = placement(w, model, P=P_dec, **kw)
     place_pre = placement(w, model, P=P_pre, **kw)
 
-    # Decode crosses each system boundary once per token: one activation row per sequence.
-    crossings = devices - 1.0
-    io_dec = crossings * crossing_s(w, rows=batch, d_model=model.d_model)
-
-    L = model.n_layers
-    dec_compute_s = (L * layer["compute_cycles"] + head["compute_cycles"]) / clock
-    dec_reduce_s = (L * layer["reduce_cycles"] + head["comm_cycles"]) / clock
-    tpot = dec_compute_s + dec_reduce_s + io_dec
+    step = decode_step(w, model, P=P_dec, batch=batch, context=context, devices=devices, mapping=mapping,
+                       clock=clock)
+    dec_compute_s, dec_reduce_s, io_dec = step["compute_s"], step["comm_s"], step["io_s"]
+    tpot = step["step_s"]
     if kw["draft"] is not None:
         tpot = _speculative_tpot(w, model, draft, P=P_dec, batch=batch, context=context, devices=devices,
                                  draft_len=draft_len, acceptance=acceptance, mapping=mapping, clock=clock)
@@ -178,6 +210,6 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
         "prefill_compute_bound_s": pipe["compute_bound_s"], "prefill_chunk_tokens": pipe["chunk_tokens"],
         "pe_grid_decode": P_dec, "pe_grid_prefill": P_pre, "n_pes_used": pes_used,
         "pe_memory_used_bytes": place["pe_bytes"],
-        "n_hops_per_token": L * layer["hops"],
+        "n_hops_per_token": step["hops"], "decode_micro_batches": step["micro_batches"],
         "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot,
     }

@@ -113,13 +113,14 @@ def layer_weight_matrices(model: ModelSpec, *, moe: bool | None = None) -> list[
 
 
 def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, w_bytes, kv_bytes,
-                        generated=0.0, mapping="mesh") -> dict:
+                        generated=0.0, mapping="mesh", rows_in_flight=None) -> dict:
     """Bytes per PE of one layer's region: weights, KV cache, activations.
     Each weight matrix is tiled over the P x P PEs in whole tiles (ceil(k/P) x ceil(n/P),
     as mesh_gemv holds it), so the weights are those of the fullest PE, not the mean.
     Shift-based KV (mesh; T10's balanced partitions) spreads every token over P² PEs;
     concat-based (gpu_style, Ladder) spreads the prompt but appends generated tokens to one
-    line of P PEs (mesh.KV_PLACEMENT)."""
+    line of P PEs (mesh.KV_PLACEMENT). Activation buffers hold the `rows_in_flight` a region
+    computes at once (default: the whole batch; a pipelined decode's micro-batch)."""
     D = model.d_model
     per_kind = [sum(c * tiles(k, P) * tiles(n, P) for k, n, c in layer_weight_matrices(model, moe=moe))
                 for _, moe in ops.layer_kinds(model)]
@@ -131,6 +132,7 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
     else:
         gen = np.minimum(generated, ctx)
         kv = batch * ((ctx - gen) * per_token / (P * P) + gen * per_token / P)
-    act = batch * (4 * tiles(D, P) + 2 * tiles(ops.qkv_width(model), P) + 2 * tiles(ops.widest_mlp(model), P)) * 2.0
+    rows = batch if rows_in_flight is None else rows_in_flight
+    act = rows * (4 * tiles(D, P) + 2 * tiles(ops.qkv_width(model), P) + 2 * tiles(ops.widest_mlp(model), P)) * 2.0
     return {"weights_bytes": weights, "kv_bytes": kv, "activation_bytes": act,
             "total_bytes": weights + kv + act + w.sram_reserved_per_pe_bytes}
