@@ -199,6 +199,7 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
     pes_used = place["regions_needed"] * P_dec * P_dec
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
+        "ttft_client_s": ttft + w.service_request_latency_s,  # as a client of the vendor's service sees it
         "output_tokens_per_s": out_tokens / e2e,
         "output_tokens_per_s_per_device": out_tokens / e2e / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot,
