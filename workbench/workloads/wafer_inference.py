@@ -168,11 +168,14 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
     # Prefill runs where the weights are: the decode regions, unless a prefill grid is given
     # (WaferLLM re-lays the weights out between phases; that cost is not modelled).
     P_pre = P_dec if prefill_pe_grid is None else np.asarray(prefill_pe_grid, float)
+    # Prefill does not depend on the generated length: computed on its own (smaller)
+    # broadcast of grid, batch, prompt and systems, then broadcast to every point.
+    pipe = pipelined_prefill(w, model, P=P_pre, batch=batch, prompt=prompt, devices=devices, mapping=mapping)
+    pipe = {k: np.broadcast_to(v, shape) for k, v in pipe.items()}
     P_dec = np.broadcast_to(P_dec, shape) * 1.0
     P_pre = np.broadcast_to(P_pre, shape) * 1.0
 
     head = mesh_gemv(w, P=P_dec, k=model.d_model, n=model.vocab_size, rows=batch, mapping=mapping)
-    pipe = pipelined_prefill(w, model, P=P_pre, batch=batch, prompt=prompt, devices=devices, mapping=mapping)
     place = placement(w, model, P=P_dec, **kw)
     place_pre = placement(w, model, P=P_pre, **kw)
 

@@ -17,9 +17,10 @@ extra stages of time x, the bottleneck of chunk i is max(p_i, x):
 
 with p_mean the stage time at the mean key count ((prompt + c) / 2) and p_last at the full
 prompt. tests/workloads/test_wafer_pipeline.py checks it against a simulation of the flow
-shop chunk by chunk. Small chunks fill the pipeline sooner but run the MeshGEMMs on few
-rows (a shift step costs the same for 16 rows as for 512); the chunk size is chosen per
-point among CHUNK_TOKENS (and the whole prompt) for the smallest TTFT.
+shop chunk by chunk. Small chunks fill the pipeline sooner; large ones pay each stage's
+fixed latency (its reductions) fewer times: the chunk size is chosen per point among
+CHUNK_TOKENS and the whole prompt for the smallest TTFT, one candidate at a time over all
+points.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from .wafer_layers import decode_layer, prefill_layer
 
-CHUNK_TOKENS = tuple(2.0 ** np.arange(0, 15))  # 1 .. 16384 tokens per chunk
+CHUNK_TOKENS = tuple(4.0 ** np.arange(0, 7))  # 1, 4, 16 .. 4096 tokens per chunk (and the whole prompt)
 ACT_BYTES = 2.0  # 16-bit activations cross the system I/O
 
 
@@ -38,15 +39,18 @@ def crossing_s(w: WaferNumbers, *, rows, d_model):
     return w.io_latency_s + rows * d_model * ACT_BYTES / w.io_bytes_per_s
 
 
-def chunk_layer_s(w: WaferNumbers, model: ModelSpec, *, P, batch, chunk, context, mapping="mesh"):
+def chunk_layer_s(w: WaferNumbers, model: ModelSpec, *, P, batch, chunk, context, mapping="mesh", gemm=True):
     """Seconds for one layer region to run a chunk of `chunk` tokens of `batch` sequences
     attending to `context` keys: with MeshGEMM (prefill kernel, P shift steps whatever the
     rows) or as a GEMV per row (the decode kernel on batch x chunk rows), whichever is
     faster for the shape. Both are WaferLLM's kernels as calibrated (calibrate/wafer_fit.py);
-    few rows favour the GEMV form, whose cost is proportional to the rows."""
-    gemm = prefill_layer(w, model, P=P, batch=batch, prompt=chunk, context=context, mapping=mapping)["cycles"]
+    few rows favour the GEMV form, whose cost is proportional to the rows (gemm=False: the
+    GEMV form only, for chunks far below P shift steps' worth of rows)."""
     gemv = decode_layer(w, model, P=P, batch=batch * chunk, context=context, mapping=mapping)["cycles"]
-    return np.minimum(gemm, gemv) / w.clock_hz
+    if not gemm:
+        return gemv / w.clock_hz
+    mesh = prefill_layer(w, model, P=P, batch=batch, prompt=chunk, context=context, mapping=mapping)["cycles"]
+    return np.minimum(mesh, gemv) / w.clock_hz
 
 
 def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, devices, mapping="mesh") -> dict:
@@ -55,25 +59,38 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
     Also the unpipelined time (each layer's whole-prompt pass in turn, as before) and the
     compute bound (all prefill FLOPs at the peak of every PE holding a layer)."""
     shape = np.broadcast_shapes(np.shape(P), np.shape(batch), np.shape(prompt), np.shape(devices), w.shape)
-    ex = lambda a: np.expand_dims(np.broadcast_to(np.asarray(a, float), shape), -1)  # noqa: E731
-    wc = w.with_trailing_axis()
-    prompt_c = ex(prompt)
-    c = np.minimum(np.asarray(CHUNK_TOKENS + (np.inf,)), prompt_c)  # the last candidate: the whole prompt
-    n = np.ceil(prompt_c / c)
-    p_mean = chunk_layer_s(wc, model, P=ex(P), batch=ex(batch), chunk=c, context=(prompt_c + c) / 2.0,
-                           mapping=mapping)
-    p_last = chunk_layer_s(wc, model, P=ex(P), batch=ex(batch), chunk=c, context=prompt_c, mapping=mapping)
-    crossings = ex(devices) - 1.0
-    x = crossing_s(wc, rows=ex(batch) * c, d_model=model.d_model) * (crossings > 0)
+    prompt_a = np.broadcast_to(np.asarray(prompt, float), shape)
+    crossings = np.asarray(devices, float) - 1.0
     L = model.n_layers
-    ttft = (n - 1.0) * np.maximum(p_mean, x) + L * p_last + crossings * x
-    best = np.argmin(ttft, axis=-1)[..., None]
-    pick = lambda a: np.take_along_axis(np.broadcast_to(a, ttft.shape), best, axis=-1)[..., 0]  # noqa: E731
+    best = np.full(shape, np.inf)
+    chunk, n_best, io_bound = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape, bool)
+    # One chunk size at a time over every point (a loop over candidates, not points), keeping
+    # the running minimum: memory stays that of one evaluation.
+    longest = float(np.max(prompt_a)) if prompt_a.size else 0.0
     whole = prefill_layer(w, model, P=P, batch=batch, prompt=prompt, mapping=mapping)
+    # A chunk of at most 4,096 rows runs as GEMVs: MeshGEMM's P shift steps cost at least
+    # k n / P map calls whatever the rows, more than the GEMV form's rows x k / P at these
+    # sizes on the grids a layer region takes; the whole prompt takes the faster of the two.
+    for size in [t for t in CHUNK_TOKENS if t < longest] + [np.inf]:  # the last candidate: the whole prompt
+        c = np.minimum(size, prompt_a)
+        n = np.ceil(prompt_a / c)
+        if np.isinf(size):
+            p_last = np.minimum(whole["cycles"] / w.clock_hz, chunk_layer_s(
+                w, model, P=P, batch=batch, chunk=c, context=prompt_a, mapping=mapping, gemm=False))
+            p_mean = p_last
+        else:
+            kw = dict(P=P, batch=batch, chunk=c, mapping=mapping, gemm=False)
+            p_mean = chunk_layer_s(w, model, context=(prompt_a + c) / 2.0, **kw)
+            p_last = chunk_layer_s(w, model, context=prompt_a, **kw)
+        x = crossing_s(w, rows=np.asarray(batch, float) * c, d_model=model.d_model) * (crossings > 0)
+        ttft = (n - 1.0) * np.maximum(p_mean, x) + L * p_last + crossings * x
+        better = ttft < best
+        best = np.where(better, ttft, best)
+        chunk, n_best = np.where(better, c, chunk), np.where(better, n, n_best)
+        io_bound = np.where(better, (x > p_mean) & (n > 1), io_bound)
     unpipelined = L * whole["cycles"] / w.clock_hz + (np.asarray(devices, float) - 1.0) * crossing_s(
         w, rows=np.asarray(batch, float) * prompt, d_model=model.d_model)
     pes = L * np.asarray(P, float) ** 2
     bound = L * whole["flops"] / (pes * 2.0 * w.fmas_per_cycle("fp16") * w.clock_hz)
-    return {"ttft_s": pick(ttft), "chunk_tokens": pick(c), "n_chunks": pick(n),
-            "unpipelined_s": unpipelined, "compute_bound_s": bound,
-            "bottleneck_is_io": pick(x > p_mean) & (pick(n) > 1)}
+    return {"ttft_s": best, "chunk_tokens": chunk, "n_chunks": n_best,
+            "unpipelined_s": unpipelined, "compute_bound_s": bound, "bottleneck_is_io": io_bound}
