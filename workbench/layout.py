@@ -43,12 +43,13 @@ class Problem:
 
 def layer_kind_problems(model, *, where: str) -> list[Problem]:
     """Layer kinds a path does not model yet: a hybrid's Gated DeltaNet layers are modelled
-    for GPU inference and serving only (`where` names the path that refuses them)."""
+    for inference and serving (GPUs and wafers), not for training (`where` names the path
+    that refuses them)."""
     if not model.n_linear_layers:
         return []
     n = model.n_linear_layers
     return [Problem(np.asarray(True), {}, lambda: f"{model.name} has {n} Gated DeltaNet linear-attention layers, "
-                                                  f"not modelled for {where} yet (GPU inference and serving only)")]
+                                                  f"not modelled for {where} yet (inference and serving only)")]
 
 
 def context_problems(model, **lengths) -> list[Problem]:

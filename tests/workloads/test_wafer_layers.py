@@ -92,12 +92,13 @@ def test_layer_weight_matrices_conserve_the_parameter_count(name):
     # resident for MoE; MLA's low-rank projections for DeepSeek), as counted by ModelSpec
     # (test_models.py checks those against the published totals).
     m = load_model(name)
-    if m.n_linear_layers:  # two layer kinds, no one region shape: wafers flag hybrids (layout.layer_kind_problems)
-        assert "Gated DeltaNet" in str(predict.inference(hardware="wse3", model=name, batch=1, prompt=128,
-                                                         generate=16).reason.values)
-        return
     mlp = (m.n_experts + m.n_shared_experts) * m.expert_params + m.router_params_per_layer if m.is_moe \
         else m.dense_mlp_params_per_layer
+    if m.n_linear_layers:  # hybrid: softmax and linear-attention regions, in their shares of the layers
+        soft, lin = (sum(k * n * c for k, n, c in layer_weight_matrices(m, attention=a)) for a in ("softmax", "linear"))
+        mean = (m.n_full_attention_layers * soft + m.n_linear_layers * lin) / m.n_layers
+        assert mean == pytest.approx(m.attn_params / m.n_layers + mlp, rel=1e-12)
+        return
     assert sum(k * n * c for k, n, c in layer_weight_matrices(m)) == m.attn_params_per_layer + mlp
 
 
@@ -212,3 +213,45 @@ def test_prefill_flops_are_two_per_weight_per_token_plus_attention(batch, prompt
     params = D * (H + 2 * K) * h + H * hv * D + 3 * D * F
     expected = 2.0 * batch * prompt * params + batch * 2.0 * H * (h + hv) * prompt**2
     assert prefill_layer(WSE2, m, P=240.0, batch=batch, prompt=prompt)["flops"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_hybrid_decode_layer_flops_in_closed_form():
+    """Qwen3.5-27B (Gated DeltaNet 3:1 with softmax attention) on a wafer region: the mean
+    layer's FLOPs are each matmul's 2 b k n in its share of the layers, the softmax layers'
+    scores and weighted sum over the context, and the linear layers' delta rule: S^T k and
+    S^T q (2 d_k H_v d_v each) plus decay and rank-1 update (4 d_k H_v d_v) per token."""
+    from workbench.workloads import ops
+    m = load_model("qwen3_5_27b")
+    b, ctx, P = 4.0, 4096.0, 160.0
+    out = decode_layer(WSE3, m, P=P, batch=b, context=ctx)
+    soft, lin = m.n_full_attention_layers / m.n_layers, m.n_linear_layers / m.n_layers
+    mats = sum(mm.share * 2 * b * mm.k * mm.n for mm in ops.layer_matmuls(m, moe=False))
+    attn = soft * 2 * b * ctx * m.n_heads * (m.head_dim + m.v_dim)
+    dk, hv = m.linear_key_head_dim, m.linear_value_heads * m.linear_value_head_dim
+    mixing = lin * b * (2 * 2 * dk * hv + 4 * dk * hv)
+    assert float(out["flops"]) == pytest.approx(mats + attn + mixing, rel=1e-12)
+
+
+def test_hybrid_decode_on_wafers_grows_less_with_context_than_a_dense_model():
+    """Three of four Qwen3.5-27B layers keep a fixed state: from 1k to 32k tokens its wafer
+    TPOT grows by less than half of what Qwen3-32B's (every layer attending) does."""
+    kw = dict(hardware="cs3", devices=4, pe_grid=200, batch=1, prompt=[1024, 32768], generate=128, weights="fp16",
+              kv="fp16")
+    hyb = predict.inference(model="qwen3_5_27b", **kw)
+    dense = predict.inference(model="qwen3_32b", **kw)
+    assert bool(hyb.fits.all()) and bool(dense.fits.all())
+    h, d = hyb.tpot_s.values, dense.tpot_s.values
+    assert 0 < h[1] - h[0] < 0.5 * (d[1] - d[0])
+
+
+def test_hybrid_regions_hold_state_or_kv_whichever_is_fuller():
+    """A linear layer's region holds its projections and every sequence's d_k x H_v d_v
+    state (fp32); a softmax layer's its QKV and KV cache: the placement takes the fuller."""
+    m = load_model("qwen3_5_27b")
+    short = layer_memory_per_pe(WSE3, m, P=200.0, batch=64.0, tokens=16.0, w_bytes=2.0, kv_bytes=2.0)
+    hv = m.linear_value_heads * m.linear_value_head_dim
+    state = 64 * np.ceil(m.linear_key_head_dim / 200) * np.ceil(hv / 200) * 4.0
+    assert float(short["kv_bytes"]) == pytest.approx(state)  # a few tokens: the state dominates
+    long = layer_memory_per_pe(WSE3, m, P=200.0, batch=1.0, tokens=65536.0, w_bytes=2.0, kv_bytes=2.0)
+    per_token = m.kv_elements_per_token_per_layer * 2.0
+    assert float(long["kv_bytes"]) == pytest.approx(65536 * per_token / 200 ** 2)  # long context: the KV

@@ -140,7 +140,7 @@ class WaferBackend:
         r["devices"] = layout.systems + 0.0 * r["tpot_s"]
         r["activations"] = np.array("fp16", dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
-        problems += (layer_kind_problems(model, where="wafers") + layout.problems(model, phase="inference")
+        problems += (layout.problems(model, phase="inference")
                      + context_problems(model, prompt=prompt, generate=generate))
         return flag_problems(r, problems)
 
@@ -157,7 +157,7 @@ class WaferBackend:
         layout = WaferLayout(systems=1.0 if devices is None else devices)  # data-parallel systems
         r = wafer_training(w=w, model=model, devices=layout.systems, seq_len=seq_len, global_batch=global_batch,
                            precision=precision, recompute=self.default_recompute if recompute is None else recompute)
-        return flag_problems(r, layer_kind_problems(model, where="wafers") +
+        return flag_problems(r, layer_kind_problems(model, where="wafer training") +
                              layout.problems(model, phase="training", global_batch=global_batch))
 
     def gemm(self, w: WaferNumbers, *, dtype, mapping, m, n, k, pe_grid=None, **_) -> dict:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..primitives.mesh import elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv, tiles
+from ..primitives.attention import LINEAR_CHUNK
+from ..primitives.mesh import elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv, tiles, vector_cycles
 from ..specs import ModelSpec
 from . import ops
 from ..primitives.hardware_numbers import WaferNumbers
@@ -26,6 +27,52 @@ REDUCE_BYTES = 4.0  # fp32 row statistics (norm sums, softmax max/sum)
 
 def _sum(parts: list[dict], key: str):
     return sum(p.get(key, 0.0) for p in parts)
+
+
+def _weighted(parts: list[tuple[float, dict]], key: str):
+    """Sum of a key over (share of the layers, part) pairs: each part counted in the share
+    of the layers that have it (a hybrid's softmax and linear-attention layers)."""
+    return sum(share * p.get(key, 0.0) for share, p in parts)
+
+
+def _state_dtype(model: ModelSpec) -> str:
+    return "fp32" if model.linear_state_bytes_per_element >= 4 else "fp16"
+
+
+def linear_mixing_decode(w: WaferNumbers, model: ModelSpec, *, P, rows, mapping="mesh") -> list[tuple[float, dict]]:
+    """A Gated DeltaNet layer's token mixing for `rows` new tokens, with each value head's
+    d_k x d_v state resident in the region (tiled ceil(d_k/P) x ceil(H_v d_v/P) per PE, at
+    linear_state_bytes_per_element): the delta rule reads S^T k and the output S^T q (two
+    GEMVs contracting d_k, each with its allreduce), then decays and rank-1-updates the
+    state (two passes over it, read and written). As (share of the layers, part) pairs;
+    none for a model without linear layers. The convolution's few taps are not counted."""
+    if not model.n_linear_layers:
+        return []
+    share = model.n_linear_layers / model.n_layers
+    dk, hv = model.linear_key_head_dim, model.linear_value_heads * model.linear_value_head_dim
+    dt = _state_dtype(model)
+    reads = [mesh_gemv(w, P=P, k=dk, n=hv, rows=rows, dtype=dt, mapping=mapping) for _ in range(2)]
+    state_pe = tiles(dk, P) * tiles(hv, P)
+    update = {"compute_cycles": 2.0 * rows * vector_cycles(w, n=state_pe, dtype=dt, reads=2.0, writes=1.0,
+                                                          elem_bytes=model.linear_state_bytes_per_element),
+              "flops": 4.0 * rows * dk * hv}
+    return [(share, r) for r in reads] + [(share, update)]
+
+
+def linear_mixing_prefill(w: WaferNumbers, model: ModelSpec, *, P, prompt, mapping="mesh") -> list[tuple[float, dict]]:
+    """The chunked gated delta rule over `prompt` tokens of one sequence as MeshGEMMs with
+    its FLOPs (primitives/attention.linear_attention: 2 (c (2 d_k + d_v) + 2 d_k d_v) per
+    token and value head, c = min(LINEAR_CHUNK, prompt)): [T, d_k] x [d_k, H_v (2c + 2 d_v)]
+    (intra-chunk scores, WY transform, state reads and updates) and [T, c] x [c, H_v d_v]
+    (the intra-chunk weighted sum)."""
+    if not model.n_linear_layers:
+        return []
+    share = model.n_linear_layers / model.n_layers
+    dk, H, dv = model.linear_key_head_dim, model.linear_value_heads, model.linear_value_head_dim
+    c = np.minimum(LINEAR_CHUNK, prompt)
+    g = dict(P=P, mapping=mapping)
+    return [(share, mesh_gemm(w, m=prompt, k=dk, n=H * (2.0 * c + 2.0 * dv), **g)),
+            (share, mesh_gemm(w, m=prompt, k=c, n=H * dv, **g))]
 
 
 def _mean_layer(model: ModelSpec, one_kind) -> dict:
@@ -48,23 +95,27 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
     # GEMV over the head dims, the weighted sum a GEMV over the context, with the softmax
     # max and sum allreduced in between (decode.csl score_matvec_mult, softmax_score,
     # output_matvec_mult).
-    ctx = model.attention_context(context) / model.n_layers
+    soft = model.n_full_attention_layers / model.n_layers  # layers with softmax attention
+    ctx = model.attention_context(context) / max(model.n_full_attention_layers, 1)  # keys per such layer
     scores = mesh_gemv(w, k=H * h, n=ctx, **gemv)
     pv = mesh_gemv(w, k=ctx, n=H * hv, **gemv)
-    # two norms' row sums, then the softmax max and sum
-    reductions = [line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping) for _ in range(4)]
+    # two norms' row sums (every layer), then the softmax max and sum (softmax layers)
+    norms = [line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping) for _ in range(2)]
+    softmax = [line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping) for _ in range(2)]
+    mixing = linear_mixing_decode(w, model, P=P, rows=b, mapping=mapping)
 
     def one_kind(moe):
-        mats = [mesh_gemv(w, k=k, n=n, **gemv) for k, n in
-                (ops.active_shape(mm, model.n_active_experts) for mm in ops.layer_matmuls(model, moe=moe))]
+        mms = ops.layer_matmuls(model, moe=moe)
+        mats = [(mm.share, mesh_gemv(w, k=k, n=n, **gemv)) for mm, (k, n) in
+                zip(mms, (ops.active_shape(mm, model.n_active_experts) for mm in mms))]
         local = elementwise_cycles(w, n=b * (6 * tiles(model.d_model, P) + 2 * tiles(ops.qk_width(model), P)
-                                             + 2 * tiles(ops.mlp_width(model, moe=moe), P) + 3 * tiles(ctx, P)))
-        gemvs = mats + [scores, pv]
-        compute = _sum(gemvs, "compute_cycles") + local
-        comm = _sum(gemvs, "comm_cycles") + _sum(reductions, "cycles")
+                                             + 2 * tiles(ops.mlp_width(model, moe=moe), P) + soft * 3 * tiles(ctx, P)))
+        parts = mats + [(soft, scores), (soft, pv)] + mixing
+        compute = _weighted(parts, "compute_cycles") + local
+        comm = _weighted(parts, "comm_cycles") + _sum(norms, "cycles") + soft * _sum(softmax, "cycles")
         return {"cycles": compute + comm, "compute_cycles": compute, "reduce_cycles": comm,
-                "hops": _sum(gemvs, "hops") + _sum(reductions, "hops"),
-                "colors": np.maximum(mats[0]["colors"], 0.0), "flops": _sum(gemvs, "flops")}
+                "hops": _weighted(parts, "hops") + _sum(norms, "hops") + soft * _sum(softmax, "hops"),
+                "colors": np.maximum(mats[0][1]["colors"], 0.0), "flops": _weighted(parts, "flops")}
     return _mean_layer(model, one_kind)
 
 
@@ -81,35 +132,44 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
     Pa = np.maximum(np.floor(P / np.sqrt(batch)), 1.0)
     ga = dict(P=Pa, mapping=mapping)
     keys = prompt if context is None else context
-    att = [mesh_gemm(w, m=prompt, k=H * h, n=keys, **ga), mesh_gemm(w, m=prompt, k=keys, n=H * hv, **ga)]
+    soft = model.n_full_attention_layers / model.n_layers  # layers with softmax attention
+    att = [(soft, mesh_gemm(w, m=prompt, k=H * h, n=keys, **ga)), (soft, mesh_gemm(w, m=prompt, k=keys, n=H * hv, **ga))]
+    att += linear_mixing_prefill(w, model, P=Pa, prompt=prompt, mapping=mapping)  # per sequence, as attention
     rows = tiles(M, P)
-    reductions = [line_allreduce(w, P=P, nbytes=rows * REDUCE_BYTES, mapping=mapping) for _ in range(2)]
-    reductions += [line_allreduce(w, P=P, nbytes=batch * tiles(prompt, P) * REDUCE_BYTES, mapping=mapping)
+    reductions = [(1.0, line_allreduce(w, P=P, nbytes=rows * REDUCE_BYTES, mapping=mapping)) for _ in range(2)]
+    reductions += [(soft, line_allreduce(w, P=P, nbytes=batch * tiles(prompt, P) * REDUCE_BYTES, mapping=mapping))
                    for _ in range(2)]  # softmax max and sum per score row
 
     def one_kind(moe):
-        gemms = [mesh_gemm(w, m=M, k=k, n=n, **g) for k, n in
-                 (ops.active_shape(mm, model.n_active_experts) for mm in ops.layer_matmuls(model, moe=moe))]
+        mms = ops.layer_matmuls(model, moe=moe)
+        gemms = [(mm.share, mesh_gemm(w, m=M, k=k, n=n, **g)) for mm, (k, n) in
+                 zip(mms, (ops.active_shape(mm, model.n_active_experts) for mm in mms))]
         local = elementwise_cycles(w, n=rows * (6 * tiles(model.d_model, P) + 2 * tiles(ops.qk_width(model), P)
                                                 + 2 * tiles(ops.mlp_width(model, moe=moe), P))
-                                   + batch * tiles(prompt, P) * tiles(keys, P) * 3)
-        compute = _sum(gemms, "compute_cycles") + _sum(att, "compute_cycles") + local
-        gemm_cycles = _sum(gemms, "cycles") + _sum(att, "cycles")
-        comm = _sum(reductions, "cycles")
+                                   + soft * batch * tiles(prompt, P) * tiles(keys, P) * 3)
+        compute = _weighted(gemms, "compute_cycles") + _weighted(att, "compute_cycles") + local
+        gemm_cycles = _weighted(gemms, "cycles") + _weighted(att, "cycles")
+        comm = _weighted(reductions, "cycles")
         return {"cycles": gemm_cycles + local + comm, "compute_cycles": compute,
-                "reduce_cycles": comm + (gemm_cycles - _sum(gemms, "compute_cycles") - _sum(att, "compute_cycles")),
-                "flops": _sum(gemms, "flops") + batch * _sum(att, "flops"), "colors": 0.0}
+                "reduce_cycles": comm + (gemm_cycles - _weighted(gemms, "compute_cycles")
+                                         - _weighted(att, "compute_cycles")),
+                "flops": _weighted(gemms, "flops") + batch * _weighted(att, "flops"), "colors": 0.0}
     out = _mean_layer(model, one_kind)
     out.pop("colors")
     return out
 
 
-def layer_weight_matrices(model: ModelSpec, *, moe: bool | None = None) -> list[tuple[int, int, int]]:
-    """The weight matrices one layer's region holds, as (rows k, columns n, count): every
-    matmul of ops.layer_matmuls, all experts resident. `moe` picks the layer kind
-    (default: the model's widest, its MoE layers when it has them)."""
+def layer_weight_matrices(model: ModelSpec, *, moe: bool | None = None, attention: str = "softmax"
+                          ) -> list[tuple[int, int, int]]:
+    """The weight matrices one layer's region holds, as (rows k, columns n, count): the
+    matmuls of ops.layer_matmuls, all experts resident. `moe` picks the MLP kind (default:
+    the model's widest, its MoE layers when it has them); `attention` the token mixing of a
+    hybrid's layer: "softmax" (its QKV and output projections) or "linear" (the Gated
+    DeltaNet projections)."""
     moe = model.is_moe if moe is None else moe
-    return [(mm.k, mm.n, mm.count) for mm in ops.layer_matmuls(model, moe=moe)]
+    other = ("linear_",) if attention == "softmax" else ("qkv", "attn_out")
+    return [(mm.k, mm.n, mm.count) for mm in ops.layer_matmuls(model, moe=moe)
+            if not (model.n_linear_layers and mm.name.startswith(other))]
 
 
 def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, w_bytes, kv_bytes,
@@ -122,17 +182,26 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
     line of P PEs (mesh.KV_PLACEMENT). Activation buffers hold the `rows_in_flight` a region
     computes at once (default: the whole batch; a pipelined decode's micro-batch)."""
     D = model.d_model
-    per_kind = [sum(c * tiles(k, P) * tiles(n, P) for k, n, c in layer_weight_matrices(model, moe=moe))
-                for _, moe in ops.layer_kinds(model)]
-    weights = np.maximum.reduce(per_kind) * w_bytes  # the fullest layer's region
+    rows = batch if rows_in_flight is None else rows_in_flight
+    act = rows * (4 * tiles(D, P) + 2 * tiles(ops.qkv_width(model), P) + 2 * tiles(ops.widest_mlp(model), P)) * 2.0
+
+    def weights_of(attention):  # the fullest region of that mixing kind over the MLP kinds
+        return np.maximum.reduce([sum(c * tiles(k, P) * tiles(n, P) for k, n, c in
+                                      layer_weight_matrices(model, moe=moe, attention=attention))
+                                  for _, moe in ops.layer_kinds(model)]) * w_bytes
+    weights = weights_of("softmax")
     per_token = model.kv_elements_per_token_per_layer * kv_bytes
-    ctx = model.attention_context(tokens) / model.n_layers
+    ctx = model.attention_context(tokens) / max(model.n_full_attention_layers, 1)  # keys per softmax layer
     if kv_spread(mapping):
         kv = batch * ctx * per_token / (P * P)
     else:
         gen = np.minimum(generated, ctx)
         kv = batch * ((ctx - gen) * per_token / (P * P) + gen * per_token / P)
-    rows = batch if rows_in_flight is None else rows_in_flight
-    act = rows * (4 * tiles(D, P) + 2 * tiles(ops.qkv_width(model), P) + 2 * tiles(ops.widest_mlp(model), P)) * 2.0
+    if model.n_linear_layers:  # a linear layer's region: its projections and each sequence's state
+        hv = model.linear_value_heads * model.linear_value_head_dim
+        state = batch * tiles(model.linear_key_head_dim, P) * tiles(hv, P) * model.linear_state_bytes_per_element
+        lin_weights = weights_of("linear")
+        use_linear = lin_weights + state > weights + kv
+        weights, kv = np.where(use_linear, lin_weights, weights), np.where(use_linear, state, kv)
     return {"weights_bytes": weights, "kv_bytes": kv, "activation_bytes": act,
             "total_bytes": weights + kv + act + w.sram_reserved_per_pe_bytes}
