@@ -246,9 +246,12 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     allows at that mapping's KV placement, reported as `generate`), `decode_pe_grid` (same
     as `pe_grid`) and `prefill_pe_grid` (default: the decode regions, where the weights
     are; another grid re-lays the weights out between phases, as WaferLLM does, at a cost
-    not modelled), and speculative decoding by `draft_model` (a catalog name or spec, in
-    regions on the same wafers) drafting `draft_len` tokens per step at per-token
-    `acceptance` (both sweep; GPUs: predict.serving). MoE models: `ep`
+    not modelled). Speculative decoding, GPUs and wafers alike (workloads/speculative.py):
+    `draft_model` (a catalog name or spec, on the same GPUs or in regions on the same
+    wafers, its weights and cache counted) drafts `draft_len` tokens per step, each
+    accepted with probability `acceptance`; with draft_len > 0 and no draft_model, the
+    target's own multi-token-prediction head (one more layer of its shape) drafts. Both
+    sweep; `tokens_per_step` reports the tokens a step emits on average. MoE models: `ep`
     (dividing tp) spreads the experts over that many of the TP devices, with all-to-all
     dispatch and combine; `imbalance` >= 1 is the busiest rank's share of routed tokens
     over the mean. A layout that cannot run (tp not dividing the heads, pp beyond the
@@ -282,18 +285,14 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
                    ("decode_pe_grid", decode_pe_grid), ("prefill_pe_grid", prefill_pe_grid)):
         if v is not None:
             check_positive(arg, v, integer=True)
-    speculative = draft_model is not None
+    check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
+    speculative = draft_model is not None or any(float(v) > 0 for v in values_of(draft_len))
     if speculative:
-        if not isinstance(draft_model, dict):
+        if draft_model is not None and not isinstance(draft_model, dict):
             check_scalar("draft_model", draft_model, "one model (call once per draft model)")
-        check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
         check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
-    elif values_of(draft_len) != [0]:
-        raise InputError(f"draft_len={brief(draft_len)} is not allowed without draft_model; allowed: 0, or a "
-                         "draft_model")
     wafer_only = {"devices='min'": devices_min, "generate='max'": generate_max,
-                  "decode_pe_grid": decode_pe_grid is not None, "prefill_pe_grid": prefill_pe_grid is not None,
-                  "draft_model": speculative}
+                  "decode_pe_grid": decode_pe_grid is not None, "prefill_pe_grid": prefill_pe_grid is not None}
     for name, spec in specs.items():
         for arg in [a for a, given in wafer_only.items() if given and backend_for(spec).kind == "gpu"]:
             raise InputError(f"{arg} is not allowed on {name!r}; allowed: a wafer-scale system (cs2, cs3, wse2, "
@@ -318,7 +317,8 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
                    "placement": as_axis("placement", placement), "framework": as_axis("framework", framework)}
-    extra = {"devices_min": devices_min, **({"draft_model": load_model(draft_model)} if speculative else {})}
+    draft = (load_model(draft_model) if draft_model is not None else "mtp") if speculative else None
+    extra = {"devices_min": devices_min, **({"draft_model": draft} if speculative else {})}
     ds = evaluate(_dispatch("inference", specs, knob_axes, models, extra=extra),
                   categorical=categorical,
                   numeric={**numeric, **knob_axes}, attrs={"function": "predict.inference", "batching": "static"})

@@ -107,8 +107,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
 
     Without it, open loop: Poisson arrivals (workloads/serving.py). `arrival_rate` in
     requests/s per instance (a list sweeps it; default: a grid up to saturation). With
-    draft_len > 0, speculative decoding by `draft_model` (or one extra target layer per
-    drafted token, as MTP heads, when None) at per-token `acceptance`. Scalar categorical
+    draft_len > 0, speculative decoding by `draft_model` (or, when None, the target's MTP
+    head: one more layer of its shape with its lm_head, speculative.mtp_draft) at per-token
+    `acceptance`. Scalar categorical
     arguments and knobs only (sweep hardware or models by calling once per value)."""
     import xarray as xr
 
@@ -154,14 +155,12 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                                                     hardware_overrides, framework)
     per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
 
-    if draft_len > 0:
-        if draft_model is None:  # MTP: one more target layer per drafted token
-            draft_steps = steps / spec.n_layers
-        else:
-            d = inference(hardware=hw, model=draft_model, batch=BATCH_GRID.tolist(), prompt=prompt,
-                          generate=generate, weights=weights, kv=kv, hardware_overrides=hardware_overrides,
-                          framework=framework, **layout)
-            draft_steps = d.tpot_s.values
+    if draft_len > 0:  # the draft: a model, or the target's MTP head (speculative.mtp_draft)
+        from .workloads.speculative import mtp_draft
+        d = inference(hardware=hw, model=mtp_draft(spec) if draft_model is None else draft_model,
+                      batch=BATCH_GRID.tolist(), prompt=prompt, generate=generate, weights=weights, kv=kv,
+                      hardware_overrides=hardware_overrides, framework=framework, **layout)
+        draft_steps = d.tpot_s.values
         row = grid.tpot_s.values - grid.get("decode_attention_s", 0.0 * grid.tpot_s).values
         steps = time_per_token_s(batches=BATCH_GRID, step_s=steps, row_s=row, draft_step_s=draft_steps,
                                  draft_len=draft_len, acceptance=acceptance)

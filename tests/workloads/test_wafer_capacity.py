@@ -119,10 +119,9 @@ def test_wafer_speculative_decoding_monotone_and_bounded():
 
 def test_wafer_only_settings_are_refused_on_gpus():
     from workbench.errors import InputError
-    for extra in ({"devices": "min"}, {"generate": "max"}, {"prefill_pe_grid": 100},
-                  {"draft_model": "llama_3_2_1b", "draft_len": 2}):
+    for extra in ({"devices": "min"}, {"generate": "max"}, {"prefill_pe_grid": 100}):
         kw = dict(hardware="h100_sxm", model="llama_3_1_8b", **extra)
         with pytest.raises(InputError, match="not allowed on 'h100_sxm'"):
             predict.inference(**kw)
-    with pytest.raises(InputError, match="draft_len=2 is not allowed without draft_model"):
-        predict.inference(hardware="cs3", model="llama_3_1_8b", draft_len=2)
+    with pytest.raises(InputError, match="draft_len=-1 is not allowed"):
+        predict.inference(hardware="cs3", model="llama_3_1_8b", draft_len=-1)

@@ -94,7 +94,8 @@ class GpuBackend:
     numbers = staticmethod(_numbers)
 
     def inference(self, hw: GpuNumbers, model, *, weights, activations, kv, tp, pp, prompt, generate, batch=None,
-                  devices=None, ep=1.0, imbalance=1.0, **_) -> dict:
+                  devices=None, ep=1.0, imbalance=1.0, draft_model=None, draft_len=0.0, acceptance=1.0,
+                  **_) -> dict:
         from ..workloads import inference as _inf
         layout = GpuLayout.for_inference(tp=tp, pp=pp, ep=ep, devices=devices)
         act = activations or default_activations(weights, hw)
@@ -110,11 +111,34 @@ class GpuBackend:
             r["batch"] = batch
         else:
             r = _inf.inference(batch=batch, **common)
+        if draft_model is not None:
+            from ..workloads.speculative import mtp_draft
+            draft_model = mtp_draft(model) if isinstance(draft_model, str) else draft_model
+            r = self._speculative(r, common, batch=batch, draft_model=draft_model, draft_len=draft_len,
+                                  acceptance=acceptance, layout=layout)
         r["activations"] = np.array(act, dtype=object)  # constant per call: broadcast as a view
         r["kv"] = np.array(kvd, dtype=object)
         problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
                                                                                 generate=generate)
         return flag_problems(r, problems)
+
+    @staticmethod
+    def _speculative(r: dict, common: dict, *, batch, draft_model, draft_len, acceptance, layout) -> dict:
+        """Speculative decoding on the same GPUs: the draft's step at the batch, and the
+        target verifying k+1 positions per sequence, its matmuls at batch x (k+1) rows while
+        each sequence's KV cache is read once (the step at that many rows, its attention
+        replaced by the batch's); speculative.with_speculation does the rest."""
+        from ..workloads import inference as _inf
+        from ..workloads.speculative import with_speculation
+        k = np.asarray(draft_len, float)
+        wide = _inf.inference(batch=batch * (k + 1.0), **common)
+        verify = wide["tpot_s"] - wide["decode_attention_s"] + r["decode_attention_s"]
+        draft = _inf.inference(batch=batch, **dict(common, model=draft_model))
+        extra = (draft["weights_per_device_bytes"] + draft["kv_cache_per_device_bytes"]) * (k > 0)
+        return with_speculation(r, draft_step_s=draft["tpot_s"], verify_step_s=verify, draft_len=k,
+                                acceptance=acceptance, generate=common["generate"],
+                                out_tokens=layout.dp * batch * common["generate"],
+                                devices=layout.tp * layout.pp * layout.dp, extra_memory_bytes=extra)
 
     def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
                  global_batch, micro_batch, virtual_stages, devices=None, dp=None, **_) -> dict:

@@ -103,6 +103,8 @@ class WaferBackend:
         from ..workloads.wafer_streaming import streaming_inference
         kvd = kv or "fp16"
         grid = decode_pe_grid if decode_pe_grid is not None else pe_grid
+        from ..workloads.speculative import mtp_draft
+        draft_model = mtp_draft(model) if isinstance(draft_model, str) else draft_model
         draft = draft_model if np.any(np.asarray(draft_len) > 0) else None
         size = dict(w=w, model=model, prompt=prompt, weights=weights, kv=kvd, mapping=mapping, draft=draft)
         problems = []

@@ -19,6 +19,38 @@ def expected_tokens_per_step(*, acceptance, draft_len):
     return np.where(a < 1.0, (1.0 - safe ** (k + 1.0)) / (1.0 - safe), k + 1.0)
 
 
+def mtp_draft(model):
+    """The draft of multi-token prediction (DeepSeek-V3's MTP module, an EAGLE-style head):
+    one more layer of the target's shape with the target's embedding and lm_head, run once
+    per drafted token."""
+    import dataclasses
+    return dataclasses.replace(model, name=f"{model.name} MTP", n_layers=1, n_dense_layers=min(model.n_dense_layers, 1)
+                               if not model.is_moe else 0, n_linear_layers=0, n_sliding_layers=0)
+
+
+def with_speculation(r: dict, *, draft_step_s, verify_step_s, draft_len, acceptance, generate, out_tokens,
+                     devices, extra_memory_bytes=0.0) -> dict:
+    """A static-batch result `r` (tpot_s, ttft_s, memory) with speculative decoding: the time
+    per token from per_token_s, the end-to-end time and rates that follow, the draft's
+    memory added and fits re-checked (every backend's inference uses this one rule)."""
+    out = dict(r)
+    tpot = per_token_s(draft_step_s=draft_step_s, verify_step_s=verify_step_s, draft_len=draft_len,
+                       acceptance=acceptance)
+    e2e = r["ttft_s"] + (generate - 1.0) * tpot
+    out.update({"tpot_s": tpot, "e2e_s": e2e, "output_tokens_per_s": out_tokens / e2e,
+                "output_tokens_per_s_per_device": out_tokens / e2e / devices,
+                "output_tokens_per_s_per_user": 1.0 / tpot,
+                "tokens_per_step": expected_tokens_per_step(acceptance=acceptance, draft_len=draft_len) + 0.0 * tpot})
+    if np.any(np.asarray(extra_memory_bytes) > 0):
+        used = r["memory_per_device_bytes"] + extra_memory_bytes
+        out["memory_per_device_bytes"] = used
+        over = used > r["memory_capacity_bytes"]
+        out["fits"] = r["fits"] & ~over
+        out["reason"] = np.where(r["fits"] & over, "the draft model's weights and KV cache exceed memory",
+                                 r["reason"]).astype(object)
+    return out
+
+
 def per_token_s(*, draft_step_s, verify_step_s, draft_len, acceptance):
     """Seconds per emitted token: k draft steps, then one target step verifying k+1
     positions, over the E tokens it emits on average. Shared by every backend: each gives

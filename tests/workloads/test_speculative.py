@@ -1,0 +1,70 @@
+"""Speculative decoding, one implementation for every backend (workloads/speculative.py):
+the expected tokens per step against a Monte Carlo of the acceptance process, and the
+static-batch model on GPUs and wafers with a draft model or the target's MTP head."""
+import numpy as np
+import pytest
+
+from workbench import predict
+from workbench.specs import load_model
+from workbench.workloads.speculative import expected_tokens_per_step, mtp_draft
+
+
+@pytest.mark.parametrize("acceptance,k", [(0.5, 1), (0.7, 3), (0.9, 5), (0.3, 8), (1.0, 4)])
+def test_expected_tokens_per_step_matches_a_monte_carlo(acceptance, k):
+    """Each drafted token is accepted with probability a until the first rejection (Leviathan
+    et al. 2023, i.i.d. acceptance); the step emits the accepted prefix plus the target's own
+    token. 200,000 simulated steps: within 1%."""
+    rng = np.random.default_rng(7)
+    accepted = rng.random((200_000, k)) < acceptance
+    prefix = np.where(accepted.all(axis=1), k, np.argmin(accepted, axis=1))
+    assert (prefix + 1).mean() == pytest.approx(float(expected_tokens_per_step(acceptance=acceptance, draft_len=k)),
+                                                rel=0.01)
+
+
+GPU = dict(hardware="h100_sxm", model="llama_3_1_70b", tp=8, prompt=1024, generate=256, weights="fp8")
+
+
+def test_no_draft_is_the_plain_step():
+    plain = predict.inference(batch=[1, 16], **GPU)
+    spec = predict.inference(batch=[1, 16], draft_model="llama_3_2_1b", draft_len=0, acceptance=0.7, **GPU)
+    np.testing.assert_allclose(spec.tpot_s.values, plain.tpot_s.values, rtol=1e-12)
+    np.testing.assert_allclose(spec.memory_per_device_bytes.values, plain.memory_per_device_bytes.values, rtol=1e-12)
+
+
+def test_gpu_speculation_pays_at_small_batch_and_is_monotone_in_acceptance():
+    """Memory-bound decode (batch 1): verifying 4 positions costs little more than one, so a
+    1B draft at acceptance 0.8 cuts the time per token; more acceptance is never slower; the
+    draft's weights and cache are counted."""
+    plain = predict.inference(batch=1, **GPU)
+    spec = predict.inference(batch=1, draft_model="llama_3_2_1b", draft_len=3, acceptance=[0.5, 0.8, 0.95], **GPU)
+    t = spec.tpot_s.values
+    assert np.all(np.diff(t) < 0) and t[1] < 0.7 * float(plain.tpot_s)
+    assert float(spec.memory_per_device_bytes[0]) > float(plain.memory_per_device_bytes)
+    assert float(spec.tokens_per_step.sel(acceptance=0.8)) == pytest.approx((1 - 0.8 ** 4) / 0.2)
+
+
+def test_speculation_loses_where_decode_is_compute_bound():
+    """At a large batch the verify step's 4x rows cost 4x compute: at low acceptance the
+    speculative step is slower than the plain one."""
+    plain = predict.inference(batch=512, **dict(GPU, model="llama_3_1_8b", tp=1))
+    spec = predict.inference(batch=512, draft_model="llama_3_2_1b", draft_len=3, acceptance=0.3,
+                             **dict(GPU, model="llama_3_1_8b", tp=1))
+    assert float(spec.tpot_s) > float(plain.tpot_s)
+
+
+def test_mtp_head_is_one_layer_of_the_target():
+    """No draft model: the target's multi-token-prediction head drafts, one more layer of its
+    shape with its embedding and lm_head (DeepSeek-V3's MTP module)."""
+    m = load_model("deepseek_v3")
+    d = mtp_draft(m)
+    assert d.n_layers == 1 and d.d_model == m.d_model and d.n_experts == m.n_experts
+    assert d.n_params == pytest.approx(m.embedding_params + (m.n_params - m.embedding_params) / m.n_layers, rel=0.05)
+    r = predict.inference(hardware="b200", model="llama_3_1_70b", tp=8, batch=1, prompt=1024, generate=256,
+                          weights="fp8", draft_len=[0, 2], acceptance=0.8)
+    assert float(r.tpot_s.sel(draft_len=2)) < float(r.tpot_s.sel(draft_len=0))
+
+
+def test_wafer_mtp_speculation():
+    r = predict.inference(hardware="cs3", model="llama_3_1_70b", devices=6, batch=1, prompt=1024, generate=256,
+                          weights="fp16", draft_len=[0, 3], acceptance=0.9)
+    assert bool(r.fits.all()) and float(r.tpot_s.sel(draft_len=3)) < float(r.tpot_s.sel(draft_len=0))
