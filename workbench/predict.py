@@ -325,6 +325,10 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     if all(backend_for(s).kind == "gpu" for s in specs.values()):  # wafer-only settings say nothing here
         ds = ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords and c not in ds.dims])
     ds = ds.drop_vars([c for c in ("framework",) if c in ds.coords and c not in ds.dims and ds[c].item() is None])
+    if "draft_len" in ds.dims:  # swept: the draft length with the least time per token where it fits
+        tpot = ds.tpot_s.where(ds.fits).fillna(np.inf)
+        ds["best_draft_len"] = tpot.idxmin("draft_len").where(ds.fits.any("draft_len"))
+        ds["best_draft_len"].attrs.update({"long_name": "draft length with the least time per token"})
     return ds
 
 

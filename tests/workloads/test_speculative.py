@@ -68,3 +68,13 @@ def test_wafer_mtp_speculation():
     r = predict.inference(hardware="cs3", model="llama_3_1_70b", devices=6, batch=1, prompt=1024, generate=256,
                           weights="fp16", draft_len=[0, 3], acceptance=0.9)
     assert bool(r.fits.all()) and float(r.tpot_s.sel(draft_len=3)) < float(r.tpot_s.sel(draft_len=0))
+
+
+def test_best_draft_len_is_reported_and_moves_with_acceptance():
+    """Swept draft lengths: the one with the least time per token, longer as acceptance rises."""
+    r = predict.inference(batch=1, draft_model="llama_3_2_1b", draft_len=[1, 2, 3, 4, 6, 8],
+                          acceptance=[0.5, 0.9], **GPU)
+    best = r.best_draft_len.values
+    for i, a in enumerate(r.acceptance.values):
+        assert best[i] == r.tpot_s.sel(acceptance=a).idxmin("draft_len").item()
+    assert best[1] > best[0]
