@@ -56,7 +56,6 @@ def test_the_families_refused_are_the_unmodelled_ones():
             refused[hf_id(path)] = str(e)
     for hf, key in [("nvidia/Nemotron-H-56B-Base-8K", "hybrid_override_pattern"),
                     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "mamba_num_heads"),
-                    ("deepseek-ai/DeepSeek-V3.2", "index_topk"), ("zai-org/GLM-5", "index_topk"),
                     ("deepseek-ai/DeepSeek-V4-Pro", "compress_ratios"), ("moonshotai/Kimi-K3", "linear_attn_config"),
                     ("MiniMaxAI/MiniMax-M3", "sparse_attention_config"), ("google/gemma-4-26B-A4B", "global_head_dim"),
                     ("XiaomiMiMo/MiMo-V2-Flash", "swa_"), ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "block_configs")]:
@@ -64,6 +63,8 @@ def test_the_families_refused_are_the_unmodelled_ones():
     imported = {hf_id(p) for p in FILES} - set(refused)
     # Gated DeltaNet hybrids are modelled (workloads/layers, primitives/attention.linear_attention)
     assert {"Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-397B-A17B", "nvidia/Qwen3.6-35B-A3B-NVFP4"} <= imported
+    # DeepSeek Sparse Attention is modelled (ModelSpec.index_topk; layers._indexer, attended_keys)
+    assert {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5", "nvidia/GLM-5.1-NVFP4"} <= imported
     assert {"Qwen/Qwen3-30B-A3B", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", "moonshotai/Kimi-K2-Instruct",
             "mistralai/Mixtral-8x22B-v0.1", "XiaomiMiMo/MiMo-7B-Base", "MiniMaxAI/MiniMax-M2.7"} <= imported
 

@@ -34,6 +34,8 @@ EXPLICIT_HEAD_DIM = {
     "gpt_oss_120b": 64,  # gpt-oss-120b config.json head_dim (2880 / 64 = 45)
     "deepseek_v3": 192,  # MLA: qk_nope_head_dim 128 + qk_rope_head_dim 64
     "deepseek_r1": 192,
+    "deepseek_v3_2": 192,  # MLA as DeepSeek-V3 (config.json qk_nope_head_dim 128 + qk_rope_head_dim 64)
+    "glm_5": 256, "glm_5_1": 256, "glm_5_2": 256, "glm_5_3": 256,  # GLM-5 MLA: qk_nope 192 + qk_rope 64
     "minimax_m2_5": 128,  # MiniMax-M2.5 config.json head_dim (3072 / 48 would be 64)
     "minimax_m2_7": 128,  # same layers as MiniMax-M2.5
     "gpt_oss_20b": 64,  # gpt-oss-20b config.json head_dim (2880 / 64 = 45)

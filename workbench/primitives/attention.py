@@ -150,6 +150,25 @@ def linear_attention(*, hw: GpuNumbers, tokens, sequences, heads, key_dim, value
             "compute_bound": compute_s >= memory_s}
 
 
+def sparse_indexer(*, hw: GpuNumbers, queries, pairs, cached_keys, n_heads, head_dim, key_bytes=1.0,
+                   act_bytes=2.0, dtype: str = "fp8") -> dict:
+    """DeepSeek Sparse Attention's lightning indexer on one GPU: `queries` new tokens score
+    their cached index keys, `pairs` (query, key) products in all (decode: a query times
+    its context; causal prefill: T(T+1)/2 per prompt), with n_heads x head_dim ReLU-weighted
+    dot products in FP8 (DeepSeek-V3.2 report), then pick the top-k. FLOPs 2 n_heads
+    head_dim per pair; bytes: each sequence's `cached_keys` read once at `key_bytes`, and
+    the queries. Compute at the chip's attention efficiency (bf16 math where the chip has
+    no FP8), memory-bound in decode; one launch (the top-k selection rides on it)."""
+    flops = 2.0 * pairs * n_heads * head_dim
+    nbytes = cached_keys * head_dim * key_bytes + queries * n_heads * head_dim * act_bytes
+    math = dtype if np.isfinite(hw.peak(dtype)) else "bf16"
+    compute_s = flops / (hw.peak(math) * hw.attention_peak_eff_for(math))
+    memory_s = memory_time(hw=hw, nbytes=nbytes)
+    return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
+            "overhead_s": hw.kernel_launch_s + 0.0 * flops, "time_s": np.maximum(compute_s, memory_s),
+            "compute_bound": compute_s >= memory_s}
+
+
 def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: str = "bf16", kv_bytes=2.0):
     """MLA decode attention from the framework's measured MLA kernels (absorbed weights:
     kernel_fits.mla_decode_roofline), or None where the numbers carry no such surface or

@@ -58,7 +58,6 @@ _UNMODELLED = (
     ("mamba_num_heads", _present, "Mamba-2 state-space layers"),
     ("ssm_state_size", _present, "state-space layers"),
     ("compress_ratios", _present, "compressed sparse attention (DeepSeek-V4)"),
-    ("index_topk", _present, "DeepSeek Sparse Attention (an indexer picks the top-k keys)"),
     ("sparse_attention_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_sparse_attention")),
      "block-sparse indexed attention"),
     ("block_configs", _present, "per-layer heterogeneous blocks (NAS-pruned attention and MLP widths)"),
@@ -188,6 +187,10 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
                    v_head_dim=int(cfg.get("v_head_dim") or 0))
         prov.update(head_dim="qk_nope_head_dim + qk_rope_head_dim", qk_rope_head_dim="qk_rope_head_dim",
                     kv_lora_rank="kv_lora_rank", q_lora_rank="q_lora_rank", v_head_dim="v_head_dim")
+        if cfg.get("index_topk"):  # DeepSeek Sparse Attention on MLA (DeepSeek-V3.2, GLM-5)
+            out.update(index_topk=int(cfg["index_topk"]), index_n_heads=int(cfg["index_n_heads"]),
+                       index_head_dim=int(cfg["index_head_dim"]))
+            prov.update(index_topk="index_topk", index_n_heads="index_n_heads", index_head_dim="index_head_dim")
     else:
         out["head_dim"] = int(cfg.get("head_dim") or out["d_model"] // out["n_heads"])
         prov["head_dim"] = "head_dim" if cfg.get("head_dim") else "hidden_size / num_attention_heads"

@@ -58,6 +58,13 @@ class ModelSpec:
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
     linear_state_bytes_per_element: float = 4.0
+    # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5; on MLA): a lightning indexer of
+    # index_n_heads x index_head_dim scores every cached token with its own small key, and
+    # each query attends only to the index_topk best; 0 = dense attention. The indexer's key
+    # is cached beside the latent (FP8 in DeepSeek-V3.2; here at the KV dtype).
+    index_topk: int = 0
+    index_n_heads: int = 0
+    index_head_dim: int = 0
     # full-attention layers that also project a sigmoid output gate as wide as the queries
     # (Qwen3-Next, Qwen3.5: attn_output_gate)
     attention_output_gate: bool = False
@@ -76,7 +83,8 @@ class ModelSpec:
         require(self, ("n_experts", "n_active_experts", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                        "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "sliding_window",
                        "n_sliding_layers", "n_linear_layers", "linear_key_heads", "linear_value_heads",
-                       "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel"), "nonnegative_int")
+                       "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "index_topk",
+                       "index_n_heads", "index_head_dim"), "nonnegative_int")
         require(self, ("published_params", "linear_state_bytes_per_element"), "nonnegative")
         require(self, bool_fields(self), "bool")  # gated_mlp: "false" (a string) must not read as true
         if self.n_heads % self.n_kv_heads:
@@ -94,6 +102,8 @@ class ModelSpec:
         if self.n_linear_layers + self.n_sliding_layers > self.n_layers:
             raise SpecError(self.name, "n_linear_layers", self.n_linear_layers,
                             f"<= n_layers - n_sliding_layers = {self.n_layers - self.n_sliding_layers}")
+        if self.index_topk and not (self.index_n_heads and self.index_head_dim):
+            raise SpecError(self.name, "index_n_heads/index_head_dim", 0, "> 0 when index_topk > 0")
         if self.n_linear_layers and not all((self.linear_key_heads, self.linear_value_heads, self.linear_key_head_dim,
                                              self.linear_value_head_dim)):
             raise SpecError(self.name, "linear_key_heads/linear_value_heads/linear_*_head_dim", 0,
@@ -156,9 +166,19 @@ class ModelSpec:
             q = D * r_q + r_q * H * h if r_q else D * H * h
             kv_down = D * (r_kv + rope)  # compressed latent + shared rope key
             kv_up = r_kv * H * ((h - rope) + self.v_dim)  # per-head nope key and value
-            return q + kv_down + kv_up + H * self.v_dim * D
+            return q + kv_down + kv_up + H * self.v_dim * D + self.indexer_params_per_layer
         gate = D * H * h if self.attention_output_gate else 0
         return D * H * h + gate + 2 * D * K * h + H * h * D
+
+    @property
+    def indexer_params_per_layer(self) -> int:
+        """DeepSeek Sparse Attention's lightning indexer: its queries from the query latent
+        (or the hidden state), its one key and its per-head weights from the hidden state."""
+        if not self.index_topk:
+            return 0
+        q_in = self.q_lora_rank or self.d_model
+        return (q_in * self.index_n_heads * self.index_head_dim + self.d_model * self.index_head_dim
+                + self.d_model * self.index_n_heads)
 
     @property
     def linear_attn_params_per_layer(self) -> int:
@@ -235,10 +255,17 @@ class ModelSpec:
     # ---- KV cache --------------------------------------------------------------------
     @property
     def kv_elements_per_token_per_layer(self) -> int:
-        """Cached elements per token per layer: K and V per KV head, or MLA's latent + rope key."""
+        """Cached elements per token per layer: K and V per KV head, or MLA's latent + rope key
+        (and DeepSeek Sparse Attention's indexer key)."""
         if self.is_mla:
-            return self.kv_lora_rank + self.qk_rope_head_dim
-        return self.n_kv_heads * (self.head_dim + self.v_dim)
+            return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
+        return self.n_kv_heads * (self.head_dim + self.v_dim) + self.index_head_dim
+
+    def attended_keys(self, context):
+        """Keys one query of a softmax layer reads at `context` past tokens: all of them, or
+        DeepSeek Sparse Attention's top-k."""
+        context = np.asarray(getattr(context, "values", context), dtype=float) if not hasattr(context, "dims") else context
+        return np.minimum(context, self.index_topk) if self.index_topk else context
 
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
         """KV-cache bytes per token summed over the softmax-attention layers (no

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives._array import where
-from ..primitives.attention import attention_decode, attention_prefill, linear_attention, mla_decode
+from ..primitives.attention import attention_decode, attention_prefill, linear_attention, mla_decode, sparse_indexer
 from ..primitives.collectives import collective
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.moe import fitted_moe
@@ -138,27 +138,50 @@ def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) 
                             head_dim=model.head_dim, v_head_dim=model.v_dim,
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
                             dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
+    if model.index_topk:  # DSA: query i attends min(i, k) keys, and the indexer scores all i
+        att = add(add(att, scale=_sparse_share(prompt, model.index_topk)),
+                  _indexer(hw, model, queries=batch * prompt, pairs=batch * prompt * (prompt + 1.0) / 2.0,
+                           cached_keys=batch * prompt, kv_bytes=kv_bytes))
     return _with_linear(att, hw, model, tokens=batch * prompt, sequences=batch, tp=tp, math=math, a_bytes=a_bytes)
+
+
+def _sparse_share(prompt, k):
+    """The share of a causal prompt's (query, key) pairs that top-k attention keeps:
+    sum_i min(i, k) over sum_i i, i = 1..T."""
+    T = np.asarray(prompt, float)
+    kept = np.where(T <= k, T * (T + 1.0) / 2.0, k * (k + 1.0) / 2.0 + (T - k) * k)
+    return kept / (T * (T + 1.0) / 2.0)
+
+
+def _indexer(hw, model, *, queries, pairs, cached_keys, kv_bytes) -> dict:
+    """The lightning indexer of a DSA layer (primitives/attention.sparse_indexer), its keys at
+    the KV-cache precision; replicated on every TP rank, as MLA's latent is."""
+    return sparse_indexer(hw=hw, queries=queries, pairs=pairs, cached_keys=cached_keys, n_heads=model.index_n_heads,
+                          head_dim=model.index_head_dim, key_bytes=kv_bytes)
 
 
 def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     """One query per sequence over its cache on one TP rank; MLA's latent (one per layer,
     shared by all heads, not split by TP: every rank reads it) instead of KV heads; a
     hybrid's linear layers read and rewrite their state instead."""
-    ctx = model.attention_context(context) / model.n_full_attention_layers  # mean over softmax layers, windows capped
+    held = model.attention_context(context) / model.n_full_attention_layers  # mean over softmax layers, windows capped
+    ctx = model.attended_keys(held)  # DSA: the top-k of them
+    indexer = _indexer(hw, model, queries=batch, pairs=batch * held, cached_keys=batch * held,
+                       kv_bytes=kv_bytes) if model.index_topk else None
     if model.is_mla:
         fitted = mla_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, latent=model.kv_lora_rank,
                             rope=model.qk_rope_head_dim, dtype=attention_math(math), kv_bytes=kv_bytes)
         if fitted is not None:  # the framework's measured MLA kernels
-            return fitted
+            return fitted if indexer is None else add(fitted, indexer)
         kv_heads = 1.0 + 0.0 * tp
-        kv_el = model.kv_elements_per_token_per_layer + 0.0 * tp
+        kv_el = model.kv_lora_rank + model.qk_rope_head_dim + 0.0 * tp
     else:
         kv_heads = np.maximum(model.n_kv_heads / tp, 1.0)
         kv_el = kv_heads * (model.head_dim + model.v_dim)
     att = attention_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, head_dim=model.head_dim,
                            n_kv_heads=kv_heads, v_head_dim=model.v_dim, kv_elements_per_token=kv_el,
                            dtype=attention_math(math), kv_bytes=kv_bytes)
+    att = att if indexer is None else add(att, indexer)
     return _with_linear(att, hw, model, tokens=batch, sequences=batch, tp=tp, math=math, a_bytes=2.0)
 
 

@@ -56,7 +56,7 @@ def attention_matmuls(model) -> list[Matmul]:
             else [Matmul("q", k=D, n=H * h, split="n")]
         return q + [Matmul("kv_down", k=D, n=rkv + rope, split="none"),
                     Matmul("kv_up", k=rkv, n=H * (h - rope + hv), split="n"),
-                    Matmul("attn_out", k=H * hv, n=D, split="k")]
+                    Matmul("attn_out", k=H * hv, n=D, split="k")] + indexer_matmuls(model)
     full = model.n_full_attention_layers / model.n_layers
     gate = H * h if model.attention_output_gate else 0  # a sigmoid gate as wide as the queries
     out = [Matmul("qkv", k=D, n=(H + 2 * K) * h + gate, split="n", share=full),
@@ -64,6 +64,17 @@ def attention_matmuls(model) -> list[Matmul]:
     if model.n_linear_layers:
         out += linear_attention_matmuls(model)
     return out
+
+
+def indexer_matmuls(model) -> list[Matmul]:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2 inference code): queries
+    from the query latent, one key and the per-head weights from the hidden state; small,
+    replicated on every TP rank."""
+    if not model.index_topk:
+        return []
+    nh, dh, D = model.index_n_heads, model.index_head_dim, model.d_model
+    return [Matmul("index_q", k=model.q_lora_rank or D, n=nh * dh, split="none"),
+            Matmul("index_k", k=D, n=dh, split="none"), Matmul("index_w", k=D, n=nh, split="none")]
 
 
 def linear_attention_matmuls(model) -> list[Matmul]:

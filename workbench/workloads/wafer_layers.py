@@ -96,9 +96,13 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
     # max and sum allreduced in between (decode.csl score_matvec_mult, softmax_score,
     # output_matvec_mult).
     soft = model.n_full_attention_layers / model.n_layers  # layers with softmax attention
-    ctx = model.attention_context(context) / max(model.n_full_attention_layers, 1)  # keys per such layer
+    held = model.attention_context(context) / max(model.n_full_attention_layers, 1)  # keys per such layer
+    ctx = model.attended_keys(held)  # DSA: the top-k of them
     scores = mesh_gemv(w, k=H * h, n=ctx, **gemv)
     pv = mesh_gemv(w, k=ctx, n=H * hv, **gemv)
+    # DSA's lightning indexer scores every held key: a GEMV over its heads' dims
+    indexer = [(soft, mesh_gemv(w, k=model.index_n_heads * model.index_head_dim, n=held, **gemv))] \
+        if model.index_topk else []
     # two norms' row sums (every layer), then the softmax max and sum (softmax layers)
     norms = [line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping) for _ in range(2)]
     softmax = [line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping) for _ in range(2)]
@@ -110,7 +114,7 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
                 zip(mms, (ops.active_shape(mm, model.n_active_experts) for mm in mms))]
         local = elementwise_cycles(w, n=b * (6 * tiles(model.d_model, P) + 2 * tiles(ops.qk_width(model), P)
                                              + 2 * tiles(ops.mlp_width(model, moe=moe), P) + soft * 3 * tiles(ctx, P)))
-        parts = mats + [(soft, scores), (soft, pv)] + mixing
+        parts = mats + [(soft, scores), (soft, pv)] + indexer + mixing
         compute = _weighted(parts, "compute_cycles") + local
         comm = _weighted(parts, "comm_cycles") + _sum(norms, "cycles") + soft * _sum(softmax, "cycles")
         return {"cycles": compute + comm, "compute_cycles": compute, "reduce_cycles": comm,
@@ -133,7 +137,11 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
     ga = dict(P=Pa, mapping=mapping)
     keys = prompt if context is None else context
     soft = model.n_full_attention_layers / model.n_layers  # layers with softmax attention
-    att = [(soft, mesh_gemm(w, m=prompt, k=H * h, n=keys, **ga)), (soft, mesh_gemm(w, m=prompt, k=keys, n=H * hv, **ga))]
+    att_keys = model.attended_keys(keys)  # DSA: each query's top-k
+    att = [(soft, mesh_gemm(w, m=prompt, k=H * h, n=att_keys, **ga)),
+           (soft, mesh_gemm(w, m=prompt, k=att_keys, n=H * hv, **ga))]
+    if model.index_topk:  # the lightning indexer scores every key
+        att.append((soft, mesh_gemm(w, m=prompt, k=model.index_n_heads * model.index_head_dim, n=keys, **ga)))
     att += linear_mixing_prefill(w, model, P=Pa, prompt=prompt, mapping=mapping)  # per sequence, as attention
     rows = tiles(M, P)
     reductions = [(1.0, line_allreduce(w, P=P, nbytes=rows * REDUCE_BYTES, mapping=mapping)) for _ in range(2)]
