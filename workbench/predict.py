@@ -317,7 +317,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
                    "placement": as_axis("placement", placement), "framework": as_axis("framework", framework)}
-    draft = (load_model(draft_model) if draft_model is not None else "mtp") if speculative else None
+    draft = (_draft_spec(draft_model) if draft_model is not None else "mtp") if speculative else None
     extra = {"devices_min": devices_min, **({"draft_model": draft} if speculative else {})}
     ds = evaluate(_dispatch("inference", specs, knob_axes, models, extra=extra),
                   categorical=categorical,
@@ -403,6 +403,14 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
         return out
     return evaluate(dispatch if recompute is not None else own_default, categorical=categorical,
                     numeric={**numeric, **knob_axes}, attrs={"function": "predict.training"})
+
+
+def _draft_spec(draft_model):
+    """The draft model's spec; a bad one is named as draft_model, not as the model."""
+    try:
+        return load_model(draft_model)
+    except InputError as e:
+        raise InputError("draft_" + str(e) if str(e).startswith("model=") else str(e)) from None
 
 
 def _check_one(fn: str, **values) -> None:

@@ -78,3 +78,13 @@ def test_best_draft_len_is_reported_and_moves_with_acceptance():
     for i, a in enumerate(r.acceptance.values):
         assert best[i] == r.tpot_s.sel(acceptance=a).idxmin("draft_len").item()
     assert best[1] > best[0]
+
+
+def test_bad_speculative_arguments_are_named():
+    from workbench.errors import InputError
+    with pytest.raises(InputError, match="^draft_model='nope' is not known"):
+        predict.inference(hardware="cs3", model="llama_3_1_8b", draft_model="nope")
+    with pytest.raises(InputError, match="acceptance=1.5 is not allowed"):
+        predict.inference(hardware="h100_sxm", model="llama_3_1_8b", draft_len=2, acceptance=1.5)
+    with pytest.raises(InputError, match="speculative decoding .* placement='streaming'"):
+        predict.inference(hardware="cs3", model="llama_3_1_8b", placement="streaming", draft_len=2)

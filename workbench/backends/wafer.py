@@ -128,7 +128,8 @@ class WaferBackend:
         spec = dict(prefill_pe_grid=prefill_pe_grid, draft=draft, draft_len=draft_len, acceptance=acceptance)
         if layout.placement == "streaming":
             if draft is not None:
-                raise InputError("draft_model is not allowed with placement='streaming'; allowed: None")
+                raise InputError("speculative decoding (draft_len > 0) is not allowed with placement='streaming'; "
+                                 "allowed: draft_len=0, or placement='regions'")
             r = streaming_inference(batch=batch, **common)
         elif batch is None:
             batch = wafer_max_batch(draft=draft, **common)
