@@ -1,8 +1,10 @@
 """Analysis of sweep Datasets: Pareto frontiers, scaling exponents and regime crossovers,
-and where the time goes (bottleneck shares). Pure functions of an xr.Dataset, vectorized
+where the time goes (bottleneck shares), and the sensitivity of any prediction to the
+hardware knobs (elasticities). Pure functions of an xr.Dataset, vectorized
 over its dimensions."""
 from .bottleneck import bottleneck
 from .pareto import pareto
 from .scaling import crossover_where, crossovers, scaling
+from .sensitivity import sensitivity
 
-__all__ = ["pareto", "scaling", "crossovers", "crossover_where", "bottleneck"]
+__all__ = ["pareto", "scaling", "crossovers", "crossover_where", "bottleneck", "sensitivity"]

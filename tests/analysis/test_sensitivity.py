@@ -1,0 +1,55 @@
+"""Elasticities of a prediction to hardware knobs (analysis/sensitivity.py): the signs and
+sizes the roofline implies, and what a cycle-counted wafer model must give for its clock."""
+import numpy as np
+import pytest
+
+from workbench import analysis, predict
+from workbench.errors import InputError
+
+KW = dict(hardware="h100_sxm", model="llama_3_1_8b", generate=128, weights="bf16")
+
+
+def test_decode_leans_on_bandwidth_and_long_prefill_on_flops():
+    """Issue 19: batch-1 decode has elasticity about -1 to HBM bandwidth and about 0 to peak
+    FLOP/s while memory-bound; a 32k-token prefill the other way round. Not exactly -1:
+    fixed kernel latencies do not scale with either resource."""
+    e = analysis.sensitivity(predict.inference, knobs=["hbm_bandwidth_bytes_per_s", "peak_flops_per_s_bf16"],
+                             batch=1, prompt=[512, 32768], **KW)
+    dec = e.tpot_s.sel(prompt=512)
+    assert -1.02 <= float(dec.sel(knob="hbm_bandwidth_bytes_per_s")) <= -0.8
+    assert abs(float(dec.sel(knob="peak_flops_per_s_bf16"))) < 0.05
+    pre = e.ttft_s.sel(prompt=32768)
+    assert -1.02 <= float(pre.sel(knob="peak_flops_per_s_bf16")) <= -0.8
+    assert abs(float(pre.sel(knob="hbm_bandwidth_bytes_per_s"))) < 0.1
+
+
+def test_matches_a_direct_finite_difference():
+    """The elasticity is the slope of log TPOT against log bandwidth: checked against two
+    separate predictions 10% apart (within 2%)."""
+    from workbench.backends import backend_for
+    from workbench.specs import load_hardware
+    e = float(analysis.sensitivity(predict.inference, knobs="hbm_bandwidth_bytes_per_s", batch=8, prompt=2048,
+                                   **KW).tpot_s.squeeze())
+    spec = load_hardware("h100_sxm")
+    bw = backend_for(spec).knobs(spec)["hbm_bandwidth_bytes_per_s"][1]  # the spec's value
+    lo, hi = (float(predict.inference(batch=8, prompt=2048, hardware_overrides={"hbm_bandwidth_bytes_per_s": v},
+                                      **KW).tpot_s) for v in (bw / 1.05, bw * 1.05))
+    assert e == pytest.approx((np.log(hi) - np.log(lo)) / (2 * np.log(1.05)), rel=0.02)
+
+
+def test_a_wafer_time_scales_exactly_with_its_clock():
+    """Every wafer time is cycles / clock (the I/O crossings aside: one system here)."""
+    e = analysis.sensitivity(predict.inference, knobs=["clock_hz", "stage_cycles"], hardware="cs3",
+                             model="llama_3_1_8b", devices=1, pe_grid=161, batch=1, prompt=2048, generate=128,
+                             weights="fp16")
+    assert float(e.tpot_s.sel(knob="clock_hz")) == pytest.approx(-1.0, abs=1e-6)
+    assert 0 < float(e.tpot_s.sel(knob="stage_cycles")) < 1  # the reductions' share of the step
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(InputError, match="knob 'hbm' is not a knob of 'h100_sxm'"):
+        analysis.sensitivity(predict.inference, knobs="hbm", **KW)
+    with pytest.raises(InputError, match="one hardware name"):
+        analysis.sensitivity(predict.inference, knobs="tdp_w", **dict(KW, hardware=["h100_sxm", "b200"]))
+    with pytest.raises(InputError, match="rel_step=0.9 is not allowed"):
+        analysis.sensitivity(predict.inference, knobs="tdp_w", rel_step=0.9, **KW)

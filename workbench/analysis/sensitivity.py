@@ -1,0 +1,62 @@
+"""Sensitivities: the elasticity d log(metric) / d log(knob) of a prediction's outputs to
+hardware knobs, at every point of the prediction.
+
+    analysis.sensitivity(predict.inference, knobs=["hbm_bandwidth_bytes_per_s",
+                         "peak_flops_per_s_bf16"], hardware="h100_sxm", model="llama_3_1_8b",
+                         batch=[1, 64], prompt=[512, 32768])
+
+Each knob is moved by a factor (1 - h) and (1 + h) about its value (the spec's, or the
+override the call already gives) on a knob axis of two points, so the whole sweep is one
+call per knob; the elasticity is the central difference of the logs,
+(log m+ - log m-) / (log(1 + h) - log(1 - h)). -1 means the metric (a time) falls in
+proportion as the knob rises (the resource binds); 0 means the knob does not matter there.
+Knobs are those `workbench list knobs HW` names; `hardware` must be one name.
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..backends import backend_for
+from ..errors import InputError, brief, check_range
+from ..specs import load_hardware
+
+METRICS = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s_per_device", "output_tokens_per_s_per_user",
+           "memory_per_device_bytes", "step_time_s", "tokens_per_s_per_device", "mfu")
+
+
+def sensitivity(fn, *, knobs, rel_step: float = 0.02, metrics=None, **call) -> xr.Dataset:
+    """Elasticity of each metric to each knob, at every point of fn(**call): a Dataset with
+    the call's dimensions and a `knob` dimension, one variable per metric (those of METRICS
+    the prediction returns, or `metrics`). Points where a metric is not a positive number
+    at either end (does not fit, NaN) are NaN."""
+    check_range("rel_step", rel_step, low=1e-6, high=0.5, allowed="a relative step in (0, 0.5]")
+    hardware = call.get("hardware")
+    if not isinstance(hardware, str):
+        raise InputError(f"hardware={brief(hardware)} is not allowed; allowed: one hardware name (call once per "
+                         "chip: each has its own knob values)")
+    spec = load_hardware(hardware)
+    table = backend_for(spec).knobs(spec)
+    knobs = [knobs] if isinstance(knobs, str) else list(knobs)
+    if not knobs:
+        raise InputError("knobs=[] is not allowed; allowed: one or more of " + ", ".join(table))
+    given = dict(call.pop("hardware_overrides", None) or {})
+    parts = []
+    for knob in knobs:
+        if knob not in table:
+            raise InputError(f"knob {knob!r} is not a knob of {hardware!r}; allowed: {', '.join(table)}")
+        base = given.get(knob, table[knob][1])
+        if np.ndim(base) or not np.isfinite(base) or base <= 0:
+            raise InputError(f"knob {knob!r} = {brief(base)} on {hardware!r} is not allowed; allowed: a positive "
+                             "scalar to move about")
+        moved = [base * (1.0 - rel_step), base * (1.0 + rel_step)]
+        ds = fn(**call, hardware_overrides={**given, knob: moved})
+        names = [m for m in (metrics or METRICS) if m in ds.data_vars]
+        lo, hi = ds[names].isel({knob: 0}, drop=True), ds[names].isel({knob: 1}, drop=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            e = (np.log(hi.where(hi > 0)) - np.log(lo.where(lo > 0))) / (np.log1p(rel_step) - np.log1p(-rel_step))
+        parts.append(e.expand_dims(knob=[knob]))
+    out = xr.concat(parts, dim="knob", join="outer")
+    out.attrs.update({"function": "analysis.sensitivity", "hardware": hardware, "rel_step": rel_step,
+                      "meaning": "d log(metric) / d log(knob), central differences"})
+    return out
