@@ -14,6 +14,8 @@ import time
 import numpy as np
 
 from workbench import predict
+from workbench.backends import as_numbers
+from workbench.workloads.wafer_inference import grid_candidates
 
 from _report import best_time, summary
 
@@ -48,7 +50,8 @@ def main() -> None:
     search = axes(args.search_points)
     m = int(np.prod([len(v) for v in search.values()]))
     ds, s = best_time(lambda: predict.inference(**search, **KW), repeat=1)
-    print(f"grid search: {m:,} points x {757} grid sides in {s:.2f} s = {m / s:,.0f} points/s")
+    sides = len(grid_candidates(as_numbers(KW["hardware"])))
+    print(f"grid search: {m:,} points x {sides} grid sides in {s:.2f} s = {m / s:,.0f} points/s")
 
     t0 = time.perf_counter()
     for _ in range(args.loop):

@@ -317,7 +317,8 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
                    "placement": as_axis("placement", placement), "framework": as_axis("framework", framework)}
-    draft = (_draft_spec(draft_model) if draft_model is not None else "mtp") if speculative else None
+    from .workloads.speculative import MTP_HEAD
+    draft = (_draft_spec(draft_model) if draft_model is not None else MTP_HEAD) if speculative else None
     extra = {"devices_min": devices_min, **({"draft_model": draft} if speculative else {})}
     ds = evaluate(_dispatch("inference", specs, knob_axes, models, extra=extra),
                   categorical=categorical,

@@ -156,8 +156,8 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
 
     if draft_len > 0:  # the draft: a model, or the target's MTP head (speculative.mtp_draft)
-        from .workloads.speculative import mtp_draft
-        d = inference(hardware=hw, model=mtp_draft(spec) if draft_model is None else draft_model,
+        from .workloads.speculative import MTP_HEAD, draft_for
+        d = inference(hardware=hw, model=draft_for(spec, MTP_HEAD if draft_model is None else draft_model),
                       batch=BATCH_GRID.tolist(), prompt=prompt, generate=generate, weights=weights, kv=kv,
                       hardware_overrides=hardware_overrides, framework=framework, **layout)
         draft_steps = d.tpot_s.values

@@ -8,7 +8,7 @@ import pytest
 from workbench import predict
 from workbench.backends import numbers
 from workbench.specs import load_model
-from workbench.workloads import layers
+from workbench.workloads import layers, ops
 from workbench.workloads.wafer_layers import decode_layer
 
 V32, V3 = load_model("deepseek_v3_2"), load_model("deepseek_v3")
@@ -72,5 +72,5 @@ def test_wafer_decode_counts_the_indexer_and_top_k():
     out = decode_layer(w, V32, P=300.0, batch=1.0, context=32768.0)
     base = decode_layer(w, V3, P=300.0, batch=1.0, context=2048.0)  # dense MLA at k keys
     indexer = 2 * 32768 * 64 * 128
-    extra = sum(2 * mm.k * mm.n for mm in __import__("workbench.workloads.ops", fromlist=["ops"]).indexer_matmuls(V32))
+    extra = sum(2 * mm.k * mm.n for mm in ops.indexer_matmuls(V32))
     assert float(out["flops"]) == pytest.approx(float(base["flops"]) + indexer + extra, rel=1e-9)

@@ -7,7 +7,10 @@ import pytest
 from workbench import predict
 from workbench.backends import as_numbers
 from workbench.specs import load_model
+from workbench.primitives.mesh import mesh_gemv
 from workbench.workloads.wafer_inference import decode_step, micro_batch_rows
+from workbench.workloads.wafer_layers import decode_layer
+from workbench.workloads.wafer_pipeline import crossing_s
 
 
 def simulate_ring(stage_s: np.ndarray, micro_batches: int, tokens: int = 40) -> float:
@@ -36,9 +39,6 @@ def test_pipelined_decode_matches_a_simulated_ring(model, devices, batch, P):
     w, m = as_numbers("cs3"), load_model(model)
     step = decode_step(w, m, P=P, batch=float(batch), context=2048.0, devices=float(devices))
     # the stages, as decode_step builds them: L layers, the lm_head, the crossings
-    from workbench.primitives.mesh import mesh_gemv
-    from workbench.workloads.wafer_layers import decode_layer
-    from workbench.workloads.wafer_pipeline import crossing_s
     rows = float(micro_batch_rows(m, batch))
     t_layer = float(decode_layer(w, m, P=P, batch=rows, context=2048.0)["cycles"]) / w.clock_hz
     t_head = float(mesh_gemv(w, P=P, k=m.d_model, n=m.vocab_size, rows=rows)["cycles"]) / w.clock_hz

@@ -142,10 +142,18 @@ def test_the_fixed_cost_is_the_intercept_of_c181_c182():
 
 
 # Each CS-2 row: (tolerance on |model / measured - 1|, source). Model errors today:
-# C191/C192 +30%, C179 +38%, C180 +44%, C181/C182 +13%. The issue's target is 25%: the two
-# narrowest models miss it (the MeshGEMM layer model runs them too efficiently, the
-# production kernels' efficiency rises with the width: wafer_training.py), so their
-# tolerance is what the model achieves, and the 25% target is an expected failure below.
+# C191/C192 +30%, C179 +38%, C180 +44%, C181/C182 +13%; the GPT-3 2.7B-20B rows of Zhang et
+# al. arXiv:2409.00287v2 (Table III shapes, Table V projected epoch hours; wse_training.csv
+# T001-T008: samples/s = 211,043,181 PILE samples / (hours x 3600)) T001 +22.4%, T002
+# +27.9%, T003 +7.5%, T004 +11.7%, T005/T006 +8.5%, T007 -10.1%, T008 -7.7%, each tolerance
+# that error plus ~4-5 points. The issue's target is 25%: the two narrowest models miss it
+# (the MeshGEMM layer model runs them too efficiently, the production kernels' efficiency
+# rises with the width: wafer_training.py), so their tolerance is what the model achieves,
+# and the 25% target is an expected failure below. Held out: T001-T004 (2.7B, 6.7B), from
+# which no spec value was derived (cs2.yaml quotes their batch pairs' intercepts only as a
+# check of step_fixed_s). Not fully held out: T005-T008 (13B, 20B): cs2.yaml's MemoryX rate
+# (weight_store_bandwidth, 300 GB/s) is a lower bound derived from their batch pairs (fitted:
+# true in reference_points.yaml). step_fixed_s is fitted on C181/C182 for all.
 ROWS = {
     "C191": (0.35, "GPT-2 small bf16, modelzoo R2.3.0 run log (Regular-DABench-LLM gpt2_train_bf16.log)"),
     "C192": (0.35, "GPT-2 small fp16, modelzoo R2.3.0 run log (gpt2_train_f16.log)"),
@@ -153,32 +161,6 @@ ROWS = {
     "C180": (0.50, "GPT-3 256M batch 256, Zhang et al. Table V (projected epoch hours)"),
     "C181": (0.20, "GPT-3 590M batch 128, Zhang et al. Table V; step_fixed_s fitted on it with C182"),
     "C182": (0.20, "GPT-3 590M batch 256, Zhang et al. Table V; step_fixed_s fitted on it with C181"),
-}
-
-
-def _error(row_id: str) -> float:
-    predicted = float(predict.training(**_config(row_id)).samples_per_s)
-    return predicted / float(wse_row(row_id)["value"]) - 1
-
-
-@pytest.mark.parametrize("row_id", list(ROWS))
-def test_cs2_rows_within_their_tolerance(row_id):
-    tol, source = ROWS[row_id]
-    assert abs(_error(row_id)) <= tol, f"{row_id} ({source})"
-
-
-@pytest.mark.xfail(strict=True, reason="the layer model is 30-44% optimistic for d_model <= 1088 (see ROWS)")
-@pytest.mark.parametrize("row_id", ["C191", "C179", "C180"])
-def test_cs2_narrow_rows_meet_the_issue_target(row_id):
-    assert abs(_error(row_id)) <= 0.25
-
-
-# GPT-3 2.7B-20B on one CS-2, MSL 2048, batch 128 and 256 (Zhang et al. arXiv:2409.00287v2
-# Table III shapes, Table V projected epoch hours; wse_training.csv T001-T008: samples/s =
-# 211,043,181 PILE samples / (hours x 3600)). (tolerance on |model / measured - 1|, source).
-# Model errors today: T001 +22.4%, T002 +27.9%, T003 +7.5%, T004 +11.7%, T005/T006 +8.5%,
-# T007 -10.1%, T008 -7.7%; each tolerance is that error plus ~4-5 points.
-TABLE_V_ROWS = {
     "T001": (0.27, "GPT-3 2.7B batch 128, Zhang et al. Table V (1258 h), held out"),
     "T002": (0.32, "GPT-3 2.7B batch 256, Zhang et al. Table V (1252 h), held out"),
     "T003": (0.12, "GPT-3 6.7B batch 128, Zhang et al. Table V (2586 h), held out"),
@@ -190,16 +172,29 @@ TABLE_V_ROWS = {
 }
 
 
-@pytest.mark.parametrize("row_id", list(TABLE_V_ROWS))
-def test_cs2_gpt3_2p7b_to_20b_rows_within_their_tolerance(row_id):
-    """The 2.7B-20B rows of Zhang et al. Table V, predicted at the configuration of
-    reference_points.yaml (GPT-3 shapes of Table III, d_ff = 4·D, vocabulary 50257, tied
-    embeddings, no gated MLP; one CS-2, MSL 2048). Held out: T001-T004 (2.7B, 6.7B), from
-    which no spec value was derived (cs2.yaml quotes their batch pairs' intercepts only as a
-    check of step_fixed_s). Not fully held out: T005-T008 (13B, 20B): cs2.yaml's MemoryX
-    rate (weight_store_bandwidth, 300 GB/s) is a lower bound derived from their batch pairs
-    (fitted: true in reference_points.yaml). step_fixed_s is fitted on C181/C182 for all."""
-    tol, source = TABLE_V_ROWS[row_id]
+def _error(row_id: str) -> float:
+    predicted = float(predict.training(**_config(row_id)).samples_per_s)
+    return predicted / float(wse_row(row_id)["value"]) - 1
+
+
+@pytest.mark.parametrize("row_id", list(ROWS))
+def test_cs2_rows_within_their_tolerance(row_id):
+    tol, source = ROWS[row_id]
+    err = _error(row_id)
+    assert abs(err) <= tol, f"{row_id} ({source}): model {err:+.1%}"
+
+
+@pytest.mark.xfail(strict=True, reason="the layer model is 30-44% optimistic for d_model <= 1088 (see ROWS)")
+@pytest.mark.parametrize("row_id", ["C191", "C179", "C180"])
+def test_cs2_narrow_rows_meet_the_issue_target(row_id):
+    assert abs(_error(row_id)) <= 0.25
+
+
+@pytest.mark.parametrize("row_id", [r for r in ROWS if r.startswith("T")])
+def test_table_v_rows_are_configured_as_the_csv_states(row_id):
+    """The 2.7B-20B rows of Zhang et al. Table V are predicted at the configuration of
+    reference_points.yaml: GPT-3 shapes of Table III, d_ff = 4·D, one CS-2, MSL 2048, the
+    row's batch."""
     config = _config(row_id)
     model = config["model"]
     assert model["d_ff"] == 4 * model["d_model"] and model["head_dim"] * model["n_heads"] == model["d_model"]
@@ -207,5 +202,3 @@ def test_cs2_gpt3_2p7b_to_20b_rows_within_their_tolerance(row_id):
     shape = f"(L{model['n_layers']} D{model['d_model']} H{model['n_heads']})"  # as in the CSV row
     assert shape in wse_row(row_id)["config"]
     assert wse_row(row_id)["config"].endswith(f"batch {config['global_batch']}")
-    err = _error(row_id)
-    assert abs(err) <= tol, f"{row_id} ({source}): model {err:+.1%}"

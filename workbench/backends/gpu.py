@@ -112,10 +112,9 @@ class GpuBackend:
         else:
             r = _inf.inference(batch=batch, **common)
         if draft_model is not None:
-            from ..workloads.speculative import mtp_draft
-            draft_model = mtp_draft(model) if isinstance(draft_model, str) else draft_model
-            r = self._speculative(r, common, batch=batch, draft_model=draft_model, draft_len=draft_len,
-                                  acceptance=acceptance, layout=layout)
+            from ..workloads.speculative import draft_for
+            r = self._speculative(r, common, batch=batch, draft_model=draft_for(model, draft_model),
+                                  draft_len=draft_len, acceptance=acceptance, layout=layout)
         r["activations"] = np.array(act, dtype=object)  # constant per call: broadcast as a view
         r["kv"] = np.array(kvd, dtype=object)
         problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,

@@ -98,14 +98,13 @@ class WaferBackend:
         """`generate` None: the longest the KV cache allows (generate="max"); `batch` None:
         the largest that fits; `devices_min`: the fewest systems that hold the model at
         batch (1 when batch is "max") and generate (1 when "max")."""
+        from ..workloads.speculative import draft_for
         from ..workloads.wafer_capacity import wafer_max_batch, wafer_max_generate, wafer_min_devices
         from ..workloads.wafer_inference import wafer_inference
         from ..workloads.wafer_streaming import streaming_inference
         kvd = kv or "fp16"
         grid = decode_pe_grid if decode_pe_grid is not None else pe_grid
-        from ..workloads.speculative import mtp_draft
-        draft_model = mtp_draft(model) if isinstance(draft_model, str) else draft_model
-        draft = draft_model if np.any(np.asarray(draft_len) > 0) else None
+        draft = draft_for(model, draft_model) if np.any(np.asarray(draft_len) > 0) else None
         size = dict(w=w, model=model, prompt=prompt, weights=weights, kv=kvd, mapping=mapping, draft=draft)
         problems = []
         if devices_min:

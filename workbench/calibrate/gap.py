@@ -235,12 +235,11 @@ def _wafer(r):
     "mesh"; "t10" and "ladder" for WaferLLM's baseline rows). End-to-end rows take the grids
     `prefill_P` and `decode_P` (default 660 and 360, WaferLLM Table 2's own)."""
     from ..workloads.wafer_layers import decode_layer, prefill_layer
-    from .wafer_fit import CLOCK_HZ, DECODE_CONFIGS, DECODE_CONTEXT, N_LAYERS, PREFILL_PROMPT, prefill_model, \
-        waferllm_model
+    from .wafer_fit import (CLOCK_HZ, DECODE_CONFIGS, DECODE_CONTEXT, E2E_DECODE_CONFIG, E2E_DECODE_P, N_LAYERS,
+                            PREFILL_PROMPT, prefill_model, waferllm_model)
     w = as_numbers(r.hardware)
     mapping = r.config.get("mapping", "mesh")
-    # WaferLLM's Llama3-8B decode dims, padded to a multiple of the grid (4320/14400 at 360)
-    decode_dims = {360: (4320, 14400), **DECODE_CONFIGS}
+    decode_dims = {E2E_DECODE_P: E2E_DECODE_CONFIG, **DECODE_CONFIGS}  # WaferLLM's padded Llama3-8B per grid
     if r.kind == "wafer_decode":
         P = float(r.config["P"])
         out = decode_layer(w, waferllm_model(*decode_dims[int(P)]), P=P, batch=1.0, context=float(DECODE_CONTEXT),
@@ -252,7 +251,7 @@ def _wafer(r):
         return PREFILL_PROMPT * CLOCK_HZ / (float(out["cycles"]) * N_LAYERS), _layer_term(out)
     # WaferLLM Table 2: prefill on 660 x 660, decode on 360 x 360 at the mean context.
     prompt, gen = float(r.config["prompt"]), float(r.config["generate"])
-    Pp, Pd = int(r.config.get("prefill_P", 660)), int(r.config.get("decode_P", 360))
+    Pp, Pd = int(r.config.get("prefill_P", 660)), int(r.config.get("decode_P", E2E_DECODE_P))
     pre = prefill_layer(w, prefill_model(), P=float(Pp), batch=1.0, prompt=prompt, mapping=mapping)
     dec = decode_layer(w, waferllm_model(*decode_dims[Pd]), P=float(Pd), batch=1.0, context=prompt + gen / 2.0,
                        mapping=mapping)

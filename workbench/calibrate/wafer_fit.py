@@ -27,6 +27,9 @@ N_LAYERS = 32
 # WaferLLM's Llama3-8B as its kernels run it (Decode/WSE-2/model_config/*.json): one head
 # of head_dim = dim, dims padded to multiples of P.
 DECODE_CONFIGS = {420: (4200, 14700), 540: (4320, 14580), 660: (4620, 14520)}
+# WaferLLM Table 2 (end to end, and Table 5's KV capacity) decodes on 360 x 360: Llama3-8B
+# padded to multiples of 360 as its model configs pad (dim 4096 -> 4320, ffn 14336 -> 14400)
+E2E_DECODE_P, E2E_DECODE_CONFIG = 360, (4320, 14400)
 DECODE_CONTEXT = 4096  # '4K CTX' (Tables 7/8)
 PREFILL_PROMPT = 4096  # Table 3
 
@@ -71,7 +74,7 @@ def fit_sram_reserved(w: WaferSpec, concat_tokens: float, P: int = 360) -> float
     each generated token's K and V (2 x dim x 2 B) to one line of P PEs, so the free
     bytes per PE are concat_tokens x 2 x ceil(dim/P) x 2 B (C121 at the 360 x 360 grid)."""
     from ..workloads.wafer_layers import layer_memory_per_pe
-    dim, ffn = 4320, 14400  # Llama3-8B padded to a multiple of 360
+    dim, ffn = E2E_DECODE_CONFIG  # Llama3-8B padded to a multiple of 360
     m = waferllm_model(dim, ffn)
     free = concat_tokens * 2 * tiles(dim, P) * 2.0
     mem = layer_memory_per_pe(dataclasses.replace(as_numbers(w), sram_reserved_per_pe_bytes=0.0), m, P=float(P),

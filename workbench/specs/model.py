@@ -264,7 +264,6 @@ class ModelSpec:
     def attended_keys(self, context):
         """Keys one query of a softmax layer reads at `context` past tokens: all of them, or
         DeepSeek Sparse Attention's top-k."""
-        context = np.asarray(getattr(context, "values", context), dtype=float) if not hasattr(context, "dims") else context
         return np.minimum(context, self.index_topk) if self.index_topk else context
 
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:

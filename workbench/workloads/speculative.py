@@ -19,6 +19,14 @@ def expected_tokens_per_step(*, acceptance, draft_len):
     return np.where(a < 1.0, (1.0 - safe ** (k + 1.0)) / (1.0 - safe), k + 1.0)
 
 
+MTP_HEAD = "mtp"  # draft_model value meaning the target's own multi-token-prediction head
+
+
+def draft_for(model, draft_model):
+    """The draft's spec: `draft_model` itself, or the target's MTP head when it is MTP_HEAD."""
+    return mtp_draft(model) if draft_model == MTP_HEAD else draft_model
+
+
 def mtp_draft(model):
     """The draft of multi-token prediction (DeepSeek-V3's MTP module, an EAGLE-style head):
     one more layer of the target's shape with the target's embedding and lm_head, run once

@@ -1,10 +1,12 @@
 """What fits on wafers with every layer resident (placement "regions"): the largest batch,
 the longest generation the KV cache allows, and the fewest systems that hold the model.
 
-Per-PE bytes of a layer region are linear in the batch and in the tokens held (weights +
-KV + activations + reserve, wafer_layers.layer_memory_per_pe), so each bound is closed
-form per grid side P and then checked against the placement itself (rounding can land one
-past the boundary); the candidates are every integer side along a trailing axis.
+Per grid side P (every integer side, along a trailing axis, so a sweep is one call):
+the fewest systems is closed form (regions needed over regions per wafer); the longest
+generation is closed form (per-PE bytes are linear in the tokens held,
+wafer_layers.layer_memory_per_pe) and then checked against the placement itself
+(rounding can land one past the boundary); the largest batch is a bisection on the
+placement (activation rows per micro-batch make bytes piecewise in the batch).
 """
 from __future__ import annotations
 
@@ -33,6 +35,11 @@ def _ex(shape):
     return lambda a: np.expand_dims(np.broadcast_to(np.asarray(a, float), shape), -1)  # noqa: E731
 
 
+def _placement(wc: WaferNumbers, model: ModelSpec, *, weights: str, kv: str, **sizes) -> dict:
+    """wafer_inference.placement with the precisions by name."""
+    return placement(wc, model, w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv], **sizes)
+
+
 def wafer_max_batch(*, w: WaferNumbers, model: ModelSpec, devices, prompt, generate,
                     weights: str, kv: str, pe_grid=None, mapping: str = "mesh", draft: ModelSpec | None = None,
                     **_) -> np.ndarray:
@@ -43,19 +50,17 @@ def wafer_max_batch(*, w: WaferNumbers, model: ModelSpec, devices, prompt, gener
     cache alone sets."""
     shape = np.broadcast_shapes(np.broadcast(devices, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape,
                                 w.shape)
-    P, w = _candidate_axis(w, shape, pe_grid)  # knob arrays broadcast against the candidate axis
+    P, wc = _candidate_axis(w, shape, pe_grid)  # knob arrays broadcast against the candidate axis
     ex = _ex(shape)
-    kw = dict(P=P, tokens=ex(prompt + generate), generated=ex(generate), w_bytes=DTYPE_BYTES[weights],
-              kv_bytes=DTYPE_BYTES[kv], mapping=mapping)
-    one = layer_memory_per_pe(w, model, batch=1.0, **kw)
-    zero = layer_memory_per_pe(w, model, batch=0.0, **kw)
-    hi = np.floor((w.sram_per_pe_bytes - zero["total_bytes"]) / np.maximum(one["kv_bytes"], 1e-30)) + 1.0
+    sizes = dict(P=P, tokens=ex(prompt + generate), generated=ex(generate), mapping=mapping)
+    one = layer_memory_per_pe(wc, model, batch=1.0, w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv], **sizes)
+    zero = layer_memory_per_pe(wc, model, batch=0.0, w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv], **sizes)
+    hi = np.floor((wc.sram_per_pe_bytes - zero["total_bytes"]) / np.maximum(one["kv_bytes"], 1e-30)) + 1.0
     hi = np.clip(np.nan_to_num(hi, nan=1.0, posinf=2.0 ** 40), 1.0, 2.0 ** 40)  # a batch of hi does not fit
 
     def fits(b):
-        return placement(w, model, P=P, devices=ex(devices), batch=b, tokens=ex(prompt + generate),
-                         generated=ex(generate), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv],
-                         mapping=mapping, draft=draft)["fits"]
+        return _placement(wc, model, devices=ex(devices), batch=b, weights=weights, kv=kv, draft=draft,
+                          **sizes)["fits"]
     lo = np.where(fits(1.0), 1.0, 0.0) + 0.0 * hi  # lo fits (or is 0)
     for _ in range(int(np.ceil(np.log2(np.max(hi) + 1.0))) + 1):
         mid = np.floor((lo + hi) / 2.0)
@@ -76,9 +81,8 @@ def wafer_min_devices(*, w: WaferNumbers, model: ModelSpec, batch, prompt, gener
                                 w.shape)
     P, wc = _candidate_axis(w, shape, pe_grid)
     ex = _ex(shape)
-    place = placement(wc, model, P=P, devices=1.0, batch=ex(batch), tokens=ex(prompt + generate),
-                      generated=ex(generate), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv], mapping=mapping,
-                      draft=draft)
+    place = _placement(wc, model, P=P, devices=1.0, batch=ex(batch), tokens=ex(prompt + generate),
+                       generated=ex(generate), weights=weights, kv=kv, mapping=mapping, draft=draft)
     per_wafer = regions(wc, P)
     ok = place["fits_pe"] & (P <= wc.max_square_grid) & (per_wafer >= 1)
     need = np.where(ok, np.ceil(place["regions_needed"] / np.maximum(per_wafer, 1.0)), np.inf)
@@ -110,9 +114,8 @@ def wafer_max_generate(*, w: WaferNumbers, model: ModelSpec, devices, batch, pro
     g = np.clip(np.minimum(g, cap), 0.0, None)
 
     def fits(gen):
-        return placement(wc, model, P=P, devices=ex(devices), batch=ex(batch), tokens=ex(prompt) + gen,
-                         generated=gen, w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv],
-                         mapping=mapping, draft=draft)["fits"]
+        return _placement(wc, model, P=P, devices=ex(devices), batch=ex(batch), tokens=ex(prompt) + gen,
+                          generated=gen, weights=weights, kv=kv, mapping=mapping, draft=draft)["fits"]
     g = np.where(fits(np.maximum(g, 1.0)), g, np.maximum(g - 1.0, 0.0))  # rounding: one step back
     g = np.where(fits(np.maximum(g, 1.0)), g, 0.0)
     best = np.argmax(g, axis=-1)[..., None]

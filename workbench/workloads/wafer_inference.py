@@ -24,7 +24,7 @@ from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from ..units import DTYPE_BYTES
 from .wafer_layers import decode_layer, layer_memory_per_pe
-from .speculative import per_token_s
+from .speculative import expected_tokens_per_step, per_token_s
 from .wafer_pipeline import crossing_s, pipelined_prefill
 
 GRID_CHUNK = 64  # candidate grid sides evaluated together (bounds the search's memory)
@@ -86,14 +86,18 @@ def _best_grid(cost, candidates, shape):
     return best
 
 
+def micro_batches(model: ModelSpec, batch):
+    """Decode micro-batches in flight: one per layer region at most (decode_step)."""
+    return np.maximum(np.minimum(batch, model.n_layers), 1.0)
+
+
 def micro_batch_rows(model: ModelSpec, batch):
-    """Sequences per decode micro-batch: the batch split over at most one micro-batch per
-    layer region (decode_step), so a region buffers the activations of these rows only,
-    while every sequence's KV cache stays in every region."""
-    return np.ceil(batch / np.maximum(np.minimum(batch, model.n_layers), 1.0))
+    """Sequences per decode micro-batch, so a region buffers the activations of these rows
+    only, while every sequence's KV cache stays in every region."""
+    return np.ceil(batch / micro_batches(model, batch))
 
 
-def decode_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices, mapping="mesh", clock=None,
+def decode_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices, mapping="mesh",
                 rows_per_sequence=1.0) -> dict:
     """One decode step of `batch` sequences pipelined through the layer regions.
 
@@ -105,9 +109,8 @@ def decode_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices
     pipeline, the busiest stage times m when they queue for it (tests/workloads/
     test_wafer_inference.py simulates the ring). The parts (compute, mesh reduction, I/O)
     are the traversal's, scaled to the step."""
-    clock = w.clock_hz if clock is None else clock
-    L = model.n_layers
-    m = np.maximum(np.minimum(batch, L), 1.0)
+    clock, L = w.clock_hz, model.n_layers
+    m = micro_batches(model, batch)
     rows = micro_batch_rows(model, batch) * rows_per_sequence
     layer = decode_layer(w, model, P=P, batch=rows, context=context, mapping=mapping)
     head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=rows, mapping=mapping)
@@ -123,12 +126,12 @@ def decode_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices
             "io_s": crossings * x * scale, "hops": L * layer["hops"]}
 
 
-def _speculative_tpot(w, model, draft, *, P, batch, context, devices, draft_len, acceptance, mapping, clock):
+def _speculative_tpot(w, model, draft, *, P, batch, context, devices, draft_len, acceptance, mapping):
     """Seconds per emitted token with the draft on the same wafers (regions of side P, its
     crossings between systems not counted): k draft steps, then the target verifying k+1
     rows per sequence, both pipelined as decode_step."""
     k = np.asarray(draft_len, float)
-    kw = dict(P=P, batch=batch, context=context, mapping=mapping, clock=clock)
+    kw = dict(P=P, batch=batch, context=context, mapping=mapping)
     draft_s = decode_step(w, draft, devices=1.0, **kw)["step_s"]
     verify_s = decode_step(w, model, devices=devices, rows_per_sequence=k + 1.0, **kw)["step_s"]
     return per_token_s(draft_step_s=draft_s, verify_step_s=verify_s, draft_len=k, acceptance=acceptance)
@@ -136,13 +139,12 @@ def _speculative_tpot(w, model, draft, *, P, batch, context, devices, draft_len,
 
 def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt,
                     generate, weights: str, kv: str, pe_grid=None, prefill_pe_grid=None,
-                    mapping: str = "mesh", clock_hz=None, draft: ModelSpec | None = None, draft_len=0.0,
-                    acceptance=1.0) -> dict:
+                    mapping: str = "mesh", draft: ModelSpec | None = None, draft_len=0.0, acceptance=1.0) -> dict:
     """Prefill + static-batch decode on `devices` CS systems. Sizes are ndarrays. With a
     `draft` model and draft_len k > 0, speculative decoding: the draft's layers have
     regions on the same wafers (same side; its crossings between systems not counted), k
     draft steps then one target step over k+1 rows per sequence (speculative.per_token_s)."""
-    clock = clock_hz if clock_hz is not None else w.clock_hz
+    clock = w.clock_hz  # the clock_hz knob sweeps it
     w_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[kv]
     context = prompt + generate / 2.0  # mean decode context (steps are linear in it)
     shape = np.broadcast_shapes(np.broadcast(devices, batch, prompt, generate, 0.0 if pe_grid is None else pe_grid,
@@ -158,7 +160,7 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
 
         def decode_cost(Pc):  # the whole decode step: every layer and the lm_head
             step = decode_step(wc, model, P=Pc, batch=ex(batch), context=ex(context), devices=ex(devices),
-                               mapping=mapping, clock=wc.clock_hz if clock_hz is None else ex(clock_hz))
+                               mapping=mapping)
             return step["step_s"], placement(wc, model, P=Pc, **kwc)["fits"]
 
         # Where nothing fits, report the largest grid (the closest to fitting) as infeasible.
@@ -179,13 +181,14 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
     place = placement(w, model, P=P_dec, **kw)
     place_pre = placement(w, model, P=P_pre, **kw)
 
-    step = decode_step(w, model, P=P_dec, batch=batch, context=context, devices=devices, mapping=mapping,
-                       clock=clock)
+    step = decode_step(w, model, P=P_dec, batch=batch, context=context, devices=devices, mapping=mapping)
     dec_compute_s, dec_reduce_s, io_dec = step["compute_s"], step["comm_s"], step["io_s"]
     tpot = step["step_s"]
+    extra = {}
     if kw["draft"] is not None:
         tpot = _speculative_tpot(w, model, draft, P=P_dec, batch=batch, context=context, devices=devices,
-                                 draft_len=draft_len, acceptance=acceptance, mapping=mapping, clock=clock)
+                                 draft_len=draft_len, acceptance=acceptance, mapping=mapping)
+        extra["tokens_per_step"] = expected_tokens_per_step(acceptance=acceptance, draft_len=draft_len) + 0.0 * tpot
     ttft = pipe["ttft_s"] + head["cycles"] / clock  # the last token's logits
     e2e = ttft + (generate - 1.0) * tpot
     out_tokens = batch * generate
@@ -215,5 +218,5 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
         "pe_grid_decode": P_dec, "pe_grid_prefill": P_pre, "n_pes_used": pes_used,
         "pe_memory_used_bytes": place["pe_bytes"],
         "n_hops_per_token": step["hops"], "decode_micro_batches": step["micro_batches"],
-        "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot,
+        "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot, **extra,
     }

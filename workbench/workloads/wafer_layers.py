@@ -25,10 +25,6 @@ from ..primitives.hardware_numbers import WaferNumbers
 REDUCE_BYTES = 4.0  # fp32 row statistics (norm sums, softmax max/sum)
 
 
-def _sum(parts: list[dict], key: str):
-    return sum(p.get(key, 0.0) for p in parts)
-
-
 def _weighted(parts: list[tuple[float, dict]], key: str):
     """Sum of a key over (share of the layers, part) pairs: each part counted in the share
     of the layers that have it (a hybrid's softmax and linear-attention layers)."""
@@ -51,12 +47,12 @@ def linear_mixing_decode(w: WaferNumbers, model: ModelSpec, *, P, rows, mapping=
     share = model.n_linear_layers / model.n_layers
     dk, hv = model.linear_key_head_dim, model.linear_value_heads * model.linear_value_head_dim
     dt = _state_dtype(model)
-    reads = [mesh_gemv(w, P=P, k=dk, n=hv, rows=rows, dtype=dt, mapping=mapping) for _ in range(2)]
+    read = mesh_gemv(w, P=P, k=dk, n=hv, rows=rows, dtype=dt, mapping=mapping)  # S^T k, and S^T q alike
     state_pe = tiles(dk, P) * tiles(hv, P)
     update = {"compute_cycles": 2.0 * rows * vector_cycles(w, n=state_pe, dtype=dt, reads=2.0, writes=1.0,
                                                           elem_bytes=model.linear_state_bytes_per_element),
               "flops": 4.0 * rows * dk * hv}
-    return [(share, r) for r in reads] + [(share, update)]
+    return [(2.0 * share, read), (share, update)]
 
 
 def linear_mixing_prefill(w: WaferNumbers, model: ModelSpec, *, P, prompt, mapping="mesh") -> list[tuple[float, dict]]:
@@ -103,9 +99,9 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
     # DSA's lightning indexer scores every held key: a GEMV over its heads' dims
     indexer = [(soft, mesh_gemv(w, k=model.index_n_heads * model.index_head_dim, n=held, **gemv))] \
         if model.index_topk else []
-    # two norms' row sums (every layer), then the softmax max and sum (softmax layers)
-    norms = [line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping) for _ in range(2)]
-    softmax = [line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping) for _ in range(2)]
+    # row statistics allreduced: two norms' sums (every layer), the softmax max and sum
+    # (softmax layers)
+    stats = [(2.0 + 2.0 * soft, line_allreduce(w, P=P, nbytes=b * REDUCE_BYTES, mapping=mapping))]
     mixing = linear_mixing_decode(w, model, P=P, rows=b, mapping=mapping)
 
     def one_kind(moe):
@@ -116,9 +112,9 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
                                              + 2 * tiles(ops.mlp_width(model, moe=moe), P) + soft * 3 * tiles(ctx, P)))
         parts = mats + [(soft, scores), (soft, pv)] + indexer + mixing
         compute = _weighted(parts, "compute_cycles") + local
-        comm = _weighted(parts, "comm_cycles") + _sum(norms, "cycles") + soft * _sum(softmax, "cycles")
+        comm = _weighted(parts, "comm_cycles") + _weighted(stats, "cycles")
         return {"cycles": compute + comm, "compute_cycles": compute, "reduce_cycles": comm,
-                "hops": _weighted(parts, "hops") + _sum(norms, "hops") + soft * _sum(softmax, "hops"),
+                "hops": _weighted(parts, "hops") + _weighted(stats, "hops"),
                 "colors": np.maximum(mats[0][1]["colors"], 0.0), "flops": _weighted(parts, "flops")}
     return _mean_layer(model, one_kind)
 
@@ -144,9 +140,9 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
         att.append((soft, mesh_gemm(w, m=prompt, k=model.index_n_heads * model.index_head_dim, n=keys, **ga)))
     att += linear_mixing_prefill(w, model, P=Pa, prompt=prompt, mapping=mapping)  # per sequence, as attention
     rows = tiles(M, P)
-    reductions = [(1.0, line_allreduce(w, P=P, nbytes=rows * REDUCE_BYTES, mapping=mapping)) for _ in range(2)]
-    reductions += [(soft, line_allreduce(w, P=P, nbytes=batch * tiles(prompt, P) * REDUCE_BYTES, mapping=mapping))
-                   for _ in range(2)]  # softmax max and sum per score row
+    reductions = [(2.0, line_allreduce(w, P=P, nbytes=rows * REDUCE_BYTES, mapping=mapping)),  # two norms
+                  (2.0 * soft, line_allreduce(w, P=P, nbytes=batch * tiles(prompt, P) * REDUCE_BYTES,
+                                              mapping=mapping))]  # softmax max and sum per score row
 
     def one_kind(moe):
         mms = ops.layer_matmuls(model, moe=moe)

@@ -62,8 +62,7 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
     prompt_a = np.broadcast_to(np.asarray(prompt, float), shape)
     crossings = np.asarray(devices, float) - 1.0
     L = model.n_layers
-    best = np.full(shape, np.inf)
-    chunk, n_best, io_bound = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape, bool)
+    best, chunk = np.full(shape, np.inf), np.full(shape, np.nan)
     # One chunk size at a time over every point (a loop over candidates, not points), keeping
     # the running minimum: memory stays that of one evaluation.
     longest = float(np.max(prompt_a)) if prompt_a.size else 0.0
@@ -84,13 +83,10 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
             p_last = chunk_layer_s(w, model, context=prompt_a, **kw)
         x = crossing_s(w, rows=np.asarray(batch, float) * c, d_model=model.d_model) * (crossings > 0)
         ttft = (n - 1.0) * np.maximum(p_mean, x) + L * p_last + crossings * x
-        better = ttft < best
-        best = np.where(better, ttft, best)
-        chunk, n_best = np.where(better, c, chunk), np.where(better, n, n_best)
-        io_bound = np.where(better, (x > p_mean) & (n > 1), io_bound)
-    unpipelined = L * whole["cycles"] / w.clock_hz + (np.asarray(devices, float) - 1.0) * crossing_s(
+        chunk = np.where(ttft < best, c, chunk)
+        best = np.minimum(ttft, best)
+    unpipelined = L * whole["cycles"] / w.clock_hz + crossings * crossing_s(
         w, rows=np.asarray(batch, float) * prompt, d_model=model.d_model)
     pes = L * np.asarray(P, float) ** 2
     bound = L * whole["flops"] / (pes * 2.0 * w.fmas_per_cycle("fp16") * w.clock_hz)
-    return {"ttft_s": best, "chunk_tokens": chunk, "n_chunks": n_best,
-            "unpipelined_s": unpipelined, "compute_bound_s": bound, "bottleneck_is_io": io_bound}
+    return {"ttft_s": best, "chunk_tokens": chunk, "unpipelined_s": unpipelined, "compute_bound_s": bound}
