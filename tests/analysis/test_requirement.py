@@ -1,0 +1,116 @@
+"""The knob value a target needs (analysis/requirement.py): fed back through predict.* it
+meets the target (within 0.5%) and 0.99x of it (1.01x for a knob that helps as it
+shrinks) misses; unreachable targets name what binds; GPUs and wafers alike."""
+import numpy as np
+import pytest
+import xarray as xr
+
+from workbench import analysis, predict
+from workbench.errors import InputError
+
+KW = dict(hardware="h100_sxm", model="llama_3_1_70b", devices=8, tp=8, prompt=2048, generate=256)
+
+
+def _feed_back(fn, req, knob, metric, target, call, points):
+    """Every point with a requirement: at the value the target holds, past it it fails."""
+    up = not metric.endswith("_s")
+    for sel in points:
+        r = req.sel(sel)
+        value = float(r.required)
+        if not np.isfinite(value):
+            continue
+        helps_up = str(r.knob_helps.values) == "up"
+        at = float(fn(**{**call, **sel}, hardware_overrides={knob: value})[metric])
+        short = float(fn(**{**call, **sel}, hardware_overrides={knob: value * (0.99 if helps_up else 1.01)})[metric])
+        if up:
+            assert at >= target * (1 - 0.005) and short < target, (sel, at, short)
+        else:
+            assert at <= target * (1 + 0.005) and short > target, (sel, at, short)
+
+
+def test_bandwidth_a_decode_target_needs():
+    """70B on 8 H100s at 5 ms per token: batch 1 and 16 need 2.7x and 4.4x the HBM
+    bandwidth; every value fed back meets the target and 0.99x of it misses."""
+    call = dict(KW, batch=[1, 16])
+    req = analysis.requirement(predict.inference, metric="tpot_s", target=0.005, knob="hbm_bandwidth_bytes_per_s",
+                               **call)
+    assert (req.knob_helps == "up").all() and (req.reason == "").all()
+    assert 1.0 < float(req.ratio.sel(batch=1)) < float(req.ratio.sel(batch=16))
+    _feed_back(predict.inference, req, "hbm_bandwidth_bytes_per_s", "tpot_s", 0.005, KW,
+               [{"batch": 1}, {"batch": 16}])
+
+
+def test_throughput_target_and_a_knob_that_helps_as_it_shrinks():
+    """A throughput (higher is better) and a latency knob (smaller is better): the largest
+    inter-GPU latency that keeps 95% of the spec's throughput per device at TP 8 (analytical
+    collectives: a framework's measured all-reduce tables carry their own latency)."""
+    call = dict(KW, batch=8, framework="none")
+    base = float(predict.inference(**call).output_tokens_per_s_per_device)
+    target = 0.95 * base
+    req = analysis.requirement(predict.inference, metric="output_tokens_per_s_per_device", target=target,
+                               knob="scale_up_latency_s", **call)
+    assert str(req.knob_helps.values) == "down"
+    assert float(req.required) > 1e-6  # the spec's 1 us already meets 95%: a larger latency is tolerated
+    value = float(req.required)
+    at = float(predict.inference(**call, hardware_overrides={"scale_up_latency_s": value})
+               .output_tokens_per_s_per_device)
+    worse = float(predict.inference(**call, hardware_overrides={"scale_up_latency_s": value * 1.01})
+                  .output_tokens_per_s_per_device)
+    assert at >= target * 0.995 and worse < target
+
+
+def test_unreachable_targets_name_what_binds():
+    """At batch 256 no HBM bandwidth brings TPOT to 5 ms: the point says which resource
+    binds there; a model that cannot fit says it does not fit."""
+    req = analysis.requirement(predict.inference, metric="tpot_s", target=0.005, knob="hbm_bandwidth_bytes_per_s",
+                               **dict(KW, batch=256))
+    assert np.isnan(float(req.required))
+    assert "bound by" in str(req.reason.values) and "hbm_bandwidth_bytes_per_s" in str(req.reason.values)
+    big = analysis.requirement(predict.inference, metric="tpot_s", target=0.05, knob="hbm_bandwidth_bytes_per_s",
+                               hardware="h100_sxm", model="llama_3_1_405b", batch=1, prompt=2048, generate=256)
+    assert np.isnan(float(big.required)) and "does not fit" in str(big.reason.values)
+
+
+def test_memory_capacity_a_batch_needs():
+    """The least HBM capacity at which a batch fits: found where the metric is the memory
+    a point needs (it does not improve with capacity, so the fit flag decides)."""
+    call = dict(KW, batch=64, prompt=8192)
+    req = analysis.requirement(predict.inference, metric="tpot_s", target=1.0, knob="hbm_capacity_bytes", **call)
+    need = float(req.required)
+    assert np.isfinite(need)
+    assert bool(predict.inference(**call, hardware_overrides={"hbm_capacity_bytes": need}).fits)
+    assert not bool(predict.inference(**call, hardware_overrides={"hbm_capacity_bytes": need * 0.99}).fits)
+
+
+def test_a_wafer_clock_for_a_decode_target():
+    """CS-3: the clock a 1-system Llama 3.1 8B needs for 4,000 tokens/s per user; the
+    cycle-counted decode step scales as 1/clock, so the ratio is the speed-up asked."""
+    call = dict(hardware="cs3", model="llama_3_1_8b", batch=1, prompt=1024, generate=256)
+    tpot = float(predict.inference(**call).tpot_s)
+    req = analysis.requirement(predict.inference, metric="tpot_s", target=tpot / 1.5, knob="clock_hz", **call)
+    assert float(req.ratio) == pytest.approx(1.5, rel=0.01)
+
+
+def test_one_call_per_step_over_a_grid():
+    """The bisection runs on the whole grid at once: a 2 x 3 sweep gives a requirement per
+    point, each equal to the one asked alone."""
+    call = dict(KW, batch=[1, 4], generate=[64, 256, 1024])
+    req = analysis.requirement(predict.inference, metric="tpot_s", target=0.006, knob="hbm_bandwidth_bytes_per_s",
+                               **call)
+    assert set(req.required.dims) == {"batch", "generate"}
+    alone = analysis.requirement(predict.inference, metric="tpot_s", target=0.006, knob="hbm_bandwidth_bytes_per_s",
+                                 **dict(KW, batch=4, generate=1024))
+    assert float(req.required.sel(batch=4, generate=1024)) == pytest.approx(float(alone.required), rel=1e-6)
+
+
+@pytest.mark.parametrize("kwargs,word", [
+    (dict(knob="warp_drive"), "knob="),
+    (dict(metric="happiness_s"), "metric="),
+    (dict(target=-1.0), "target="),
+    (dict(hardware=["h100_sxm", "b200"]), "hardware="),
+])
+def test_bad_input_names_the_argument(kwargs, word):
+    call = dict(KW, batch=1, metric="tpot_s", target=0.005, knob="hbm_bandwidth_bytes_per_s")
+    call.update(kwargs)
+    with pytest.raises(InputError, match=word):
+        analysis.requirement(predict.inference, **call)

@@ -1,0 +1,144 @@
+"""Requirements: the knob value a target needs, at every point of a prediction.
+
+    analysis.requirement(predict.inference, metric="tpot_s", target=0.005,
+                         knob="hbm_bandwidth_bytes_per_s", hardware="h100_sxm",
+                         model="llama_3_1_70b", devices=8, tp=8, batch=[1, 16, 64])
+
+A time metric (`*_s`) meets its target at or below it; any other metric (tokens/s, MFU) at
+or above it. The knob is bracketed between `span`-fold below and above its value (the
+spec's, or the override the call gives); at each point the end where the metric is better
+says which way the knob helps. Where it helps as it grows (bandwidth, peak FLOP/s, SRAM)
+the answer is the smallest value that meets the target; where it helps as it shrinks
+(latencies, overheads) the largest. The search is a bisection in log(knob) run on the
+whole grid at once: each step is one vectorized call of `fn` with the knob as a per-point
+array, so a sweep costs `steps` calls, not `steps` per point.
+
+No value in the bracket meets the target: NaN, and `reason` names what binds at the
+helpful end (the point does not fit, with the prediction's reason; or the bound the
+prediction names there, i.e. another resource limits before this knob can). The whole
+bracket meets it: the bracket's unhelpful end, flagged in `reason` as a bound only.
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..backends import backend_for
+from ..errors import InputError, brief, check_range
+from ..specs import load_hardware
+
+
+def _higher_is_better(metric: str) -> bool:
+    return not metric.endswith("_s") and not metric.endswith("_bytes")
+
+
+def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0, steps: int = 40,
+                **call) -> xr.Dataset:
+    """The knob value that meets `target` for `metric` at every point of fn(**call), as a
+    Dataset with the call's dimensions: `required` (the knob value, NaN when unreachable),
+    `ratio` (required / the knob's value in the call), `metric_at_required`, `knob_helps`
+    ('up' or 'down') and `reason` ('' when a value was found)."""
+    check_range("span", span, low=1.0 + 1e-9, high=1e6, allowed="a bracket factor > 1")
+    check_range("steps", steps, low=1, high=200, allowed="1 to 200 bisection steps")
+    if not np.isscalar(target) or not np.isfinite(target) or target <= 0:
+        raise InputError(f"target={brief(target)} is not allowed; allowed: one positive number in the metric's units")
+    hardware = call.get("hardware")
+    if not isinstance(hardware, str):
+        raise InputError(f"hardware={brief(hardware)} is not allowed; allowed: one hardware name (call once per "
+                         "chip: each has its own knob values)")
+    spec = load_hardware(hardware)
+    table = backend_for(spec).knobs(spec)
+    if knob not in table:
+        raise InputError(f"knob={knob!r} is not a knob of {hardware!r}; allowed: {', '.join(table)}")
+    given = dict(call.pop("hardware_overrides", None) or {})
+    base = given.get(knob, table[knob][1])
+    if np.ndim(base) or not np.isfinite(base) or base <= 0:
+        raise InputError(f"knob {knob!r} = {brief(base)} on {hardware!r} is not allowed; allowed: a positive scalar "
+                         "to bracket")
+
+    def run(value):
+        ds = fn(**call, hardware_overrides={**given, knob: value})
+        if metric not in ds.data_vars:
+            raise InputError(f"metric={metric!r} is not an output of {getattr(fn, '__name__', fn)}; allowed: "
+                             + ", ".join(v for v in ds.data_vars if np.issubdtype(ds[v].dtype, np.number)))
+        return ds
+
+    lo_ds, hi_ds = run(base / span), run(base * span)
+    up = _higher_is_better(metric)
+    m_lo, m_hi = lo_ds[metric], hi_ds[metric]
+    m_lo, m_hi = xr.broadcast(m_lo, m_hi)
+    # where the knob does not move the metric, a time-like knob (latency, cycles) is taken
+    # to help as it shrinks, any other as it grows
+    shrinks = table[knob][0] in ("s", "cycles")
+    with np.errstate(invalid="ignore"):
+        helps_up = xr.where(m_hi == m_lo, not shrinks, (m_hi > m_lo) if up else (m_hi < m_lo))
+    helps_up = helps_up | ~np.isfinite(m_lo)
+    # the helpful end and the unhelpful end of each point's bracket, in log(knob)
+    log_lo, log_hi = np.log(base / span), np.log(base * span)
+    good = xr.where(helps_up, log_hi, log_lo)
+    bad = xr.where(helps_up, log_lo, log_hi)
+    m_good = xr.where(helps_up, m_hi, m_lo)
+    m_bad = xr.where(helps_up, m_lo, m_hi)
+    fits_good = xr.where(helps_up, _fits_of(hi_ds, m_hi), _fits_of(lo_ds, m_lo))
+    ok_good = _ok(m_good, target, up) & fits_good
+    ok_bad = _ok(m_bad, target, up) & xr.where(helps_up, _fits_of(lo_ds, m_lo), _fits_of(hi_ds, m_hi))
+    # bisection: `bad` never meets, `good` meets (where reachable)
+    a, b = bad.copy(), good.copy()
+    for _ in range(steps):
+        mid = 0.5 * (a + b)
+        ds = run(np.exp(mid))
+        ok = _ok(ds[metric], target, up) & _fits_of(ds, ds[metric])
+        a, b = xr.where(ok, a, mid), xr.where(ok, mid, b)
+    required = xr.where(ok_bad, np.exp(bad), xr.where(ok_good, np.exp(b), np.nan))
+    final = run(xr.where(np.isfinite(required), required, base))
+    at = final[metric].where(np.isfinite(required))
+    reason = _reasons(ok_good, ok_bad, fits_good, xr.where(helps_up, 0, 1), (hi_ds, lo_ds), m_good, metric, target,
+                      knob, span)
+    out = xr.Dataset({"required": required, "ratio": required / base, "metric_at_required": at,
+                      "knob_helps": xr.where(helps_up, "up", "down"), "reason": reason})
+    out["required"].attrs.update(units=table[knob][0], long_name=f"{knob} that meets {metric} {'>=' if up else '<='} "
+                                                               f"{target:g}")
+    out.attrs.update({"function": "analysis.requirement", "hardware": hardware, "metric": metric, "target": target,
+                      "knob": knob, "knob_value": float(base), "bracket": [float(base / span), float(base * span)]})
+    return out
+
+
+def _ok(m, target, up):
+    with np.errstate(invalid="ignore"):
+        return (m >= target if up else m <= target) & np.isfinite(m)
+
+
+def _fits_of(ds: xr.Dataset, like: xr.DataArray) -> xr.DataArray:
+    """The prediction's `fits` flag broadcast to the metric (True where it has none)."""
+    if "fits" not in ds:
+        return xr.ones_like(like, dtype=bool)
+    return xr.broadcast(ds["fits"].astype(bool), like)[0]
+
+
+def _reasons(ok_good, ok_bad, fits_good, end, ends, m_good, metric, target, knob, span):
+    """Per point: '' where a value was found inside the bracket, else what binds at the
+    helpful end of the bracket."""
+    shape_like = m_good
+    out = np.full(shape_like.shape, "", dtype=object)
+    miss = (~ok_good).values
+    if miss.any() or ok_bad.values.any():
+        idx = np.argwhere(miss | ok_bad.values)
+        dims = shape_like.dims
+        for ix in map(tuple, idx):
+            sel = dict(zip(dims, ix))
+            ds = ends[int(end.values[ix])]
+            at = f"{span:g}x" if int(end.values[ix]) == 0 else f"1/{span:g}x"
+            if bool(ok_bad.values[ix]):
+                out[ix] = (f"met across the whole bracket (1/{span:g}x to {span:g}x the knob): the requirement "
+                           f"is at most this value")
+                continue
+            point = ds.isel({d: i for d, i in sel.items() if d in ds.dims})
+            if not bool(fits_good.values[ix]):
+                why = str(point["reason"].values) if "reason" in point else ""
+                out[ix] = f"does not fit at {at} {knob}" + (f": {why}" if why else "")
+                continue
+            bound = str(point["bound"].values) if "bound" in point else ""
+            val = float(m_good.values[ix])
+            out[ix] = (f"{metric} reaches only {val:.4g} (target {target:g}) at {at} {knob}"
+                       + (f": bound by {bound}" if bound and bound != "nan" else ": another resource binds"))
+    return xr.DataArray(out.astype(str), dims=shape_like.dims, coords=shape_like.coords)
