@@ -33,3 +33,30 @@ def test_unknown_price_is_a_clear_error():
     ds = predict.inference(hardware="h100_sxm", model="llama_3_1_8b").drop_vars("hardware")
     with pytest.raises(InputError, match="hardware"):
         costs.add_costs(ds)
+
+
+def test_every_prediction_carries_its_cost_from_the_knobs():
+    """predict.* adds the cost outputs per point from the hardware's price and power knobs:
+    equal to add_costs with the catalog's numbers, linear in a swept price, and a target
+    in dollars can be asked of the price (analysis.requirement)."""
+    from workbench import analysis
+    ds = predict.inference(hardware=["h100_sxm", "cs3"], model="llama_3_1_8b", batch=[1, 16], weights="fp16")
+    ref = costs.add_costs(ds.drop_vars(["cost_per_million_tokens_usd", "tokens_per_j", "price_usd_per_hour",
+                                        "power_w"]))
+    assert np.allclose(ds.cost_per_million_tokens_usd, ref.cost_per_million_tokens_usd)
+    assert np.allclose(ds.tokens_per_j, ref.tokens_per_j)
+    swept = predict.inference(hardware="b200", model="llama_3_1_8b", batch=16,
+                              hardware_overrides={"price_usd_per_hour": [3.0, 6.0], "tdp_w": [500.0, 1000.0]})
+    c = swept.cost_per_million_tokens_usd
+    assert float(c.sel(price_usd_per_hour=6.0, tdp_w=500.0)) == pytest.approx(2 * float(
+        c.sel(price_usd_per_hour=3.0, tdp_w=500.0)))
+    j = swept.tokens_per_j
+    assert float(j.sel(price_usd_per_hour=3.0, tdp_w=500.0)) == pytest.approx(2 * float(
+        j.sel(price_usd_per_hour=3.0, tdp_w=1000.0)))
+    train = predict.training(hardware="h100_sxm", model="llama_3_1_8b", devices=8, dp=8)
+    assert float(train.cost_per_million_tokens_usd) == pytest.approx(
+        3.0 / 3600 / float(train.tokens_per_s_per_device) * 1e6)  # h100_sxm.yaml: $3.00 per GPU-hour
+    req = analysis.requirement(predict.inference, metric="cost_per_million_tokens_usd", target=0.5,
+                               knob="price_usd_per_hour", hardware="h100_sxm", model="llama_3_1_8b", batch=16)
+    assert str(req.knob_helps.values) == "down"
+    assert float(req.metric_at_required) == pytest.approx(0.5, rel=0.005)

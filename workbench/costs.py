@@ -49,6 +49,38 @@ def _per_hardware(ds: xr.Dataset, table: dict, what: str) -> xr.DataArray:
     return xr.DataArray(values, dims=["hardware"], coords={"hardware": names})
 
 
+def cost_per_million_tokens_usd(price_usd_per_hour, tokens_per_s_per_device):
+    """USD per million tokens from a device's hourly price and the tokens it sustains
+    (NaN where the price is not known, 0)."""
+    from .primitives._array import where
+    price = where(price_usd_per_hour > 0, price_usd_per_hour, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return price / 3600.0 / tokens_per_s_per_device * 1e6
+
+
+def tokens_per_j(tokens_per_s_per_device, power_w):
+    return tokens_per_s_per_device / power_w
+
+
+# the rate each workload's cost is counted on: output tokens served, or tokens trained
+RATES = ("output_tokens_per_s_per_device", "tokens_per_s_per_device")
+
+
+def per_point(result: dict, *, price_usd_per_hour, power_w) -> dict:
+    """A predict.* result with its cost outputs, from the point's hardware knobs (a swept
+    price or power sweeps them): `price_usd_per_hour` and `power_w` per device,
+    `cost_per_million_tokens_usd` (output tokens for inference and serving, trained tokens
+    for training) and `tokens_per_j`. Results without a token rate (kernels) are returned
+    as they are."""
+    rate = next((result[r] for r in RATES if r in result), None)
+    if rate is None:
+        return result
+    zero = 0.0 * np.asarray(rate, float)
+    return {**result, "price_usd_per_hour": price_usd_per_hour + zero, "power_w": power_w + zero,
+            "cost_per_million_tokens_usd": cost_per_million_tokens_usd(price_usd_per_hour, rate),
+            "tokens_per_j": tokens_per_j(rate, power_w)}
+
+
 def add_costs(ds: xr.Dataset, *, prices: dict | None = None, power_w: dict | None = None) -> xr.Dataset:
     """Add price_usd_per_hour, power_w (per device), cost_per_million_tokens_usd and
     tokens_per_j, from output_tokens_per_s_per_device (the rate one device sustains)."""
@@ -59,8 +91,8 @@ def add_costs(ds: xr.Dataset, *, prices: dict | None = None, power_w: dict | Non
     power = _per_hardware(ds, dict(power_table, **(power_w or {})), "power_w")
     rate = ds.output_tokens_per_s_per_device
     out = ds.assign(price_usd_per_hour=price, power_w=power,
-                    cost_per_million_tokens_usd=price / 3600.0 / rate * 1e6,
-                    tokens_per_j=rate / power)
+                    cost_per_million_tokens_usd=cost_per_million_tokens_usd(price, rate),
+                    tokens_per_j=tokens_per_j(rate, power))
     out["price_usd_per_hour"].attrs = {"units": "USD/h", "long_name": "price per device-hour"}
     out["power_w"].attrs = {"units": "W", "long_name": "power per device"}
     out["cost_per_million_tokens_usd"].attrs = {"units": "USD", "long_name": "cost per million output tokens"}

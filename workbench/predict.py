@@ -112,8 +112,18 @@ def _dispatch(method: str, specs: dict, knob_axes: dict, models: dict | None = N
         be = backend_for(spec)
         fw = point.pop("framework", "none")
         fw = kernel_tables.resolve(spec, fw) if be.kind == "gpu" else "none"
-        return getattr(be, method)(be.numbers(spec, knobs, fw), *args, **point)
+        result = getattr(be, method)(be.numbers(spec, knobs, fw), *args, **point)
+        return _with_costs(result, be.knobs(spec), knobs)
     return fn
+
+
+def _with_costs(result: dict, table: dict, knobs: dict) -> dict:
+    """The result's cost outputs from the point's price and power knobs (a GPU's board
+    power, a CS system's power)."""
+    from . import costs
+    value = {k: knobs.get(k, v) for k, (_, v) in table.items()}
+    return costs.per_point(result, price_usd_per_hour=value["price_usd_per_hour"],
+                           power_w=value.get("power_w", value.get("tdp_w")))
 
 
 def _check_framework(framework, specs: dict, *, default: str) -> object:

@@ -57,6 +57,8 @@ _SUFFIX_UNITS: tuple[tuple[str, str, str], ...] = (
     ("_bytes", "B", "bytes"),
     ("_flops", "FLOP", "FLOPs"),
     ("_usd", "USD", "US dollars"),
+    ("_tokens_per_j", "tokens/J", "tokens per joule"),
+    ("_per_hour", "1/h", "per hour"),
     ("_eff", "1", "efficiency"),
     ("_s", "s", "seconds"),
     ("_w", "W", "watts"),

@@ -4,8 +4,8 @@
                          knob="hbm_bandwidth_bytes_per_s", hardware="h100_sxm",
                          model="llama_3_1_70b", devices=8, tp=8, batch=[1, 16, 64])
 
-A time metric (`*_s`) meets its target at or below it; any other metric (tokens/s, MFU) at
-or above it. The knob is bracketed between `span`-fold below and above its value (the
+A time, memory, cost, power or energy metric (`*_s`, `*_bytes`, `*_usd`, ...) meets its
+target at or below it; any other (tokens/s, MFU, tokens per joule) at or above it. The knob is bracketed between `span`-fold below and above its value (the
 spec's, or the override the call gives); at each point the end where the metric is better
 says which way the knob helps. Where it helps as it grows (bandwidth, peak FLOP/s, SRAM)
 the answer is the smallest value that meets the target; where it helps as it shrinks
@@ -26,10 +26,16 @@ import xarray as xr
 from ..backends import backend_for
 from ..errors import InputError, brief, check_range
 from ..specs import load_hardware
+from ..units import unit_attrs
+
+
+LOWER_IS_BETTER_UNITS = ("s", "B", "USD", "W", "J")  # times, memory, cost, power, energy
 
 
 def _higher_is_better(metric: str) -> bool:
-    return not metric.endswith("_s") and not metric.endswith("_bytes")
+    """Times, bytes, dollars, watts and joules meet a target from below; rates, MFU and
+    tokens per joule from above (the unit the metric's name implies: units.unit_attrs)."""
+    return unit_attrs(metric).get("units") not in LOWER_IS_BETTER_UNITS
 
 
 def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0, steps: int = 40,

@@ -35,7 +35,7 @@ def _knobs(spec, every: bool = False) -> dict:
         out[f"{scope}_domain_size"] = ("devices", float(ln.domain_size))
     out.update({"kernel_launch_s": ("s", spec.kernel_launch_s), "memory_latency_s": ("s", spec.memory_latency_s),
                 "n_sms": ("SMs", float(spec.n_sms)), "collective_sms": ("SMs", float(spec.collective_sms)),
-                "tdp_w": ("W", spec.tdp_w)})
+                "tdp_w": ("W", spec.tdp_w), "price_usd_per_hour": ("USD/h", spec.price_usd_per_hour)})
     return out
 
 

@@ -43,6 +43,8 @@ def _knobs(spec, every: bool = False) -> dict:
     out.update({f"fmas_per_cycle_{dt}": ("FMA/cycle per PE", float(wafer.simd_fmas_per_cycle.get(dt, np.nan)))
                 for dt in DTYPES if dt in wafer.simd_fmas_per_cycle or (every and dt != "bf16")})
     out.update({k: (unit, getattr(system, f)) for k, (unit, f) in _SYSTEM_KNOBS.items()})
+    # what a system costs to run, for the cost outputs (predict: costs.per_point)
+    out.update({"power_w": ("W", system.power_w), "price_usd_per_hour": ("USD/h", system.price_usd_per_hour)})
     return out
 
 
