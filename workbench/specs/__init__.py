@@ -57,7 +57,42 @@ def list_models() -> list[str]:
     return sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
 
 
+def _merge(base, change):
+    """`change` laid over `base`: mappings merge key by key, a list of named entries (memory
+    tiers, links) merges entry by `name` (a new name is appended), anything else is replaced."""
+    if isinstance(base, dict) and isinstance(change, dict):
+        return {**base, **{k: _merge(base[k], v) if k in base else v for k, v in change.items()}}
+    if isinstance(base, list) and isinstance(change, list) and all(isinstance(e, dict) and "name" in e
+                                                                    for e in base + change):
+        named = {e["name"]: e for e in change}
+        return [_merge(e, named.pop(e["name"])) if e["name"] in named else e for e in base] + list(named.values())
+    return change
+
+
+def _derived(data: dict, origin: str) -> dict:
+    """A hypothetical design: `derives_from` names a catalog chip, `changes` says in words
+    what differs, and the other keys replace the base's (merged as _merge says); the
+    statement lands in the spec's source (GPUs) or notes (wafers, systems)."""
+    data = dict(data)
+    base_name, changes = data.pop("derives_from"), data.pop("changes", None)
+    if base_name not in list_hardware():
+        raise SpecError(origin, "derives_from", base_name, f"a catalog hardware name ({', '.join(list_hardware())})")
+    if not isinstance(changes, str) or not changes.strip():
+        raise SpecError(origin, "changes", changes, "a sentence saying what differs from the base chip")
+    if "name" not in data:
+        raise SpecError(origin, "name", None, "a name of its own for the derived design")
+    base = read_yaml(HARDWARE_DIR / f"{base_name}.yaml")
+    merged = _merge(base, data)
+    field = "source" if base.get("kind", "gpu") == "gpu" else "notes"
+    merged[field] = f"derived from {base_name}: {changes.strip()} (base: {base.get(field) or base.get('source', '')})"
+    if field == "notes":
+        merged.setdefault("source", base.get("source", ""))
+    return merged
+
+
 def _hardware_from(data: dict, origin: str):
+    if "derives_from" in data:
+        data = _derived(data, origin)
     kinds = ("gpu", "wafer", "system")
     if data.get("kind", "gpu") not in kinds:
         raise SpecError(origin, "kind", data.get("kind"), f"one of {kinds}")
@@ -84,7 +119,8 @@ def _model(name: str) -> ModelSpec:
 def load_hardware(name, *, arg: str = "hardware"):
     """A GPU HardwareSpec, a WaferSpec (wse2, wse3) or a SystemSpec (cs2, cs3): from a
     spec object (returned as it is), a catalog name, or the path of a YAML file in the
-    catalog's format (its `name:` labels the results)."""
+    catalog's format (its `name:` labels the results), whole or as a hypothetical design
+    that `derives_from` a catalog chip with the fields that change (examples/hardware/)."""
     if isinstance(name, (HardwareSpec, WaferSpec, SystemSpec)):
         return name
     if isinstance(name, (str, Path)) and _is_path(str(name)):
