@@ -53,3 +53,12 @@ def test_bad_arguments_name_themselves():
         analysis.sensitivity(predict.inference, knobs="tdp_w", **dict(KW, hardware=["h100_sxm", "b200"]))
     with pytest.raises(InputError, match="rel_step=0.9 is not allowed"):
         analysis.sensitivity(predict.inference, knobs="tdp_w", rel_step=0.9, **KW)
+
+
+def test_a_capacity_knob_sweeps_beside_the_others():
+    """HBM capacity only decides what fits: TPOT has elasticity 0 to it (the knob axis of
+    capacity broadcast against a batch sweep, which once failed on the fit flag's shape)."""
+    e = analysis.sensitivity(predict.inference, knobs=["hbm_capacity_bytes", "hbm_bandwidth_bytes_per_s"],
+                             batch=[1, 8, 64], prompt=[512, 4096], **KW)
+    assert np.allclose(e.tpot_s.sel(knob="hbm_capacity_bytes"), 0.0)
+    assert (e.tpot_s.sel(knob="hbm_bandwidth_bytes_per_s") < -0.3).all()

@@ -11,7 +11,8 @@ says which way the knob helps. Where it helps as it grows (bandwidth, peak FLOP/
 the answer is the smallest value that meets the target; where it helps as it shrinks
 (latencies, overheads) the largest. The search is a bisection in log(knob) run on the
 whole grid at once: each step is one vectorized call of `fn` with the knob as a per-point
-array, so a sweep costs `steps` calls, not `steps` per point.
+array, so a sweep costs `steps` calls (17 for the default bracket, to 1e-4), not `steps`
+per point.
 
 No value in the bracket meets the target: NaN, and `reason` names what binds at the
 helpful end (the point does not fit, with the prediction's reason; or the bound the
@@ -38,13 +39,18 @@ def _higher_is_better(metric: str) -> bool:
     return unit_attrs(metric).get("units") not in LOWER_IS_BETTER_UNITS
 
 
-def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0, steps: int = 40,
+REL_TOL = 1e-4  # the bisection stops when the bracket is this narrow, relative (default steps)
+
+
+def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0, steps: int | None = None,
                 **call) -> xr.Dataset:
     """The knob value that meets `target` for `metric` at every point of fn(**call), as a
     Dataset with the call's dimensions: `required` (the knob value, NaN when unreachable),
     `ratio` (required / the knob's value in the call), `metric_at_required`, `knob_helps`
     ('up' or 'down') and `reason` ('' when a value was found)."""
     check_range("span", span, low=1.0 + 1e-9, high=1e6, allowed="a bracket factor > 1")
+    if steps is None:  # halvings of the bracket's log width down to REL_TOL
+        steps = int(np.ceil(np.log2(2.0 * np.log(span) / np.log1p(REL_TOL))))
     check_range("steps", steps, low=1, high=200, allowed="1 to 200 bisection steps")
     if not np.isscalar(target) or not np.isfinite(target) or target <= 0:
         raise InputError(f"target={brief(target)} is not allowed; allowed: one positive number in the metric's units")
@@ -98,8 +104,7 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
     required = xr.where(ok_bad, np.exp(bad), xr.where(ok_good, np.exp(b), np.nan))
     final = run(xr.where(np.isfinite(required), required, base))
     at = final[metric].where(np.isfinite(required))
-    reason = _reasons(ok_good, ok_bad, fits_good, xr.where(helps_up, 0, 1), (hi_ds, lo_ds), m_good, metric, target,
-                      knob, span)
+    reason = _reasons(ok_good, ok_bad, fits_good, helps_up, (hi_ds, lo_ds), m_good, metric, target, knob, span)
     out = xr.Dataset({"required": required, "ratio": required / base, "metric_at_required": at,
                       "knob_helps": xr.where(helps_up, "up", "down"), "reason": reason})
     out["required"].attrs.update(units=table[knob][0], long_name=f"{knob} that meets {metric} {'>=' if up else '<='} "
@@ -121,30 +126,31 @@ def _fits_of(ds: xr.Dataset, like: xr.DataArray) -> xr.DataArray:
     return xr.broadcast(ds["fits"].astype(bool), like)[0]
 
 
-def _reasons(ok_good, ok_bad, fits_good, end, ends, m_good, metric, target, knob, span):
-    """Per point: '' where a value was found inside the bracket, else what binds at the
-    helpful end of the bracket."""
-    shape_like = m_good
-    out = np.full(shape_like.shape, "", dtype=object)
-    miss = (~ok_good).values
-    if miss.any() or ok_bad.values.any():
-        idx = np.argwhere(miss | ok_bad.values)
-        dims = shape_like.dims
-        for ix in map(tuple, idx):
-            sel = dict(zip(dims, ix))
-            ds = ends[int(end.values[ix])]
-            at = f"{span:g}x" if int(end.values[ix]) == 0 else f"1/{span:g}x"
-            if bool(ok_bad.values[ix]):
-                out[ix] = (f"met across the whole bracket (1/{span:g}x to {span:g}x the knob): the requirement "
-                           f"is at most this value")
-                continue
-            point = ds.isel({d: i for d, i in sel.items() if d in ds.dims})
-            if not bool(fits_good.values[ix]):
-                why = str(point["reason"].values) if "reason" in point else ""
-                out[ix] = f"does not fit at {at} {knob}" + (f": {why}" if why else "")
-                continue
-            bound = str(point["bound"].values) if "bound" in point else ""
-            val = float(m_good.values[ix])
-            out[ix] = (f"{metric} reaches only {val:.4g} (target {target:g}) at {at} {knob}"
-                       + (f": bound by {bound}" if bound and bound != "nan" else ": another resource binds"))
-    return xr.DataArray(out.astype(str), dims=shape_like.dims, coords=shape_like.coords)
+def _reasons(ok_good, ok_bad, fits_good, helps_up, ends, m_good, metric, target, knob, span):
+    """Per point (vectorized): '' where a value was found inside the bracket, else what
+    binds at the helpful end of the bracket."""
+    hi_ds, lo_ds = ends
+
+    def at_end(var):
+        """The prediction's text output `var` at each point's helpful end ('' if none)."""
+        if var not in hi_ds:
+            return np.full(m_good.shape, "")
+        a = xr.where(helps_up, hi_ds[var].astype(str), lo_ds[var].astype(str))
+        return xr.broadcast(a, m_good)[0].transpose(*m_good.dims).values.astype(str)
+
+    up = np.broadcast_to(helps_up.transpose(*m_good.dims).values, m_good.shape)
+    at = np.where(up, f"{span:g}x {knob}", f"1/{span:g}x {knob}")
+    why, bound = at_end("reason"), at_end("bound")
+    cat = np.char.add
+    reach = cat(cat(cat(f"{metric} reaches only ", np.char.mod("%.4g", m_good.values)), f" (target {target:g}) at "),
+                at)
+    reach = cat(reach, np.where((bound != "") & (bound != "nan"), cat(": bound by ", bound), ": another resource binds"))
+    nofit = cat(cat("does not fit at ", at), np.where(why != "", cat(": ", why), ""))
+    whole = np.where(up, f"met across the whole bracket (1/{span:g}x to {span:g}x): the requirement is at most "
+                         "this value", f"met across the whole bracket (1/{span:g}x to {span:g}x): the requirement "
+                                       "is at least this value")
+    good = np.broadcast_to(ok_good.transpose(*m_good.dims).values, m_good.shape)
+    bad = np.broadcast_to(ok_bad.transpose(*m_good.dims).values, m_good.shape)
+    fit = np.broadcast_to(fits_good.transpose(*m_good.dims).values, m_good.shape)
+    out = np.where(good, np.where(bad, whole, ""), np.where(fit, reach, nofit))
+    return xr.DataArray(out.astype(str), dims=m_good.dims, coords=m_good.coords)

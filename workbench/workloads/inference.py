@@ -136,7 +136,7 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
     dec_upper = dec["compute_s"] + dec["memory_s"] + dec_comm + dec["overhead_s"]
     bound = choose([(dec["compute_s"] >= np.maximum(dec["memory_s"], dec_comm), "compute"),
                     (dec["memory_s"] >= dec_comm, "memory")], "communication")
-    shape = np.broadcast_shapes(np.shape(used), np.shape(supported))  # a peak knob may sweep alone
+    shape = np.broadcast_shapes(np.shape(used), np.shape(supported), np.shape(capacity))  # a peak or capacity knob may sweep alone
     reason = choose([(np.broadcast_to(~supported, shape), f"no {math} math units on {hw.label}"),
                      (np.broadcast_to(used > capacity, shape), "weights + KV cache + activations exceed memory")], "")
     return {
