@@ -62,3 +62,17 @@ def test_a_capacity_knob_sweeps_beside_the_others():
                              batch=[1, 8, 64], prompt=[512, 4096], **KW)
     assert np.allclose(e.tpot_s.sel(knob="hbm_capacity_bytes"), 0.0)
     assert (e.tpot_s.sel(knob="hbm_bandwidth_bytes_per_s") < -0.3).all()
+
+
+def test_training_knobs_sweep_alone():
+    """A training step's elasticities to peak FLOP/s (compute-bound: near +1 for tokens/s),
+    capacity (0) and a wafer's MemoryX rate; each knob's axis broadcasts alone."""
+    e = analysis.sensitivity(predict.training, knobs=["peak_flops_per_s_bf16", "hbm_capacity_bytes"],
+                             metrics=["tokens_per_s"], hardware="h100_sxm", model="llama_3_1_8b", devices=8, dp=8,
+                             seq_len=4096, global_batch=256)
+    assert 0.5 < float(e.tokens_per_s.sel(knob="peak_flops_per_s_bf16")) <= 1.02
+    assert float(e.tokens_per_s.sel(knob="hbm_capacity_bytes")) == 0.0
+    w = analysis.sensitivity(predict.training, knobs=["clock_hz", "weight_store_bandwidth_bytes_per_s"],
+                             metrics=["tokens_per_s"], hardware="cs3", model="llama_3_1_8b", devices=4, seq_len=2048,
+                             global_batch=256)
+    assert 0.0 <= float(w.tokens_per_s.sel(knob="clock_hz")) <= 1.02

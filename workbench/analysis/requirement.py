@@ -33,12 +33,17 @@ from ..units import unit_attrs
 LOWER_IS_BETTER_UNITS = ("s", "B", "USD", "W", "J")  # times, memory, cost, power, energy
 
 
-def _higher_is_better(metric: str) -> bool:
+def lower_is_better(metric: str) -> bool:
     """Times, bytes, dollars, watts and joules meet a target from below; rates, MFU and
     tokens per joule from above (the unit the metric's name implies: units.unit_attrs)."""
-    return unit_attrs(metric).get("units") not in LOWER_IS_BETTER_UNITS
+    return unit_attrs(metric).get("units") in LOWER_IS_BETTER_UNITS
 
 
+ELASTICITY_STEP = 0.02  # relative step of the elasticity reported at the bracket's end
+# the metrics a prediction's `bound` describes (the decode step, the training step); a TTFT is not one
+BOUND_METRICS = ("tpot_s", "output_tokens_per_s_per_user", "output_tokens_per_s_per_device", "output_tokens_per_s",
+                 "cost_per_million_tokens_usd", "tokens_per_j", "step_time_s", "tokens_per_s",
+                 "tokens_per_s_per_device", "mfu")
 REL_TOL = 1e-4  # the bisection stops when the bracket is this narrow, relative (default steps)
 
 
@@ -46,8 +51,10 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
                 **call) -> xr.Dataset:
     """The knob value that meets `target` for `metric` at every point of fn(**call), as a
     Dataset with the call's dimensions: `required` (the knob value, NaN when unreachable),
-    `ratio` (required / the knob's value in the call), `metric_at_required`, `knob_helps`
-    ('up' or 'down') and `reason` ('' when a value was found)."""
+    `ratio` (required / the knob's value in the call), `metric_at_required`, the metric and
+    its elasticity to the knob at the bracket's helpful end (`metric_at_bracket_end`,
+    `elasticity_at_bracket_end`: how far the knob alone can take it), `knob_helps` ('up' or
+    'down') and `reason` ('' when a value was found)."""
     check_range("span", span, low=1.0 + 1e-9, high=1e6, allowed="a bracket factor > 1")
     if steps is None:  # halvings of the bracket's log width down to REL_TOL
         steps = int(np.ceil(np.log2(2.0 * np.log(span) / np.log1p(REL_TOL))))
@@ -76,7 +83,7 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
         return ds
 
     lo_ds, hi_ds = run(base / span), run(base * span)
-    up = _higher_is_better(metric)
+    up = not lower_is_better(metric)
     m_lo, m_hi = lo_ds[metric], hi_ds[metric]
     m_lo, m_hi = xr.broadcast(m_lo, m_hi)
     # where the knob does not move the metric, a time-like knob (latency, cycles) is taken
@@ -104,8 +111,14 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
     required = xr.where(ok_bad, np.exp(bad), xr.where(ok_good, np.exp(b), np.nan))
     final = run(xr.where(np.isfinite(required), required, base))
     at = final[metric].where(np.isfinite(required))
-    reason = _reasons(ok_good, ok_bad, fits_good, helps_up, (hi_ds, lo_ds), m_good, metric, target, knob, span)
+    # how much the metric still responds to the knob at the helpful end (one more call)
+    step = xr.where(helps_up, 1.0 + ELASTICITY_STEP, 1.0 - ELASTICITY_STEP)
+    past = run(np.exp(good) * step)[metric]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        still = (np.log(past) - np.log(m_good)) / np.log(step)
+    reason = _reasons(ok_good, ok_bad, fits_good, helps_up, (hi_ds, lo_ds), m_good, still, metric, target, knob, span)
     out = xr.Dataset({"required": required, "ratio": required / base, "metric_at_required": at,
+                      "metric_at_bracket_end": m_good.where(fits_good), "elasticity_at_bracket_end": still,
                       "knob_helps": xr.where(helps_up, "up", "down"), "reason": reason})
     out["required"].attrs.update(units=table[knob][0], long_name=f"{knob} that meets {metric} {'>=' if up else '<='} "
                                                                f"{target:g}")
@@ -126,7 +139,7 @@ def _fits_of(ds: xr.Dataset, like: xr.DataArray) -> xr.DataArray:
     return xr.broadcast(ds["fits"].astype(bool), like)[0]
 
 
-def _reasons(ok_good, ok_bad, fits_good, helps_up, ends, m_good, metric, target, knob, span):
+def _reasons(ok_good, ok_bad, fits_good, helps_up, ends, m_good, still, metric, target, knob, span):
     """Per point (vectorized): '' where a value was found inside the bracket, else what
     binds at the helpful end of the bracket."""
     hi_ds, lo_ds = ends
@@ -144,7 +157,11 @@ def _reasons(ok_good, ok_bad, fits_good, helps_up, ends, m_good, metric, target,
     cat = np.char.add
     reach = cat(cat(cat(f"{metric} reaches only ", np.char.mod("%.4g", m_good.values)), f" (target {target:g}) at "),
                 at)
-    reach = cat(reach, np.where((bound != "") & (bound != "nan"), cat(": bound by ", bound), ": another resource binds"))
+    e = xr.broadcast(still, m_good)[0].transpose(*m_good.dims).values
+    reach = cat(cat(reach, np.where(np.abs(e) < 0.05, ", where it no longer responds to it (elasticity ",
+                                    ", where it still responds (elasticity ")), cat(np.char.mod("%+.2f", e), ")"))
+    if metric in BOUND_METRICS:
+        reach = cat(reach, np.where((bound != "") & (bound != "nan"), cat("; the model's bound there: ", bound), ""))
     nofit = cat(cat("does not fit at ", at), np.where(why != "", cat(": ", why), ""))
     whole = np.where(up, f"met across the whole bracket (1/{span:g}x to {span:g}x): the requirement is at most "
                          "this value", f"met across the whole bracket (1/{span:g}x to {span:g}x): the requirement "

@@ -224,9 +224,10 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     capacity = hw.hbm_capacity_bytes * MEMORY_UTILIZATION
     supported = np.isfinite(peak)
     fits = (used <= capacity) & supported & (n_micro >= 1)
-    reason = choose([(np.broadcast_to(~supported, np.shape(used)), f"no {math} math units on {hw.label}"),
-                     (n_micro < 1, "global_batch < dp x micro_batch"),
-                     (used > capacity, "weights + optimizer + activations exceed memory")], "")
+    shape = np.broadcast_shapes(np.shape(used), np.shape(supported), np.shape(capacity), np.shape(n_micro))
+    reason = choose([(np.broadcast_to(~supported, shape), f"no {math} math units on {hw.label}"),  # a knob may sweep alone
+                     (np.broadcast_to(n_micro < 1, shape), "global_batch < dp x micro_batch"),
+                     (np.broadcast_to(used > capacity, shape), "weights + optimizer + activations exceed memory")], "")
     return {
         "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
         "samples_per_s": global_batch / step,
