@@ -24,10 +24,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..backends import backend_for
 from ..errors import InputError, brief, check_range
-from ..specs import load_hardware
 from ..units import unit_attrs
+from .sensitivity import knob_table, knob_value
 
 
 LOWER_IS_BETTER_UNITS = ("s", "B", "USD", "W", "J")  # times, memory, cost, power, energy
@@ -61,19 +60,8 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
     check_range("steps", steps, low=1, high=200, allowed="1 to 200 bisection steps")
     if not np.isscalar(target) or not np.isfinite(target) or target <= 0:
         raise InputError(f"target={brief(target)} is not allowed; allowed: one positive number in the metric's units")
-    hardware = call.get("hardware")
-    if not isinstance(hardware, str):
-        raise InputError(f"hardware={brief(hardware)} is not allowed; allowed: one hardware name (call once per "
-                         "chip: each has its own knob values)")
-    spec = load_hardware(hardware)
-    table = backend_for(spec).knobs(spec)
-    if knob not in table:
-        raise InputError(f"knob={knob!r} is not a knob of {hardware!r}; allowed: {', '.join(table)}")
-    given = dict(call.pop("hardware_overrides", None) or {})
-    base = given.get(knob, table[knob][1])
-    if np.ndim(base) or not np.isfinite(base) or base <= 0:
-        raise InputError(f"knob {knob!r} = {brief(base)} on {hardware!r} is not allowed; allowed: a positive scalar "
-                         "to bracket")
+    hardware, table, given = knob_table(call)
+    base = knob_value(knob, hardware, table, given, "to bracket")
 
     def run(value):
         ds = fn(**call, hardware_overrides={**given, knob: value})

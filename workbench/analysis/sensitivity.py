@@ -25,30 +25,41 @@ METRICS = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s_per_device", "outpu
            "memory_per_device_bytes", "step_time_s", "tokens_per_s_per_device", "mfu")
 
 
+def knob_table(call: dict) -> tuple:
+    """(hardware name, knob -> (unit, value), the overrides the call gives), the overrides
+    popped from `call`: one chip per call, since each has its own knob values."""
+    hardware = call.get("hardware")
+    if not isinstance(hardware, str):
+        raise InputError(f"hardware={brief(hardware)} is not allowed; allowed: one hardware name (call once per "
+                         "chip: each has its own knob values)")
+    spec = load_hardware(hardware)
+    return hardware, backend_for(spec).knobs(spec), dict(call.pop("hardware_overrides", None) or {})
+
+
+def knob_value(knob: str, hardware: str, table: dict, given: dict, purpose: str) -> float:
+    """The knob's value in the call (its override, else the spec's): one positive number."""
+    if knob not in table:
+        raise InputError(f"knob={knob!r} is not a knob of {hardware!r}; allowed: {', '.join(table)}")
+    base = given.get(knob, table[knob][1])
+    if np.ndim(base) or not np.isfinite(base) or base <= 0:
+        raise InputError(f"knob {knob!r} = {brief(base)} on {hardware!r} is not allowed; allowed: a positive scalar "
+                         f"{purpose}")
+    return base
+
+
 def sensitivity(fn, *, knobs, rel_step: float = 0.02, metrics=None, **call) -> xr.Dataset:
     """Elasticity of each metric to each knob, at every point of fn(**call): a Dataset with
     the call's dimensions and a `knob` dimension, one variable per metric (those of METRICS
     the prediction returns, or `metrics`). Points where a metric is not a positive number
     at either end (does not fit, NaN) are NaN."""
     check_range("rel_step", rel_step, low=1e-6, high=0.5, allowed="a relative step in (0, 0.5]")
-    hardware = call.get("hardware")
-    if not isinstance(hardware, str):
-        raise InputError(f"hardware={brief(hardware)} is not allowed; allowed: one hardware name (call once per "
-                         "chip: each has its own knob values)")
-    spec = load_hardware(hardware)
-    table = backend_for(spec).knobs(spec)
     knobs = [knobs] if isinstance(knobs, str) else list(knobs)
+    hardware, table, given = knob_table(call)
     if not knobs:
         raise InputError("knobs=[] is not allowed; allowed: one or more of " + ", ".join(table))
-    given = dict(call.pop("hardware_overrides", None) or {})
     parts = []
     for knob in knobs:
-        if knob not in table:
-            raise InputError(f"knob {knob!r} is not a knob of {hardware!r}; allowed: {', '.join(table)}")
-        base = given.get(knob, table[knob][1])
-        if np.ndim(base) or not np.isfinite(base) or base <= 0:
-            raise InputError(f"knob {knob!r} = {brief(base)} on {hardware!r} is not allowed; allowed: a positive "
-                             "scalar to move about")
+        base = knob_value(knob, hardware, table, given, "to move about")
         moved = [base * (1.0 - rel_step), base * (1.0 + rel_step)]
         ds = fn(**call, hardware_overrides={**given, knob: moved})
         names = [m for m in (metrics or METRICS) if m in ds.data_vars]
