@@ -65,7 +65,8 @@ def test_unreachable_targets_name_what_binds():
     req = analysis.requirement(predict.inference, metric="tpot_s", target=0.005, knob="hbm_bandwidth_bytes_per_s",
                                **dict(KW, batch=256))
     assert np.isnan(float(req.required))
-    assert "bound by" in str(req.reason.values) and "hbm_bandwidth_bytes_per_s" in str(req.reason.values)
+    assert "bound there" in str(req.reason.values) and "hbm_bandwidth_bytes_per_s" in str(req.reason.values)
+    assert "no longer responds" in str(req.reason.values)
     big = analysis.requirement(predict.inference, metric="tpot_s", target=0.05, knob="hbm_bandwidth_bytes_per_s",
                                hardware="h100_sxm", model="llama_3_1_405b", batch=1, prompt=2048, generate=256)
     assert np.isnan(float(big.required)) and "does not fit" in str(big.reason.values)
@@ -104,7 +105,7 @@ def test_one_call_per_step_over_a_grid():
 
 
 @pytest.mark.parametrize("kwargs,word", [
-    (dict(knob="warp_drive"), "knob="),
+    (dict(knob="warp_drive"), "knob .warp_drive. is not a knob"),
     (dict(metric="happiness_s"), "metric="),
     (dict(target=-1.0), "target="),
     (dict(hardware=["h100_sxm", "b200"]), "hardware="),

@@ -39,7 +39,7 @@ def knob_table(call: dict) -> tuple:
 def knob_value(knob: str, hardware: str, table: dict, given: dict, purpose: str) -> float:
     """The knob's value in the call (its override, else the spec's): one positive number."""
     if knob not in table:
-        raise InputError(f"knob={knob!r} is not a knob of {hardware!r}; allowed: {', '.join(table)}")
+        raise InputError(f"knob {knob!r} is not a knob of {hardware!r}; allowed: {', '.join(table)}")
     base = given.get(knob, table[knob][1])
     if np.ndim(base) or not np.isfinite(base) or base <= 0:
         raise InputError(f"knob {knob!r} = {brief(base)} on {hardware!r} is not allowed; allowed: a positive scalar "
