@@ -42,7 +42,14 @@ _PIPELINE = ("issue 17: wafer prefill is a pipeline of chunks through the layer 
              "prefill_io_s became prefill_unpipelined_s (the old whole-prompt-per-layer sum); decode keeps up to "
              "one micro-batch per layer in flight (wafer_inference.decode_step), so TPOT at batch <= n_layers is "
              "the batch-1 step and a region buffers one micro-batch's activations: larger batches fit")
+_FOLDS = ("issue 15: every kernel surface refitted (specs/kernels/*.json): the folds deal factor-2 neighbourhoods "
+          "to folds by a mixing hash (a linear hash had dealt runs of five consecutive cells, a factor 32, to one "
+          "fold), the GQA group and head size get a knot per measured value and only a weak penalty (group 64 runs "
+          "another kernel than 32), a windowed decode's coordinate is the whole cache; then the serving constants "
+          "refitted (workbench calibrate fit-serving): the table-driven calls move by a few percent")
 REBASED = {
+    "inference_gpu_tables": _FOLDS, "attention_gpu_tables": _FOLDS, "collective_gpu_tables": _FOLDS,
+    "serving_h100_8b_tables": _FOLDS,
     "inference_wafer_regions": _PIPELINE, "inference_wafer_grid": _PIPELINE, "inference_wafer_max_batch": _PIPELINE,
     "serving_cs3": _PIPELINE + "; the open-loop serving of a CS-3 takes its prefill time from it",
     "disaggregated_mixed": _PIPELINE + " (its colocated CS-3 baseline)",

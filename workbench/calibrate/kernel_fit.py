@@ -7,7 +7,9 @@ memory bandwidth (primitives/kernel_fits.ROOFLINES). The surface minimizes
     sum (y - f(x))^2 + smooth * sum (second differences of f along each axis)^2
 
 over its knot values (a sparse linear least-squares problem), so knots without rows take
-the curvature-free continuation of their neighbours. Scoring: rows are grouped into
+the curvature-free continuation of their neighbours. The penalty acts along the size axes;
+a shape-class axis (GQA group, head size, GPUs) has a knot at every measured value and a
+weak penalty (CLASS_AXIS_WEIGHT) that only fills its unmeasured knots. Scoring: rows are grouped into
 neighbourhoods, the cells of a coarse grid (a factor 2 in each size coordinate); each of
 FOLDS folds holds out whole neighbourhoods, so no point is predicted by a fit that saw it
 or its near neighbours. The fitted surfaces go to workbench/specs/kernels/<hw>-<fw>.json
@@ -169,9 +171,9 @@ def tables(df: pd.DataFrame) -> list[Table]:
     return out
 
 
-def _penalty(dims: tuple, order: int = 2):
+def _penalty(dims: tuple, order: int = 2, axis_weights=None):
     """Sparse difference operator of `order` (1: slopes, 2: curvature) along every axis of a
-    grid of shape `dims`."""
+    grid of shape `dims`, each axis's rows scaled by its weight (default 1)."""
     import scipy.sparse as sp
     stencil = {1: ([-1.0, 1.0], [0, 1]), 2: ([1.0, -2.0, 1.0], [0, 1, 2])}[order]
     blocks = []
@@ -183,10 +185,12 @@ def _penalty(dims: tuple, order: int = 2):
         op = mats[0]
         for m in mats[1:]:
             op = sp.kron(op, m, format="csr")
-        blocks.append(op)
+        blocks.append(op * (1.0 if axis_weights is None else float(axis_weights[ax])))
     return sp.vstack(blocks, format="csr")
 
 
+MAX_CLASS_KNOTS = 24  # a class axis with more measured values than this keeps the class's knots
+CLASS_AXIS_WEIGHT = 0.03  # penalty along a shape-class axis relative to a size axis
 TENSION = 0.02  # slope penalty over the curvature penalty: beyond the measured shapes a surface
 # levels off within about 1/sqrt(TENSION) = 7 knots instead of continuing its last slope
 # A surface never exceeds the best efficiency measured in its table (some exceed 1 against
@@ -194,7 +198,7 @@ TENSION = 0.02  # slope penalty over the curvature penalty: beyond the measured 
 
 
 def fit_grid(grid: EffGrid, coords: dict, roof: np.ndarray, measured: np.ndarray, fixed_s: float,
-             smooth: float = SMOOTH) -> EffGrid:
+             smooth: float = SMOOTH, kernel_class: str | None = None) -> EffGrid:
     """The knot values minimizing the squared log error of t = fixed_s + roof / eff plus the
     smoothness penalty: least squares on y = log(roof / (measured - fixed_s)), each row
     weighted by the share of its time the surface explains ((measured - fixed_s) /
@@ -209,7 +213,12 @@ def fit_grid(grid: EffGrid, coords: dict, roof: np.ndarray, measured: np.ndarray
     a = sp.csr_matrix((w.ravel(), (np.repeat(np.arange(n), w.shape[-1]), flat.ravel())), shape=(n, p))
     aw = sp.diags(wrow) @ a
     dims = tuple(len(k) for k in grid.knots)
-    d2, d1 = _penalty(dims, 2), _penalty(dims, 1)
+    # shape-class axes (GQA group, head size) are different kernels (TensorRT-LLM's XQA
+    # serves groups up to 32; group 64 falls back to a kernel 10x slower): the penalty
+    # only fills their knots without rows, never pulls one class toward its neighbour
+    sizes = ROOFLINES[kernel_class].sizes if kernel_class else grid.axes
+    wax = [1.0 if a in sizes else CLASS_AXIS_WEIGHT for a in grid.axes]
+    d2, d1 = _penalty(dims, 2, wax), _penalty(dims, 1, wax)
     lhs = (a.T @ aw + smooth * (d2.T @ d2) + smooth * TENSION * (d1.T @ d1) + 1e-6 * sp.identity(p)).tocsr()
     # conjugate gradients on the normal equations (symmetric positive definite; a direct
     # factorization of a 4-D stencil fills in and is 50x slower), Jacobi-preconditioned
@@ -269,14 +278,14 @@ FIXED_SHARES = (0.0, 0.25, 0.5, 0.7, 0.85)  # candidate fixed latencies, as shar
 
 
 def fit_fixed(grid: EffGrid, coords: dict, roof, measured, smooth: float = SMOOTH,
-              shape_fix=None) -> tuple[EffGrid, float]:
+              shape_fix=None, kernel_class: str | None = None) -> tuple[EffGrid, float]:
     """(surface, fixed latency): the candidate share of the fastest measured time whose
     surface has the smallest squared log error in time; `shape_fix(grid, t0, coords)`
     (monotone) is applied to each candidate before it is scored."""
     best = None
     for share in FIXED_SHARES:
         t0 = share * float(np.min(measured))
-        g = fit_grid(grid, coords, roof, measured, t0, smooth)
+        g = fit_grid(grid, coords, roof, measured, t0, smooth, kernel_class)
         g = shape_fix(g, t0, coords) if shape_fix else g
         loss = float(np.mean(np.log((t0 + roof / g(**coords)) / measured) ** 2))
         if best is None or loss < best[0]:
@@ -292,6 +301,12 @@ def empty_grid(kernel_class: str, coords: dict) -> EffGrid:
     for ax in kc.axes:
         kn = np.asarray(kc.knots(ax), float)
         x = np.log2(np.maximum(np.asarray(coords[ax], float), 1e-30))
+        measured = np.unique(np.round(x, 6))
+        if ax not in kc.sizes and 2 <= len(measured) <= MAX_CLASS_KNOTS:
+            # a shape-class axis (GQA group, head size, GPUs) gets a knot at every measured
+            # class: a group of 48 is its own kernel, not the mean of 32's and 64's
+            knots.append(tuple(measured))
+            continue
         lo = max(np.searchsorted(kn, x.min(), side="right") - 1, 0)
         hi = min(np.searchsorted(kn, x.max(), side="left"), len(kn) - 1)
         if hi - lo < 1:
@@ -303,13 +318,23 @@ def empty_grid(kernel_class: str, coords: dict) -> EffGrid:
 
 def neighbourhoods(coords: dict, axes: tuple) -> np.ndarray:
     """Fold of each row: its cell of a grid a factor 2**NEIGHBOURHOOD_LOG2 wide in every
-    coordinate, cells dealt to folds by a fixed hash."""
+    coordinate, cells dealt to folds by a fixed hash (splitmix64's finalizer over the cell
+    indices, so neighbouring cells land in unrelated folds: a linear hash dealt runs of five
+    consecutive cells, a factor 32 of one coordinate, to the same fold)."""
     cells = np.stack([np.floor(np.log2(np.maximum(np.asarray(coords[a], float), 1e-30)) / NEIGHBOURHOOD_LOG2)
                       for a in axes], -1).astype(np.int64)
-    h = np.zeros(len(cells), np.int64)
-    for j in range(cells.shape[1]):
-        h = (h * 1000003 + cells[:, j] * 7919 + 17) % 2147483647
-    return (h * 2654435761 % 4294967296) % FOLDS
+    with np.errstate(over="ignore"):
+        h = np.zeros(len(cells), np.uint64)
+        for j in range(cells.shape[1]):
+            h = _mix64(h ^ (cells[:, j].astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)))
+    return (h % np.uint64(FOLDS)).astype(np.int64)
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer (uint64 arithmetic wraps)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def summarize(err: np.ndarray) -> dict:
@@ -342,12 +367,12 @@ def fit_table(t: Table, hw, smooth: float = SMOOTH) -> tuple[EffGrid, float, dic
         if train.all() or not train.any():
             continue
         g, t0 = fit_fixed(base, {k: v[train] for k, v in coords.items()}, roof[train], measured[train], smooth,
-                          shape_fix)
+                          shape_fix, t.kernel_class)
         held = ~train
         pred[held] = t0 + roof[held] / g(**{k: v[held] for k, v in coords.items()})
     err = pred / measured - 1.0
     scored = np.isfinite(err)
-    full, t0 = fit_fixed(base, coords, roof, measured, smooth, shape_fix)
+    full, t0 = fit_fixed(base, coords, roof, measured, smooth, shape_fix, t.kernel_class)
     per_row = pd.DataFrame({**coords, "measured_s": measured, "held_out_pred_s": pred, "err": err,
                             "fold": fold})
     score = summarize(err[scored])
