@@ -103,7 +103,8 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     MoE layers run over all of them, experts split `ep`-way. Every argument sweeps.
     `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM
     tables, MLA decode analytical: what the measured serving runs favour, leave-one-model-out)
-    or "measured" (the framework's measured MoE-layer and MLA-decode kernel tables).
+    or "measured" (the framework's measured MoE-layer, MLA-decode and EP dispatch / combine
+    kernel tables).
 
     Without it, open loop: Poisson arrivals (workloads/serving.py). `arrival_rate` in
     requests/s per instance (a list sweeps it; default: a grid up to saturation). With

@@ -59,6 +59,20 @@ def test_nccl_sizes_are_elements_of_the_whole_buffer(h100):
     assert busbw <= load_hardware("h100_sxm").link("scale_up").unidir_bytes_per_s
 
 
+def test_ep_all_to_all_is_microseconds_and_within_nvlink(h100):
+    """The EP dispatch / combine tables (moe_a2a_perf, microseconds): every row moves its
+    least traffic (kernel_fits.ep_a2a_roofline) no faster than NVLink's 450 GB/s per
+    direction (h100_sxm.yaml, A22a), and the smallest take microseconds, not milliseconds."""
+    from workbench.primitives.kernel_fits import ep_a2a_roofline
+    df = _frame(h100[("h100_sxm", "trtllm")])
+    e = df[df.kind.isin(["ep_dispatch", "ep_combine"])]
+    assert len(e) > 100 and set(e.kind) == {"ep_dispatch", "ep_combine"}
+    roof, _ = ep_a2a_roofline(tokens=e.m.to_numpy(), hidden=e.k.to_numpy(), top_k=e.top_k.to_numpy(),
+                              ep=e.ep.to_numpy(), elem_bytes=0.5, bandwidth=450e9)  # the narrowest format sent
+    assert (roof <= e.time_s.to_numpy() * 1.05).all()
+    assert 5e-6 < e.time_s.min() < 2e-4
+
+
 def test_every_row_keeps_its_provenance_and_units(h100):
     version = ac.package_version()
     for (hw, fw), ds in h100.items():

@@ -226,3 +226,22 @@ def test_multi_node_a100_all_reduce_matches_nccl_team_figure(nodes):
                            devices=8 * nodes)["bus_bandwidth_bytes_per_s"])
     print(f"A100 all-reduce {nodes} nodes: {got / 1e9:.0f} vs {measured / 1e9:.0f} GB/s ({got / measured - 1:+.1%})")
     assert got == pytest.approx(measured, rel=0.10)
+
+
+def test_ep_dispatch_and_combine_from_the_measured_kernels():
+    """An MoE layer's EP dispatch + combine on 8 H100s under TensorRT-LLM comes from its
+    measured DeepEP-style kernels (kernel_fits.ep_a2a_roofline x a fitted efficiency): never
+    faster than the least traffic over NVLink (450 GB/s per direction, h100_sxm.yaml A22a),
+    growing with the tokens; one rank moves nothing; no tables, no such time (None)."""
+    from workbench.backends import numbers
+    from workbench.primitives.collectives import ep_all_to_all
+    from workbench.primitives.kernel_fits import ep_a2a_roofline
+    hw = numbers("h100_sxm", framework="trtllm")
+    tokens = np.array([1.0, 64.0, 1024.0, 16384.0])
+    t = ep_all_to_all(hw=hw, tokens=tokens, hidden=7168.0, top_k=8.0, ep=8.0)
+    roof, _ = ep_a2a_roofline(tokens=tokens, hidden=7168.0, top_k=8.0, ep=8.0, elem_bytes=2.0, bandwidth=450e9)
+    assert (t >= 2 * roof).all() and (np.diff(t) > 0).all()
+    assert 1e-6 < t[0] < 1e-3  # a few tokens: tens of microseconds of latency
+    assert float(ep_all_to_all(hw=hw, tokens=64.0, hidden=7168.0, top_k=8.0, ep=1.0)) == 0.0
+    assert ep_all_to_all(hw=numbers("h100_sxm", framework="none"), tokens=64.0, hidden=7168.0, top_k=8.0,
+                         ep=8.0) is None

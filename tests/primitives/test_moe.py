@@ -128,6 +128,18 @@ def test_serving_takes_the_measured_kernels_when_asked():
         predict.serving(model="deepseek_v3", **dict(kw, moe_mla_kernels="fused"))
 
 
+def test_measured_mode_takes_the_ep_kernels_for_dispatch_and_combine():
+    """With moe_mla_kernels="measured" an EP-8 MoE decode on 8 H100s moves its tokens with
+    the framework's measured EP kernels (collectives.ep_all_to_all), composed mode with two
+    all-to-all collectives: the communication differs, and the measured one is what the
+    primitive gives for the tokens of one decode step per rank."""
+    from workbench import predict
+    kw = dict(hardware="h100_sxm", model="qwen3_235b_a22b", tp=1, attention_dp=8, ep=8, concurrency=64,
+              prompt=1024, generate=256, weights="fp8", framework="trtllm")
+    comm = {m: float(predict.serving(**kw, moe_mla_kernels=m).decode_comm_s) for m in ("composed", "measured")}
+    assert comm["composed"] != comm["measured"] and comm["measured"] > 0
+
+
 # ---- MLA decode (the same measured-kernel path for DeepSeek's latent attention) ----------
 
 def test_mla_roofline_in_closed_form():

@@ -6,7 +6,8 @@ keeping the package version, the framework version and the file it came from.
     workbench calibrate import-kernels --source aiconfigurator --hardware h100_sxm --framework trtllm --out DIR
 
 Only the kernel tables under `systems/data/<gpu>/<class>/<framework>/<version>/` are read
-(GEMM, context and generation attention, MLA decode, MoE layers, NCCL and custom all-reduce); the package's
+(GEMM, context and generation attention, MLA decode, MoE layers, NCCL and custom all-reduce,
+expert-parallel dispatch and combine); the package's
 end-to-end serving measurements are never read: they are held out to judge the model.
 
 Units of the tables (checked against physics in tests/calibrate/test_aiconfigurator.py):
@@ -134,6 +135,52 @@ def _mla_decode(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame
                          "source": origin})
 
 
+US = 1e-6
+EP_TABLES = ("moe_a2a_perf", "wideep_deepep_ll_perf", "wideep_deepep_normal_perf")
+DEEPEP_SMS = 20  # SMs DeepEP's normal kernels use unless told (deep_ep/buffer.py: Buffer.num_sms = 20)
+# Element formats of the EP all-to-all tables; vLLM's "default" is taken as 16-bit (the bytes
+# of the roofline; the fitted efficiency absorbs the difference where a kernel sends less).
+A2A_DTYPES = {**DTYPES, "default": "bf16"}
+
+
+def _ep_row(df: pd.DataFrame, *, kind, op, hw, fw, dtype, time_s, ep, origin) -> pd.DataFrame:
+    """EP dispatch or combine rows: `m` tokens per rank, `k` hidden size, over `ep` GPUs."""
+    return pd.DataFrame({"kind": kind, "op": op, "hardware": hw, "framework": fw, "dtype": dtype,
+                         "m": df[[c for c in ("num_tokens", "num_token") if c in df][0]].to_numpy(float),
+                         "k": df["hidden_size"].to_numpy(float),
+                         "top_k": df[[c for c in ("topk", "num_topk") if c in df][0]].to_numpy(float),
+                         "n_experts": df["num_experts"].to_numpy(float), "ep": ep, "devices": ep, "time_s": time_s,
+                         "metric": "time_s", "value_si": time_s, "source": origin})
+
+
+def _moe_a2a(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """TensorRT-LLM's and vLLM's expert-parallel dispatch / combine (DeepEP high-throughput and
+    low-latency kernels, ...), one node: `latency` is microseconds here (transmit + notify;
+    a combine of 16 tokens x 8 experts x 3072 x 2 B on 8 B200s takes 60 us)."""
+    df = df[df["node_num"] == 1]
+    t = df["latency"].to_numpy(float) * US
+    return _ep_row(df, kind="ep_" + df["phase"].astype(str), op=df["comm_backend"].astype(str), hw=hw, fw=fw,
+                   dtype=df["comm_dtype"].map(A2A_DTYPES).fillna(df["comm_dtype"]), time_s=t,
+                   ep=df["ep_size"].to_numpy(float), origin=origin)
+
+
+def _deepep(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """SGLang's DeepEP tables (wideep_deepep_ll / _normal), one node of 8 GPUs: a row holds
+    both phases, in microseconds. DeepEP's low-latency dispatch sends FP8 (its default,
+    use_fp8), its combine and the normal kernels 16-bit."""
+    df = df[df["node_num"] == 1]
+    ll = str(df["op_name"].iloc[0]) == "ll" if len(df) else False
+    if not ll:  # the normal kernels are timed at 4-24 SMs: the rows at DeepEP's default
+        df = df[(df["dispatch_sms"] == DEEPEP_SMS) & (df["combine_sms"] == DEEPEP_SMS)]
+    frames = []
+    for phase in ("dispatch", "combine"):
+        t = (df[f"{phase}_avg_t_us"] if ll else df[f"{phase}_transmit_us"] + df[f"{phase}_notify_us"]) * US
+        frames.append(_ep_row(df, kind=f"ep_{phase}", op="deepep_" + ("ll" if ll else "normal"), hw=hw, fw=fw,
+                              dtype="fp8" if ll and phase == "dispatch" else "bf16", time_s=t.to_numpy(float),
+                              ep=8.0 * df["node_num"].to_numpy(float), origin=origin))
+    return pd.concat(frames, ignore_index=True)
+
+
 def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFrame | None:
     """One parquet table as schema rows (None for tables with no importer yet)."""
     import pyarrow.parquet as pq
@@ -149,6 +196,10 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
         return _moe(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "nccl_perf":
         return _collective(pq.read_table(path).to_pandas(), hw, "nccl", origin, "op_name", "nccl_dtype")
+    if name == "moe_a2a_perf":
+        return _moe_a2a(pq.read_table(path).to_pandas(), hw, fw, origin)
+    if name in ("wideep_deepep_ll_perf", "wideep_deepep_normal_perf"):
+        return _deepep(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "custom_allreduce_perf":  # the framework's own all-reduce kernels
         return _collective(pq.read_table(path).to_pandas(), hw, fw, origin, "op_name", "allreduce_dtype")
     return None
@@ -175,8 +226,14 @@ def import_kernels(*, hardware: str | None = None, framework: str | None = None,
         # MoE collections of one version may time only some kernels (a later run adding the
         # non-gated ones): every version is read, each shape of each kernel kept from its newest
         versions = sorted(set(group["version"]), key=_version_key) if klass == "moe" else [newest]
+        # the EP all-to-all tables sit in the `comm` directory, whose newest collection may
+        # re-time only the all-reduce: each of them is read from its own newest collection
+        stem = group["file"].map(lambda f: Path(f).stem)
+        ep = group[stem.isin(EP_TABLES)]
+        ep = ep[ep["version"] == ep.groupby(stem[ep.index])["version"].transform(lambda v: max(v, key=_version_key))]
+        group = pd.concat([group[~stem.isin(EP_TABLES) & group["version"].isin(versions)], ep])
         frames = []
-        for version in versions:
+        for version in sorted(set(group["version"]), key=_version_key):
             for _, t in group[group["version"] == version].iterrows():
                 frame = _read(root.parents[1] / t["file"], HARDWARE.get(gpu, gpu), fw, version, root)
                 if frame is not None and len(frame):

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..primitives.collectives import COLLECTIVES
+from ..primitives.collectives import COLLECTIVES, EP_ELEMENT_BYTES
 from ..units import DTYPE_BYTES
 from ..primitives.kernel_fits import MOE_FORMATS, ROOFLINES, EffGrid
 
@@ -101,6 +101,18 @@ def moe_features(df: pd.DataFrame, hw, variant: str):
         peak=hw.peak(math), bandwidth=hw.hbm.bandwidth_bytes_per_s, w_bytes=w, a_bytes=a)
 
 
+def ep_features(df: pd.DataFrame, hw, variant: str):
+    dtype = variant.split("@")[0].split("/")[1]
+    return ROOFLINES["ep_a2a"].roofline(tokens=_num(df, "m"), hidden=_num(df, "k"), top_k=_num(df, "top_k"),
+                                        ep=_num(df, "ep"), elem_bytes=EP_BYTES[dtype],
+                                        bandwidth=hw.link("scale_up").unidir_bytes_per_s)
+
+
+# bytes per element an EP all-to-all sends (block-scaled formats carry their scales; the
+# primitive reads the same numbers: collectives.EP_ELEMENT_BYTES)
+EP_BYTES = {"bf16": 2.0, "fp16": 2.0, **EP_ELEMENT_BYTES, "fp4": 0.5 + 1.0 / 16}
+
+
 def collective_traffic(op: str, size, devices):
     """Bytes each device sends per direction, ring convention (nccl-tests)."""
     return COLLECTIVES[op].traffic(size, devices, False)
@@ -159,6 +171,10 @@ def tables(df: pd.DataFrame) -> list[Table]:
     for dt, rows in m.groupby("dtype"):
         if dt in MOE_FORMATS:
             out += _by_kernel(rows, "moe", dt, moe_features)
+    e = df[kind.isin(["ep_dispatch", "ep_combine"])]
+    for (k, dt), rows in e.groupby([e["kind"], e["dtype"]]):
+        if dt in EP_BYTES:
+            out += _by_kernel(rows, "ep_a2a", f"{k.removeprefix('ep_')}/{dt}", ep_features)
     c = df[kind.isin(list(COLLECTIVES))]
     for (fw, op), rows in c.groupby(["framework", "kind"]):
         # 16-bit buffers: the frameworks reduce activations in bf16 (the tables also time
@@ -247,6 +263,8 @@ def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
         return pd.DataFrame({"m": c["tokens_per_expert"] * c["experts"], "k": c["hidden"], "n": c["width"],
                              "top_k": 1.0, "n_experts": c["experts"], "tp": 1.0, "ep": 1.0,
                              "touched": c["experts"]})
+    if kernel_class == "ep_a2a":
+        return pd.DataFrame({"m": c["tokens"], "k": c["hidden"], "top_k": 8.0, "ep": c["ep"]})
     return pd.DataFrame({"size_bytes": c["size"], "devices": c["devices"]})
 
 

@@ -66,6 +66,33 @@ def fitted_link_time(*, hw: GpuNumbers, op: str, size, p):
     return best
 
 
+def ep_all_to_all(*, hw: GpuNumbers, tokens, hidden, top_k, ep, elem_bytes=2.0):
+    """Seconds of an MoE layer's expert-parallel dispatch plus combine of `tokens` tokens per
+    rank from the framework's measured EP kernels (DeepEP and TensorRT-LLM's all-to-all;
+    kernel_fits.ep_a2a_roofline, a CUDA-graph replay saving as every table kernel), within
+    the scale-up domain; None where the numbers carry no such tables (the caller falls back
+    to two all-to-all collectives). Dispatch in FP8 where the tables time it and the
+    activations are 8-bit, else 16-bit; the combine 16-bit."""
+    from .kernel_fits import ep_a2a_roofline, served_time
+    up = hw.link("scale_up")
+    total = None
+    for phase, dtype in (("dispatch", "fp8" if elem_bytes <= 1.0 else "bf16"), ("combine", "bf16")):
+        grid, fixed_s = hw.fitted("ep_a2a", f"{phase}/{dtype}")
+        if grid is None and dtype != "bf16":
+            dtype = "bf16"
+            grid, fixed_s = hw.fitted("ep_a2a", f"{phase}/{dtype}")
+        if grid is None:
+            return None
+        roof, coords = ep_a2a_roofline(tokens=tokens, hidden=hidden, top_k=top_k, ep=ep,
+                                       elem_bytes=EP_ELEMENT_BYTES[dtype], bandwidth=up.unidir_bytes_per_s)
+        t = served_time(fixed_s + roof / grid(**coords), roof, hw.graph_saving_s)
+        total = t if total is None else total + t
+    return where(ep <= 1, 0.0, total)
+
+
+EP_ELEMENT_BYTES = {"bf16": 2.0, "fp8": 1.0 + 4.0 / 128}  # FP8 dispatch carries one FP32 scale per 128 values
+
+
 def collective(*, hw: GpuNumbers, op: str, size, devices) -> dict:
     """Cost of collective `op` of `size` bytes (the per-device buffer nccl-tests calls
     size) among `devices` devices. Returns time_s, the bus bandwidth, and the algbw.

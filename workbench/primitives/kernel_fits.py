@@ -244,6 +244,18 @@ def collective_roofline(*, size, devices, bandwidth, traffic, **_):
     return traffic / bandwidth, {"size": size, "devices": devices}
 
 
+def ep_a2a_roofline(*, tokens, hidden, top_k, ep, elem_bytes, bandwidth, **_):
+    """Expert-parallel dispatch (or combine) of `tokens` tokens per rank: each token's hidden
+    state goes once to every other rank holding one of its top_k experts (and comes back),
+    ep·(1 - (1 - 1/ep)^top_k) ranks expected with experts spread evenly, less its own: the
+    least traffic that must cross the scale-up link (DeepEP's normal kernels send one copy
+    per rank; a kernel that sends one per expert runs below this roofline). Coordinates:
+    tokens per rank and hidden size (sizes), ranks (a class)."""
+    ranks = ep * (1.0 - (1.0 - 1.0 / ep) ** top_k)
+    nbytes = tokens * hidden * elem_bytes * ranks * (ep - 1.0) / ep
+    return nbytes / bandwidth, {"tokens": tokens, "hidden": hidden, "ep": ep}
+
+
 @dataclass(frozen=True)
 class KernelClass:
     roofline: Callable
@@ -271,6 +283,9 @@ ROOFLINES = {
     "moe": KernelClass(moe_roofline, ("tokens_per_expert", "width", "hidden", "experts"),
                        {"tokens_per_expert": _span(-1, 14), "width": _span(5, 15), "hidden": _span(9, 14),
                         "experts": _span(0, 9)}.get, ("tokens_per_expert", "width", "hidden", "experts")),
+    "ep_a2a": KernelClass(ep_a2a_roofline, ("tokens", "hidden", "ep"),
+                          {"tokens": _span(0, 17), "hidden": _span(10, 14), "ep": _span(1, 6)}.get,
+                          ("tokens", "hidden")),
     "collective": KernelClass(collective_roofline, ("size", "devices"),
                               {"size": _span(8, 34), "devices": _span(1, 7)}.get, ("size",)),
 }

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..primitives._array import where
 from ..primitives.attention import attention_decode, attention_prefill, linear_attention, mla_decode, sparse_indexer
-from ..primitives.collectives import collective
+from ..primitives.collectives import collective, ep_all_to_all
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.moe import fitted_moe
 from ..primitives.hardware_numbers import GpuNumbers
@@ -110,6 +110,12 @@ def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) 
     goes to its k experts and comes back (two all-to-alls of T·k·D values)."""
     size = ops.expert_dispatch_bytes(model, tokens=tokens, a_bytes=a_bytes)
     t = 2.0 * collective(hw=hw, op="all_to_all", size=size, devices=ep)["time_s"]
+    # the framework's measured EP kernels (DeepEP & co.) inside the NVLink domain, with its
+    # measured MoE layers (moe_mla_kernels="measured"; composed: two all-to-all collectives)
+    inside = np.all(np.asarray(ep) <= hw.link("scale_up").domain_size)
+    fitted = ep_all_to_all(hw=hw, tokens=tokens, hidden=model.d_model, top_k=model.n_active_experts, ep=ep,
+                           elem_bytes=a_bytes) if hw.measured_moe_mla and inside else None
+    t = t if fitted is None else fitted
     return {"comm_s": t, "time_s": t}
 
 
