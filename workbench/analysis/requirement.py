@@ -5,19 +5,21 @@
                          model="llama_3_1_70b", devices=8, tp=8, batch=[1, 16, 64])
 
 A time, memory, cost, power or energy metric (`*_s`, `*_bytes`, `*_usd`, ...) meets its
-target at or below it; any other (tokens/s, MFU, tokens per joule) at or above it. The knob is bracketed between `span`-fold below and above its value (the
-spec's, or the override the call gives); at each point the end where the metric is better
-says which way the knob helps. Where it helps as it grows (bandwidth, peak FLOP/s, SRAM)
-the answer is the smallest value that meets the target; where it helps as it shrinks
-(latencies, overheads) the largest. The search is a bisection in log(knob) run on the
-whole grid at once: each step is one vectorized call of `fn` with the knob as a per-point
+target at or below it; any other (tokens/s, MFU, tokens per joule) at or above it. The
+knob is bracketed between `span`-fold below and above its value (the spec's, or the
+override the call gives); at each point the end where the metric is better says which way
+the knob helps. Where it helps as it grows (bandwidth, peak FLOP/s, SRAM) the answer is
+the smallest value that meets the target; where it helps as it shrinks (latencies,
+overheads, price) the largest. The search is a bisection in log(knob) run on the whole
+grid at once: each step is one vectorized call of `fn` with the knob as a per-point
 array, so a sweep costs `steps` calls (17 for the default bracket, to 1e-4), not `steps`
 per point.
 
-No value in the bracket meets the target: NaN, and `reason` names what binds at the
-helpful end (the point does not fit, with the prediction's reason; or the bound the
-prediction names there, i.e. another resource limits before this knob can). The whole
-bracket meets it: the bracket's unhelpful end, flagged in `reason` as a bound only.
+No value in the bracket meets the target: NaN, and `reason` says how close the helpful
+end comes and whether the metric still responds to the knob there (elasticity ~0:
+another resource binds; the prediction's `bound` is added for the metrics it describes),
+or that the point does not fit there, with the prediction's reason. The whole bracket
+meets it: the bracket's unhelpful end, flagged in `reason` as a bound only.
 """
 from __future__ import annotations
 
