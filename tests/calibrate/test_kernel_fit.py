@@ -142,7 +142,7 @@ def test_every_gpu_with_tables_has_its_default_framework():
 # sends S where the ring roofline counts 2(p-1)/p·S. For those the bound guards against a
 # surface running away where no row was measured.
 RUNAWAY_MAX_EFF = {"gemm": 3.0, "attention": 2.0, "decode_attention": 4.0, "collective": 4.0, "moe": 2.0,
-                   "mla_decode": 4.0, "ep_a2a": 2.0}  # EP: a low-latency kernel sending a copy per expert
+                   "mla_decode": 4.0, "ep_a2a": 2.0, "gdn": 3.0}  # EP: a low-latency kernel sending a copy per expert
 # may still beat the roofline's one copy per rank by overlapping NVLink directions
 
 
@@ -177,7 +177,9 @@ BOUNDS = {("gemm", "bf16"): (0.065, 0.20), ("gemm", "fp8"): (0.08, 0.24), ("gemm
           ("moe", "fp4"): (0.11, 0.31),
           # EP dispatch / combine (DeepEP and TensorRT-LLM's kernels, 56-414 rows a table):
           # TensorRT-LLM 1.6-9.6% / 6.7-23%
-          ("ep_a2a", "dispatch/bf16"): (0.27, 0.75), ("ep_a2a", "combine/bf16"): (0.27, 0.75)}
+          ("ep_a2a", "dispatch/bf16"): (0.27, 0.75), ("ep_a2a", "combine/bf16"): (0.27, 0.75),
+          # Gated DeltaNet token mixing (issue 18: <= 10% median by fold)
+          ("gdn", "prefill/bf16"): (0.10, 0.35), ("gdn", "decode/bf16"): (0.10, 0.35)}
 
 
 @pytest.mark.parametrize("path", DATACENTER_FILES, ids=[p.stem for p in DATACENTER_FILES])

@@ -11,7 +11,8 @@ import pytest
 
 from workbench import predict
 from workbench.backends import numbers
-from workbench.primitives.attention import LINEAR_CHUNK, linear_attention
+from workbench.primitives.attention import linear_attention
+from workbench.primitives.kernel_fits import LINEAR_CHUNK
 from workbench.specs import load_model
 from workbench.workloads import ops
 from workbench.workloads.inference import kv_bytes_per_sequence
@@ -82,3 +83,19 @@ def test_measured_qwen3_5_serving_runs():
     res = serving_rows.predict_rows(rows).dropna(subset=["tpot_s"])
     assert len(res) >= 70
     assert np.median(np.abs(res.tpot_err)) <= 0.25
+
+
+def test_measured_gdn_kernels_under_a_framework():
+    """Under TensorRT-LLM on H100 a Qwen3.5 layer's GDN mixing comes from the measured GDN
+    kernels (kernel_fits.gdn_roofline x a fitted efficiency): never below its roofline; one
+    decode token per sequence reads the state, so its time grows with the sequences, not
+    with the context; framework "none" keeps the analytical kernel."""
+    from workbench.backends import numbers
+    hw = numbers("h100_sxm", framework="trtllm")
+    shape = dict(heads=32.0, key_dim=128.0, value_dim=128.0, qkv_width=2 * 16 * 128 + 32 * 128, conv_kernel=4.0)
+    dec = linear_attention(hw=hw, tokens=np.array([1.0, 8.0, 64.0]), sequences=np.array([1.0, 8.0, 64.0]), **shape)
+    pre = linear_attention(hw=hw, tokens=8192.0, sequences=1.0, **shape)
+    none = linear_attention(hw=numbers("h100_sxm", framework="none"), tokens=8192.0, sequences=1.0, **shape)
+    roof = np.maximum(pre["flops"] / hw.peak("bf16"), pre["bytes"] / hw.hbm_bandwidth_bytes_per_s)
+    assert float(pre["time_s"]) >= roof and float(pre["time_s"]) != float(none["time_s"])
+    assert (np.diff(dec["time_s"]) > 0).all() and dec["time_s"][0] > 1e-6

@@ -7,7 +7,7 @@ keeping the package version, the framework version and the file it came from.
 
 Only the kernel tables under `systems/data/<gpu>/<class>/<framework>/<version>/` are read
 (GEMM, context and generation attention, MLA decode, MoE layers, NCCL and custom all-reduce,
-expert-parallel dispatch and combine); the package's
+expert-parallel dispatch and combine, Gated DeltaNet); the package's
 end-to-end serving measurements are never read: they are held out to judge the model.
 
 Units of the tables (checked against physics in tests/calibrate/test_aiconfigurator.py):
@@ -181,6 +181,23 @@ def _deepep(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _gdn(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """A Gated DeltaNet layer's token mixing: per shape, the framework's kernels of one
+    phase summed (prefill: the causal convolution and the chunked delta rule; decode: the
+    convolution update and the recurrent rule), as the layer runs them. `n_heads` value
+    heads, `n_kv_heads` key heads, `head_dim` the key and `k` the value head size, `m`
+    the model width, `batch` sequences of `seq_len` tokens."""
+    keys = ["phase", "batch_size", "seq_len", "d_model", "num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim"]
+    g = df.groupby(keys, as_index=False).agg(latency=("latency", "sum"), parts=("kernel_source", "nunique"))
+    g = g[g["parts"] == 2]  # both kernels of the phase timed
+    t = g["latency"].to_numpy(float) * MS
+    return pd.DataFrame({"kind": "gdn_" + g["phase"].map({"context": "prefill", "generation": "decode"}),
+                         "op": "gdn", "hardware": hw, "framework": fw, "dtype": "bf16", "batch": g["batch_size"],
+                         "seq_len": g["seq_len"], "n_heads": g["num_v_heads"], "n_kv_heads": g["num_k_heads"],
+                         "head_dim": g["head_k_dim"], "k": g["head_v_dim"], "m": g["d_model"], "time_s": t,
+                         "metric": "time_s", "value_si": t, "source": origin})
+
+
 def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFrame | None:
     """One parquet table as schema rows (None for tables with no importer yet)."""
     import pyarrow.parquet as pq
@@ -196,6 +213,8 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
         return _moe(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "nccl_perf":
         return _collective(pq.read_table(path).to_pandas(), hw, "nccl", origin, "op_name", "nccl_dtype")
+    if name == "gdn_perf":
+        return _gdn(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "moe_a2a_perf":
         return _moe_a2a(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name in ("wideep_deepep_ll_perf", "wideep_deepep_normal_perf"):

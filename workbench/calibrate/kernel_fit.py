@@ -108,6 +108,20 @@ def ep_features(df: pd.DataFrame, hw, variant: str):
                                         bandwidth=hw.link("scale_up").unidir_bytes_per_s)
 
 
+def gdn_features(df: pd.DataFrame, hw, variant: str):
+    """A GDN layer's mixing of `batch` sequences x `seq_len` tokens (decode: one each)."""
+    dtype = variant.split("@")[0].split("/")[1]
+    seqs, length = _num(df, "batch"), _num(df, "seq_len")
+    nk, dk, nv, dv = _num(df, "n_kv_heads"), _num(df, "head_dim"), _num(df, "n_heads"), _num(df, "k")
+    return ROOFLINES["gdn"].roofline(tokens=seqs * length, sequences=seqs, heads=nv, key_dim=dk, value_dim=dv,
+                                     qkv_width=2.0 * nk * dk + nv * dv, conv_kernel=GDN_CONV_KERNEL,
+                                     peak=hw.peak(dtype), bandwidth=hw.hbm.bandwidth_bytes_per_s,
+                                     act_bytes=ELEMENT_BYTES[dtype])
+
+
+GDN_CONV_KERNEL = 4.0  # the short convolution's taps of every measured row (d_conv = 4)
+
+
 # bytes per element an EP all-to-all sends (block-scaled formats carry their scales; the
 # primitive reads the same numbers: collectives.EP_ELEMENT_BYTES)
 EP_BYTES = {"bf16": 2.0, "fp16": 2.0, **EP_ELEMENT_BYTES, "fp4": 0.5 + 1.0 / 16}
@@ -171,6 +185,10 @@ def tables(df: pd.DataFrame) -> list[Table]:
     for dt, rows in m.groupby("dtype"):
         if dt in MOE_FORMATS:
             out += _by_kernel(rows, "moe", dt, moe_features)
+    d = df[kind.isin(["gdn_prefill", "gdn_decode"])]
+    for (k, dt), rows in d.groupby([d["kind"], d["dtype"]]):
+        if dt in ELEMENT_BYTES:
+            out += _by_kernel(rows, "gdn", f"{k.removeprefix('gdn_')}/{dt}", gdn_features)
     e = df[kind.isin(["ep_dispatch", "ep_combine"])]
     for (k, dt), rows in e.groupby([e["kind"], e["dtype"]]):
         if dt in EP_BYTES:
@@ -263,6 +281,9 @@ def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
         return pd.DataFrame({"m": c["tokens_per_expert"] * c["experts"], "k": c["hidden"], "n": c["width"],
                              "top_k": 1.0, "n_experts": c["experts"], "tp": 1.0, "ep": 1.0,
                              "touched": c["experts"]})
+    if kernel_class == "gdn":  # 128-wide heads, one key head per value head
+        return pd.DataFrame({"batch": c["sequences"], "seq_len": c["per_seq"], "n_heads": c["heads"],
+                             "n_kv_heads": c["heads"], "head_dim": 128.0, "k": 128.0})
     if kernel_class == "ep_a2a":
         return pd.DataFrame({"m": c["tokens"], "k": c["hidden"], "top_k": 8.0, "ep": c["ep"]})
     return pd.DataFrame({"size_bytes": c["size"], "devices": c["devices"]})

@@ -11,7 +11,7 @@ from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
-from .kernel_fits import (attended_pairs, attribute, context_attention_roofline, decode_attention_roofline,
+from .kernel_fits import (attended_pairs, attribute, context_attention_roofline, decode_attention_roofline, gdn_roofline,
                           mla_decode_roofline, served_time)
 import numpy as np
 
@@ -122,27 +122,29 @@ def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv
             "compute_bound": compute_s >= memory_s}
 
 
-LINEAR_CHUNK = 64.0  # tokens per chunk of the chunked gated delta rule (flash-linear-attention's chunk size)
-
-
 def linear_attention(*, hw: GpuNumbers, tokens, sequences, heads, key_dim, value_dim, qkv_width, conv_kernel,
                      state_bytes_per_element=4.0, act_bytes=2.0,
                      dtype: str = "bf16") -> dict:
     """A Gated DeltaNet layer's token mixing on one GPU (`heads` value heads, `qkv_width` q,
-    k, v columns there): `tokens` new tokens of `sequences` sequences (decode: one each).
-    Per token and head, the chunked gated delta rule (chunks of C = LINEAR_CHUNK tokens)
-    does 2 (c (2 d_k + d_v) + 2 d_k d_v) FLOPs, c = min(C, tokens per sequence): the
-    intra-chunk scores and the WY transform, and reading and updating the state; decode
-    (c = 1) reads and rewrites the d_k x d_v state once. Bytes: q, k, v, the gates and the
-    output per token, the state (`state_bytes_per_element`) read and written once per sequence, the
-    convolution's taps. Compute at the chip's flash-attention efficiency; memory-bound in
-    decode. Two launches (the convolution, the recurrence)."""
-    per_seq = tokens / np.maximum(sequences, 1e-30)
-    c = np.minimum(LINEAR_CHUNK, np.maximum(per_seq, 1.0))
-    flops = 2.0 * tokens * heads * (c * (2.0 * key_dim + value_dim) + 2.0 * key_dim * value_dim)
-    state = sequences * heads * key_dim * value_dim * state_bytes_per_element
-    conv = sequences * qkv_width * np.maximum(conv_kernel - 1.0, 0.0) * act_bytes
-    nbytes = tokens * (qkv_width + 2.0 * heads * value_dim + 2.0 * heads) * act_bytes + 2.0 * (state + conv)
+    k, v columns there); FLOPs and bytes: kernel_fits.gdn_roofline. With the framework's
+    measured GDN kernels (the convolution plus the chunked rule in prefill, the recurrent
+    update in decode) the time is the fitted surface's; else compute at the chip's
+    flash-attention efficiency, memory-bound in decode, two launches (the convolution, the
+    recurrence)."""
+    shape = dict(tokens=tokens, sequences=sequences, heads=heads, key_dim=key_dim, value_dim=value_dim,
+                 qkv_width=qkv_width, conv_kernel=conv_kernel, state_bytes_per_element=state_bytes_per_element,
+                 act_bytes=act_bytes)
+    _, coords, flops, nbytes = gdn_roofline(peak=hw.peak(dtype), bandwidth=hw.hbm_bandwidth_bytes_per_s, **shape)
+    compute_ideal = flops / hw.peak(dtype)
+    memory_ideal = nbytes / hw.hbm_bandwidth_bytes_per_s
+    decode = bool(np.all(np.asarray(tokens) <= np.asarray(sequences)))
+    grid, fixed_s = hw.fitted("gdn", f"{'decode' if decode else 'prefill'}/{dtype}")
+    if grid is not None:
+        roof = np.maximum(compute_ideal, memory_ideal)
+        time_s = served_time(fixed_s + roof / grid(**coords), roof, 2.0 * hw.graph_saving_s)
+        compute_s, memory_s = attribute(time_s, compute_ideal, memory_ideal)
+        return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
+                "overhead_s": 0.0 * time_s, "time_s": time_s, "compute_bound": compute_ideal >= memory_ideal}
     compute_s = flops / (hw.peak(dtype) * hw.attention_peak_eff_for(dtype))
     memory_s = memory_time(hw=hw, nbytes=nbytes)
     return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..primitives.attention import LINEAR_CHUNK
+from ..primitives.kernel_fits import LINEAR_CHUNK
 from ..primitives.mesh import elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv, tiles, vector_cycles
 from ..specs import ModelSpec
 from . import ops
