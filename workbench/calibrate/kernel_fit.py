@@ -20,189 +20,20 @@ with their held-out scores:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..primitives.collectives import COLLECTIVES, EP_ELEMENT_BYTES
-from ..units import DTYPE_BYTES
-from ..primitives.kernel_fits import MOE_FORMATS, ROOFLINES, EffGrid
+from ..primitives.kernel_fits import ROOFLINES, EffGrid
+from .kernel_features import Table, knot_frame, tables
+from .kernel_features import decode_features, gemm_features  # noqa: F401  (fits of synthetic tables use them)
 
 FOLDS = 5
 NEIGHBOURHOOD_LOG2 = 1.0  # a neighbourhood spans a factor 2 of every size coordinate
 SMOOTH = 0.03  # second-difference penalty weight, relative to one row: of 0.01, 0.03, 0.1, 0.3, 1, 3 the
 # one with the lowest held-out error on h100_sxm/trtllm (GEMM, attention; 0.01 within noise)
 KERNELS_DIR = Path(__file__).resolve().parents[1] / "specs" / "kernels"
-# Bytes per element of A, B (weights) and C for each GEMM format: block-scaled FP8 and NVFP4
-# read their scales too (one FP32 per 128x128 weight block and per 1x128 activation run for
-# fp8_block; one FP8 per 16 elements for NVFP4), the output is 16-bit.
-GEMM_BYTES = {"bf16": (2.0, 2.0, 2.0), "fp16": (2.0, 2.0, 2.0), "fp8": (1.0, 1.0, 2.0),
-              "fp8_block": (1.0 + 4.0 / 128, 1.0 + 4.0 / 128 ** 2, 2.0), "fp4": (0.5 + 1.0 / 16, 0.5 + 1.0 / 16, 2.0),
-              "int8": (1.0, 1.0, 2.0), "int4": (2.0, 0.5, 2.0)}
-GEMM_PEAK = {"fp8_block": "fp8", "int4": "bf16"}  # math dtype of each format
-# the element formats of the attention tables (bytes from units.DTYPE_BYTES)
-ELEMENT_BYTES = {k: DTYPE_BYTES[k] for k in ("bf16", "fp16", "fp8", "fp4", "int8", "int4")}
-
-
-def _num(df, col):
-    return df[col].to_numpy(float)
-
-
-def gemm_features(df: pd.DataFrame, hw, variant: str):
-    variant = variant.split("@")[0]
-    a, b, c = GEMM_BYTES[variant]
-    return ROOFLINES["gemm"].roofline(m=_num(df, "m"), n=_num(df, "n"), k=_num(df, "k"),
-                                      peak=hw.peak(GEMM_PEAK.get(variant, variant)),
-                                      bandwidth=hw.hbm.bandwidth_bytes_per_s, a_bytes=a, b_bytes=b, c_bytes=c)
-
-
-WINDOWED = "+window"  # variant suffix of the rows whose sliding window is shorter than the keys
-
-
-def _dtypes(variant: str) -> tuple[str, str]:
-    dtype, kv = variant.split("@")[0].removesuffix(WINDOWED).split("/")
-    return dtype, kv
-
-
-def attention_features(df: pd.DataFrame, hw, variant: str):
-    dtype, kv = _dtypes(variant)
-    return ROOFLINES["attention"].roofline(
-        batch=_num(df, "batch"), seq_len=_num(df, "seq_len"), n_heads=_num(df, "n_heads"),
-        n_kv_heads=_num(df, "n_kv_heads"), head_dim=_num(df, "head_dim"), window=_num(df, "window"),
-        peak=hw.peak(dtype), bandwidth=hw.hbm.bandwidth_bytes_per_s, act_bytes=ELEMENT_BYTES[dtype],
-        kv_bytes=ELEMENT_BYTES[kv], n_sms=hw.n_sms)
-
-
-def decode_features(df: pd.DataFrame, hw, variant: str):
-    dtype, kv = _dtypes(variant)
-    return ROOFLINES["decode_attention"].roofline(
-        batch=_num(df, "batch"), kv_len=_num(df, "seq_len") + _num(df, "context"), n_heads=_num(df, "n_heads"),
-        n_kv_heads=_num(df, "n_kv_heads"), head_dim=_num(df, "head_dim"), window=_num(df, "window"),
-        peak=hw.peak(dtype), bandwidth=hw.hbm.bandwidth_bytes_per_s, act_bytes=ELEMENT_BYTES[dtype],
-        kv_bytes=ELEMENT_BYTES[kv])
-
-
-def mla_features(df: pd.DataFrame, hw, variant: str):
-    dtype, kv = _dtypes(variant)
-    return ROOFLINES["mla_decode"].roofline(
-        batch=_num(df, "batch"), kv_len=_num(df, "seq_len") + _num(df, "context"), n_heads=_num(df, "n_heads"),
-        latent=_num(df, "head_dim"), peak=hw.peak(dtype), bandwidth=hw.hbm.bandwidth_bytes_per_s,
-        act_bytes=ELEMENT_BYTES[dtype], kv_bytes=ELEMENT_BYTES[kv])
-
-
-def moe_features(df: pd.DataFrame, hw, variant: str):
-    w, a, math = MOE_FORMATS[variant.split("@")[0]]
-    touched = _num(df, "touched") if "touched" in df else None
-    return ROOFLINES["moe"].roofline(
-        tokens=_num(df, "m"), hidden=_num(df, "k"), inter=_num(df, "n"), top_k=_num(df, "top_k"),
-        n_experts=_num(df, "n_experts"), tp=_num(df, "tp"), ep=_num(df, "ep"), touched=touched,
-        peak=hw.peak(math), bandwidth=hw.hbm.bandwidth_bytes_per_s, w_bytes=w, a_bytes=a)
-
-
-def ep_features(df: pd.DataFrame, hw, variant: str):
-    dtype = variant.split("@")[0].split("/")[1]
-    return ROOFLINES["ep_a2a"].roofline(tokens=_num(df, "m"), hidden=_num(df, "k"), top_k=_num(df, "top_k"),
-                                        ep=_num(df, "ep"), elem_bytes=EP_BYTES[dtype],
-                                        bandwidth=hw.link("scale_up").unidir_bytes_per_s)
-
-
-def gdn_features(df: pd.DataFrame, hw, variant: str):
-    """A GDN layer's mixing of `batch` sequences x `seq_len` tokens (decode: one each)."""
-    dtype = variant.split("@")[0].split("/")[1]
-    seqs, length = _num(df, "batch"), _num(df, "seq_len")
-    nk, dk, nv, dv = _num(df, "n_kv_heads"), _num(df, "head_dim"), _num(df, "n_heads"), _num(df, "k")
-    return ROOFLINES["gdn"].roofline(tokens=seqs * length, sequences=seqs, heads=nv, key_dim=dk, value_dim=dv,
-                                     qkv_width=2.0 * nk * dk + nv * dv, conv_kernel=GDN_CONV_KERNEL,
-                                     peak=hw.peak(dtype), bandwidth=hw.hbm.bandwidth_bytes_per_s,
-                                     act_bytes=ELEMENT_BYTES[dtype])
-
-
-GDN_CONV_KERNEL = 4.0  # the short convolution's taps of every measured row (d_conv = 4)
-
-
-# bytes per element an EP all-to-all sends (block-scaled formats carry their scales; the
-# primitive reads the same numbers: collectives.EP_ELEMENT_BYTES)
-EP_BYTES = {"bf16": 2.0, "fp16": 2.0, **EP_ELEMENT_BYTES, "fp4": 0.5 + 1.0 / 16}
-
-
-def collective_traffic(op: str, size, devices):
-    """Bytes each device sends per direction, ring convention (nccl-tests)."""
-    return COLLECTIVES[op].traffic(size, devices, False)
-
-
-def collective_features(df: pd.DataFrame, hw, variant: str):
-    op = variant.split("/")[1]
-    size, p = _num(df, "size_bytes"), _num(df, "devices")
-    return ROOFLINES["collective"].roofline(size=size, devices=p, traffic=collective_traffic(op, size, p),
-                                            bandwidth=hw.link("scale_up").unidir_bytes_per_s)
-
-
-@dataclass(frozen=True)
-class Table:
-    """The rows of one (class, variant) and how to compute their roofline."""
-    kernel_class: str
-    variant: str
-    rows: pd.DataFrame
-    features: object
-
-
-def _by_kernel(rows: pd.DataFrame, kernel_class: str, variant: str, features) -> list[Table]:
-    """One table per kernel source ('op') of a framework's tables: frameworks time several
-    backends (SGLang's trtllm_mha, FlashInfer and Triton attention; vLLM's FA3 and FA4; three
-    block-FP8 GEMMs), whose rows contradict each other at equal shapes. The source with the
-    most rows is the one the framework runs by default and keeps the plain variant name;
-    the others are scored and stored as variant@source."""
-    counts = rows["op"].value_counts()
-    out = []
-    for op in counts.index:
-        name = variant if op == counts.index[0] else f"{variant}@{op}"
-        out.append(Table(kernel_class, name, rows[rows["op"] == op], features))
-    return out
-
-
-def tables(df: pd.DataFrame) -> list[Table]:
-    """Split one imported dataset (as a frame) into fit tables."""
-    out = []
-    kind = df["kind"]
-    g = df[kind == "gemm"]
-    for dt, rows in g.groupby("dtype"):
-        if dt in GEMM_BYTES:
-            out += _by_kernel(rows, "gemm", dt, gemm_features)
-    for klass, feat in (("attention", attention_features), ("decode_attention", decode_features)):
-        a = df[kind == klass]
-        keys = a["seq_len"] + a["context"].fillna(0.0)
-        banded = np.where((a["window"] > 0) & (keys > a["window"]), WINDOWED, "")
-        for (dt, kv, band), rows in a.groupby([a["dtype"], a["kv_dtype"], banded]):
-            if dt in ELEMENT_BYTES and kv in ELEMENT_BYTES:
-                out += _by_kernel(rows, klass, f"{dt}/{kv}{band}", feat)
-    a = df[kind == "mla_decode"]
-    for (dt, kv), rows in a.groupby([a["dtype"], a["kv_dtype"]]):
-        if dt in ELEMENT_BYTES and kv in ELEMENT_BYTES:
-            out += _by_kernel(rows, "mla_decode", f"{dt}/{kv}", mla_features)
-    m = df[kind == "moe"]
-    for dt, rows in m.groupby("dtype"):
-        if dt in MOE_FORMATS:
-            out += _by_kernel(rows, "moe", dt, moe_features)
-    d = df[kind.isin(["gdn_prefill", "gdn_decode"])]
-    for (k, dt), rows in d.groupby([d["kind"], d["dtype"]]):
-        if dt in ELEMENT_BYTES:
-            out += _by_kernel(rows, "gdn", f"{k.removeprefix('gdn_')}/{dt}", gdn_features)
-    e = df[kind.isin(["ep_dispatch", "ep_combine"])]
-    for (k, dt), rows in e.groupby([e["kind"], e["dtype"]]):
-        if dt in EP_BYTES:
-            out += _by_kernel(rows, "ep_a2a", f"{k.removeprefix('ep_')}/{dt}", ep_features)
-    c = df[kind.isin(list(COLLECTIVES))]
-    for (fw, op), rows in c.groupby(["framework", "kind"]):
-        # 16-bit buffers: the frameworks reduce activations in bf16 (the tables also time
-        # fp32/int8, whose busbw at a given size matches within noise)
-        rows = rows[rows["dtype"].isin(["bf16", "fp16"])] if rows["dtype"].isin(["bf16", "fp16"]).any() else rows
-        # served decode replays CUDA graphs: where a table times both, keep the graph rows
-        if rows["op"].str.contains("graph").any():
-            rows = rows[~rows["op"].str.contains("eager")]
-        out.append(Table("collective", f"{fw}/{op}", rows, collective_features))
-    return out
 
 
 def _penalty(dims: tuple, order: int = 2, axis_weights=None):
@@ -259,34 +90,6 @@ def fit_grid(grid: EffGrid, coords: dict, roof: np.ndarray, measured: np.ndarray
     inv_diag = sp.diags(1.0 / lhs.diagonal())
     x, _ = sla.cg(lhs, aw.T @ y, M=inv_diag, rtol=1e-7, maxiter=5000)
     return EffGrid(grid.axes, grid.knots, np.minimum(x, y.max()).reshape(dims))
-
-
-def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
-    """The knots of a grid as table rows of its kernel class (the columns its features
-    read), so their roofline is computed exactly as the measured rows' is."""
-    mesh = np.meshgrid(*[2.0 ** np.asarray(k) for k in grid.knots], indexing="ij")
-    c = dict(zip(grid.axes, (m.ravel() for m in mesh)))
-    if kernel_class == "gemm":
-        return pd.DataFrame({"m": c["m"], "n": c["n"], "k": c["k"]})
-    if kernel_class == "attention":
-        return pd.DataFrame({"batch": 1.0, "n_heads": c["work"], "n_kv_heads": c["work"] / c["group"],
-                             "seq_len": c["seq_len"], "head_dim": c["head_dim"], "window": 0.0})
-    if kernel_class == "decode_attention":
-        return pd.DataFrame({"batch": c["slices"], "n_kv_heads": 1.0, "n_heads": c["group"], "seq_len": 1.0,
-                             "context": c["keys"] - 1.0, "head_dim": c["head_dim"], "window": 0.0})
-    if kernel_class == "mla_decode":
-        return pd.DataFrame({"batch": c["batch"], "seq_len": 1.0, "context": c["keys"] - 1.0, "n_heads": c["heads"],
-                             "head_dim": 512.0})
-    if kernel_class == "moe":  # one GPU, one token per pair: pairs = tokens, touched experts given
-        return pd.DataFrame({"m": c["tokens_per_expert"] * c["experts"], "k": c["hidden"], "n": c["width"],
-                             "top_k": 1.0, "n_experts": c["experts"], "tp": 1.0, "ep": 1.0,
-                             "touched": c["experts"]})
-    if kernel_class == "gdn":  # 128-wide heads, one key head per value head
-        return pd.DataFrame({"batch": c["sequences"], "seq_len": c["per_seq"], "n_heads": c["heads"],
-                             "n_kv_heads": c["heads"], "head_dim": 128.0, "k": 128.0})
-    if kernel_class == "ep_a2a":
-        return pd.DataFrame({"m": c["tokens"], "k": c["hidden"], "top_k": 8.0, "ep": c["ep"]})
-    return pd.DataFrame({"size_bytes": c["size"], "devices": c["devices"]})
 
 
 def monotone(grid: EffGrid, roof_knots: np.ndarray, fixed_s: float, sizes: tuple, supported=None) -> EffGrid:
