@@ -76,3 +76,17 @@ def test_training_knobs_sweep_alone():
                              metrics=["tokens_per_s"], hardware="cs3", model="llama_3_1_8b", devices=4, seq_len=2048,
                              global_batch=256)
     assert 0.0 <= float(w.tokens_per_s.sel(knob="clock_hz")) <= 1.02
+
+
+def test_a_software_knob_the_framework_overhead():
+    """framework_overhead_s (issue 19: the software knobs that matter) replaces the serving
+    framework's fitted host time per iteration: at concurrency 1 two values 0.9 ms apart
+    move TPOT by exactly 0.9 ms (one iteration per token), and TPOT leans on it less as
+    the batch grows (more decode work per iteration)."""
+    kw = dict(hardware="h100_sxm", model="llama_3_1_8b", prompt=1024, generate=256, framework="vllm")
+    ds = predict.serving(concurrency=1, hardware_overrides={"framework_overhead_s": [1e-4, 1e-3]}, **kw)
+    t = ds.tpot_s.squeeze()
+    assert float(t.isel(framework_overhead_s=1) - t.isel(framework_overhead_s=0)) == pytest.approx(0.9e-3, rel=1e-6)
+    e = analysis.sensitivity(predict.serving, knobs="framework_overhead_s", metrics=["tpot_s"], concurrency=[1, 64],
+                             **kw).tpot_s.squeeze("knob")
+    assert 0.0 < float(e.sel(concurrency=64)) < float(e.sel(concurrency=1)) < 1.0

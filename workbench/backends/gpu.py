@@ -35,7 +35,11 @@ def _knobs(spec, every: bool = False) -> dict:
         out[f"{scope}_domain_size"] = ("devices", float(ln.domain_size))
     out.update({"kernel_launch_s": ("s", spec.kernel_launch_s), "memory_latency_s": ("s", spec.memory_latency_s),
                 "n_sms": ("SMs", float(spec.n_sms)), "collective_sms": ("SMs", float(spec.collective_sms)),
-                "tdp_w": ("W", spec.tdp_w), "price_usd_per_hour": ("USD/h", spec.price_usd_per_hour)})
+                "tdp_w": ("W", spec.tdp_w), "price_usd_per_hour": ("USD/h", spec.price_usd_per_hour),
+                # software: a serving engine's host time per iteration (the spec's default
+                # framework's fitted constant; given, it replaces any framework's)
+                "framework_overhead_s": ("s", float(serving_constants()["iteration_overhead_s"].get(
+                    spec.default_framework or NONE, 0.0)))})
     return out
 
 
@@ -65,7 +69,7 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
         collective_sms=v["collective_sms"] if "collective_sms" in overrides else spec.collective_sms,
         gemm_tile_m=spec.gemm_tile_m, gemm_tile_n=spec.gemm_tile_n,
         scale_up=link("scale_up"), scale_out=link("scale_out"), tdp_w=v["tdp_w"],
-        kernels=fits_for(spec, framework))
+        kernels=fits_for(spec, framework), framework_overhead_s=overrides.get("framework_overhead_s"))
 
 
 def default_activations(weights: str, hw: GpuNumbers) -> str:
@@ -170,7 +174,8 @@ class GpuBackend:
         consts = serving_constants()
         r = cc.closed_loop(hw=hw, model=model, concurrency=concurrency, prompt=prompt, generate=generate, tp=tp,
                            attention_dp=attention_dp, ep=ep, weights=weights, activations=act, kv=kvd,
-                           overhead_s=consts["iteration_overhead_s"].get(fw, 0.0), waves=consts["benchmark_waves"],
+                           overhead_s=consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None
+                           else hw.framework_overhead_s, waves=consts["benchmark_waves"],
                            schedule=consts["schedule"].get(fw, "clumped"),
                            request_latency_s=consts["request_latency_s_per_layer"].get(fw, 0.0) * model.n_layers,
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),

@@ -72,6 +72,10 @@ class GpuNumbers:
     # (primitives/moe.py, attention.mla_decode) instead of grouped GEMMs on the GEMM tables
     # and the analytical MLA kernel: predict.serving(moe_mla_kernels="measured")
     measured_moe_mla: bool = False
+    # A serving engine's host time per iteration (scheduling, sampling, Python between graph
+    # replays), when given as a knob; None: the serving framework's fitted constant
+    # (specs/serving/frameworks.yaml iteration_overhead_s)
+    framework_overhead_s: object = None
 
     def peak(self, dtype: str):
         """Dense peak FLOP/s for math in `dtype` (a format runs on its units.MATH_UNITS);
