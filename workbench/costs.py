@@ -59,6 +59,7 @@ def cost_per_million_tokens_usd(price_usd_per_hour, tokens_per_s_per_device):
 
 
 def tokens_per_j(tokens_per_s_per_device, power_w):
+    """Tokens per joule of one device: its token rate over the power it draws."""
     return tokens_per_s_per_device / power_w
 
 

@@ -121,9 +121,9 @@ def _with_costs(result: dict, table: dict, knobs: dict) -> dict:
     """The result's cost outputs from the point's price and power knobs (a GPU's board
     power, a CS system's power)."""
     from . import costs
-    value = {k: knobs.get(k, v) for k, (_, v) in table.items()}
-    return costs.per_point(result, price_usd_per_hour=value["price_usd_per_hour"],
-                           power_w=value.get("power_w", value.get("tdp_w")))
+    power = "power_w" if "power_w" in table else "tdp_w"
+    return costs.per_point(result, price_usd_per_hour=knobs.get("price_usd_per_hour", table["price_usd_per_hour"][1]),
+                           power_w=knobs.get(power, table[power][1]))
 
 
 def _check_framework(framework, specs: dict, *, default: str) -> object:

@@ -58,7 +58,7 @@ _SUFFIX_UNITS: tuple[tuple[str, str, str], ...] = (
     ("_flops", "FLOP", "FLOPs"),
     ("_usd", "USD", "US dollars"),
     ("_tokens_per_j", "tokens/J", "tokens per joule"),
-    ("_per_hour", "1/h", "per hour"),
+    ("_usd_per_hour", "USD/h", "US dollars per hour"),
     ("_eff", "1", "efficiency"),
     ("_s", "s", "seconds"),
     ("_w", "W", "watts"),

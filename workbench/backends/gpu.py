@@ -172,10 +172,11 @@ class GpuBackend:
         act = activations or default_activations(weights, hw)
         kvd = kv or ("fp16" if act == "fp16" else "bf16")
         consts = serving_constants()
+        overhead_s = consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None \
+            else hw.framework_overhead_s  # the knob, when given, replaces the framework's constant
         r = cc.closed_loop(hw=hw, model=model, concurrency=concurrency, prompt=prompt, generate=generate, tp=tp,
                            attention_dp=attention_dp, ep=ep, weights=weights, activations=act, kv=kvd,
-                           overhead_s=consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None
-                           else hw.framework_overhead_s, waves=consts["benchmark_waves"],
+                           overhead_s=overhead_s, waves=consts["benchmark_waves"],
                            schedule=consts["schedule"].get(fw, "clumped"),
                            request_latency_s=consts["request_latency_s_per_layer"].get(fw, 0.0) * model.n_layers,
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),

@@ -11,7 +11,7 @@ from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
-from .kernel_fits import (attended_pairs, attribute, context_attention_roofline, decode_attention_roofline, gdn_roofline,
+from .kernel_fits import (attended_pairs, attribute, context_attention_roofline, decode_attention_roofline, gdn_work,
                           mla_decode_roofline, served_time)
 import numpy as np
 
@@ -126,7 +126,7 @@ def linear_attention(*, hw: GpuNumbers, tokens, sequences, heads, key_dim, value
                      state_bytes_per_element=4.0, act_bytes=2.0,
                      dtype: str = "bf16") -> dict:
     """A Gated DeltaNet layer's token mixing on one GPU (`heads` value heads, `qkv_width` q,
-    k, v columns there); FLOPs and bytes: kernel_fits.gdn_roofline. With the framework's
+    k, v columns there); FLOPs and bytes: kernel_fits.gdn_work. With the framework's
     measured GDN kernels (the convolution plus the chunked rule in prefill, the recurrent
     update in decode) the time is the fitted surface's; else compute at the chip's
     flash-attention efficiency, memory-bound in decode, two launches (the convolution, the
@@ -134,7 +134,7 @@ def linear_attention(*, hw: GpuNumbers, tokens, sequences, heads, key_dim, value
     shape = dict(tokens=tokens, sequences=sequences, heads=heads, key_dim=key_dim, value_dim=value_dim,
                  qkv_width=qkv_width, conv_kernel=conv_kernel, state_bytes_per_element=state_bytes_per_element,
                  act_bytes=act_bytes)
-    _, coords, flops, nbytes = gdn_roofline(peak=hw.peak(dtype), bandwidth=hw.hbm_bandwidth_bytes_per_s, **shape)
+    flops, nbytes, coords = gdn_work(**shape)
     compute_ideal = flops / hw.peak(dtype)
     memory_ideal = nbytes / hw.hbm_bandwidth_bytes_per_s
     decode = bool(np.all(np.asarray(tokens) <= np.asarray(sequences)))

@@ -74,19 +74,16 @@ def ep_all_to_all(*, hw: GpuNumbers, tokens, hidden, top_k, ep, elem_bytes=2.0):
     to two all-to-all collectives). Dispatch in FP8 where the tables time it and the
     activations are 8-bit, else 16-bit; the combine 16-bit."""
     from .kernel_fits import ep_a2a_roofline, served_time
-    up = hw.link("scale_up")
-    total = None
-    for phase, dtype in (("dispatch", "fp8" if elem_bytes <= 1.0 else "bf16"), ("combine", "bf16")):
-        grid, fixed_s = hw.fitted("ep_a2a", f"{phase}/{dtype}")
-        if grid is None and dtype != "bf16":
-            dtype = "bf16"
-            grid, fixed_s = hw.fitted("ep_a2a", f"{phase}/{dtype}")
+    fp8 = elem_bytes <= 1.0 and hw.fitted("ep_a2a", "dispatch/fp8")[0] is not None
+    total = 0.0
+    for variant in ("dispatch/fp8" if fp8 else "dispatch/bf16", "combine/bf16"):
+        grid, fixed_s = hw.fitted("ep_a2a", variant)
         if grid is None:
             return None
         roof, coords = ep_a2a_roofline(tokens=tokens, hidden=hidden, top_k=top_k, ep=ep,
-                                       elem_bytes=EP_ELEMENT_BYTES[dtype], bandwidth=up.unidir_bytes_per_s)
-        t = served_time(fixed_s + roof / grid(**coords), roof, hw.graph_saving_s)
-        total = t if total is None else total + t
+                                       elem_bytes=EP_ELEMENT_BYTES[variant.split("/")[1]],
+                                       bandwidth=hw.link("scale_up").unidir_bytes_per_s)
+        total = total + served_time(fixed_s + roof / grid(**coords), roof, hw.graph_saving_s)
     return where(ep <= 1, 0.0, total)
 
 

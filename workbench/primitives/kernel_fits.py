@@ -247,24 +247,30 @@ def collective_roofline(*, size, devices, bandwidth, traffic, **_):
 LINEAR_CHUNK = 64.0  # tokens per chunk of the chunked gated delta rule (flash-linear-attention's chunk size)
 
 
-def gdn_roofline(*, tokens, sequences, heads, key_dim, value_dim, qkv_width, conv_kernel, peak, bandwidth,
-                 state_bytes_per_element=4.0, act_bytes=2.0, **_):
-    """A Gated DeltaNet layer's token mixing (short convolution + gated delta rule) on one
-    GPU: `tokens` new tokens of `sequences` sequences (decode: one each), `heads` value
-    heads there. Per token and head the chunked rule (chunks of c = min(LINEAR_CHUNK,
-    tokens per sequence)) does 2 (c (2 d_k + d_v) + 2 d_k d_v) FLOPs: the intra-chunk
-    scores and the WY transform, and reading and updating the state; decode (c = 1) reads
-    and rewrites the d_k x d_v state once. Bytes: q, k, v, the gates and the output per
-    token, the state read and written once per sequence, the convolution's taps.
-    Coordinates: sequences and tokens per sequence (sizes), value heads (a class)."""
-    per_seq = tokens / np.maximum(sequences, 1e-30)
-    c = np.minimum(LINEAR_CHUNK, np.maximum(per_seq, 1.0))
+def gdn_work(*, tokens, sequences, heads, key_dim, value_dim, qkv_width, conv_kernel, state_bytes_per_element=4.0,
+             act_bytes=2.0, **_):
+    """(FLOPs, bytes, coordinates) of a Gated DeltaNet layer's token mixing (short
+    convolution + gated delta rule) on one GPU: `tokens` new tokens of `sequences`
+    sequences (decode: one each), `heads` value heads there. Per token and head the chunked
+    rule (chunks of c = min(LINEAR_CHUNK, tokens per sequence)) does
+    2 (c (2 d_k + d_v) + 2 d_k d_v) FLOPs: the intra-chunk scores and the WY transform, and
+    reading and updating the state; decode (c = 1) reads and rewrites the d_k x d_v state
+    once. Bytes: q, k, v, the gates and the output per token, the state read and written
+    once per sequence, the convolution's taps. Coordinates: sequences and tokens per
+    sequence (sizes), value heads (a class)."""
+    per_seq = np.maximum(tokens / np.maximum(sequences, 1e-30), 1.0)
+    c = np.minimum(LINEAR_CHUNK, per_seq)
     flops = 2.0 * tokens * heads * (c * (2.0 * key_dim + value_dim) + 2.0 * key_dim * value_dim)
     state = sequences * heads * key_dim * value_dim * state_bytes_per_element
     conv = sequences * qkv_width * np.maximum(conv_kernel - 1.0, 0.0) * act_bytes
     nbytes = tokens * (qkv_width + 2.0 * heads * value_dim + 2.0 * heads) * act_bytes + 2.0 * (state + conv)
-    return _bound(flops, nbytes, peak, bandwidth), {"sequences": sequences, "per_seq": np.maximum(per_seq, 1.0),
-                                                    "heads": heads}, flops, nbytes
+    return flops, nbytes, {"sequences": sequences, "per_seq": per_seq, "heads": heads}
+
+
+def gdn_roofline(*, peak, bandwidth, **shape):
+    """The roofline of gdn_work's FLOPs and bytes, and its coordinates."""
+    flops, nbytes, coords = gdn_work(**shape)
+    return _bound(flops, nbytes, peak, bandwidth), coords
 
 
 def ep_a2a_roofline(*, tokens, hidden, top_k, ep, elem_bytes, bandwidth, **_):
@@ -309,7 +315,7 @@ ROOFLINES = {
     "ep_a2a": KernelClass(ep_a2a_roofline, ("tokens", "hidden", "ep"),
                           {"tokens": _span(0, 17), "hidden": _span(10, 14), "ep": _span(1, 6)}.get,
                           ("tokens", "hidden")),
-    "gdn": KernelClass(lambda **kw: gdn_roofline(**kw)[:2], ("sequences", "per_seq", "heads"),
+    "gdn": KernelClass(gdn_roofline, ("sequences", "per_seq", "heads"),
                        {"sequences": _span(0, 11), "per_seq": _span(0, 16), "heads": _span(0, 7)}.get,
                        ("sequences", "per_seq")),
     "collective": KernelClass(collective_roofline, ("size", "devices"),

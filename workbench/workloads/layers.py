@@ -108,14 +108,15 @@ def tp_allreduce(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes) -> di
 def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) -> dict:
     """Dispatch and combine of an MoE layer across `ep` ranks: each token's hidden state
     goes to its k experts and comes back (two all-to-alls of T·k·D values)."""
-    size = ops.expert_dispatch_bytes(model, tokens=tokens, a_bytes=a_bytes)
-    t = 2.0 * collective(hw=hw, op="all_to_all", size=size, devices=ep)["time_s"]
     # the framework's measured EP kernels (DeepEP & co.) inside the NVLink domain, with its
-    # measured MoE layers (moe_mla_kernels="measured"; composed: two all-to-all collectives)
-    inside = np.all(np.asarray(ep) <= hw.link("scale_up").domain_size)
-    fitted = ep_all_to_all(hw=hw, tokens=tokens, hidden=model.d_model, top_k=model.n_active_experts, ep=ep,
-                           elem_bytes=a_bytes) if hw.measured_moe_mla and inside else None
-    t = t if fitted is None else fitted
+    # measured MoE layers (moe_mla_kernels="measured"); else two all-to-all collectives
+    t = None
+    if hw.measured_moe_mla and np.all(np.asarray(ep) <= hw.link("scale_up").domain_size):
+        t = ep_all_to_all(hw=hw, tokens=tokens, hidden=model.d_model, top_k=model.n_active_experts, ep=ep,
+                          elem_bytes=a_bytes)
+    if t is None:
+        size = ops.expert_dispatch_bytes(model, tokens=tokens, a_bytes=a_bytes)
+        t = 2.0 * collective(hw=hw, op="all_to_all", size=size, devices=ep)["time_s"]
     return {"comm_s": t, "time_s": t}
 
 
