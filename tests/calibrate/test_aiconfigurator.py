@@ -86,6 +86,21 @@ def test_gdn_layers_are_two_kernels_in_milliseconds(h100):
     assert 1e-6 < d.time_s.min() < 1e-4
 
 
+def test_kda_layers_are_two_kernels_and_never_beat_hbm():
+    """Kimi Delta Attention rows (kda_perf under vLLM on H200, milliseconds): prefill sums the
+    Q/K/V convolution and the chunked KDA rule, decode the convolution update and the packed
+    recurrence (the speculative 'verify' rows and the alternative fused decode left out);
+    no decode reads and rewrites its 128 x 128 fp32 state per head faster than H200's
+    4.8 TB/s (h200_sxm.yaml)."""
+    frames = ac.import_kernels(hardware="h200_sxm", framework="vllm")
+    df = _frame(frames[("h200_sxm", "vllm")])
+    d, p = df[df.kind == "kda_decode"], df[df.kind == "kda_prefill"]
+    assert len(d) >= 40 and len(p) >= 400 and set(d.op) == {"kda"}
+    state = 2 * d.batch * d.n_heads * d.head_dim * d.k * 4.0
+    assert (state / d.time_s <= 4.8e12).all()
+    assert 1e-6 < d.time_s.min() < 1e-3
+
+
 def test_every_row_keeps_its_provenance_and_units(h100):
     version = ac.package_version()
     for (hw, fw), ds in h100.items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -54,8 +55,8 @@ def test_the_families_refused_are_the_unmodelled_ones():
             fields_from_hf_config(json.loads(path.read_text()), origin=path.name)
         except UnsupportedFamily as e:
             refused[hf_id(path)] = str(e)
-    for hf, key in [("nvidia/Nemotron-H-56B-Base-8K", "hybrid_override_pattern"),
-                    ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "mamba_num_heads"),
+    for hf, key in [("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "moe_latent_size"),
+                    ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "moe_latent_size"),
                     ("deepseek-ai/DeepSeek-V4-Pro", "compress_ratios"), ("moonshotai/Kimi-K3", "linear_attn_config"),
                     ("MiniMaxAI/MiniMax-M3", "sparse_attention_config"), ("google/gemma-4-26B-A4B", "global_head_dim"),
                     ("XiaomiMiMo/MiMo-V2-Flash", "swa_"), ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "block_configs")]:
@@ -63,6 +64,9 @@ def test_the_families_refused_are_the_unmodelled_ones():
     imported = {hf_id(p) for p in FILES} - set(refused)
     # Gated DeltaNet hybrids are modelled (workloads/layers, primitives/attention.linear_attention)
     assert {"Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-397B-A17B", "nvidia/Qwen3.6-35B-A3B-NVFP4"} <= imported
+    # Mamba-2 hybrids (Nemotron-H, both pattern spellings) are modelled (linear_kind "mamba2")
+    assert {"nvidia/Nemotron-H-56B-Base-8K", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+            "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"} <= imported
     # DeepSeek Sparse Attention is modelled (ModelSpec.index_topk; layers._indexer, attended_keys)
     assert {"deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5", "nvidia/GLM-5.1-NVFP4"} <= imported
     assert {"Qwen/Qwen3-30B-A3B", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", "moonshotai/Kimi-K2-Instruct",
@@ -97,7 +101,10 @@ def test_catalog_names_of_checkpoints(hf, name):
     ("qwen3_30b_a3b", 30.5e9, 0.01), ("qwen3_8b", 8.2e9, 0.01), ("qwen3_coder_480b_a35b", 480e9, 0.01),
     ("llama_4_scout_17b_16e", 109e9, 0.03),  # the card's total includes the vision encoder
     ("llama_4_maverick_17b_128e", 400e9, 0.01), ("kimi_k2", 1.04e12, 0.03), ("mixtral_8x22b", 141e9, 0.01),
-    ("gpt_oss_20b", 20.91e9, 0.01)])
+    ("gpt_oss_20b", 20.91e9, 0.01),
+    ("nvidia_nemotron_3_nano_30b_a3b", 31.6e9, 0.01),  # Nemotron 3 Nano card: 31.6B total
+    ("nemotron_h_56b_base_8k", 56e9, 0.01),  # Nemotron-H (arXiv 2504.03624): 56B
+    ("kimi_linear_48b_a3b", 48e9, 0.03)])  # Kimi Linear report: 48B total (rounded)
 def test_published_totals_of_the_imported_models(name, published, rel):
     m = load_model(name)
     assert m.published_params == published and m.n_params == pytest.approx(published, rel=rel)
@@ -176,3 +183,42 @@ def test_serving_llama4_and_kimi_on_b200_fits_or_says_why(model):
         assert np.isfinite(float(ds.ttft_s)) and np.isfinite(float(ds.tpot_s))
     else:
         assert str(ds.reason.values).strip()
+
+
+def test_nemotron_h_blocks_count_as_mixer_layers_with_some_mlp_free():
+    """Nemotron 3 Nano's 52 blocks (23 Mamba-2, 6 attention, 23 MoE): 29 mixer layers, 23 of
+    them with an MoE MLP; Mamba-2 as a linear kind with the state of its config
+    (64 heads x 64 dims x 128 state, fp32)."""
+    m = load_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert (m.n_layers, m.n_linear_layers, m.n_full_attention_layers, m.n_moe_layers, m.n_mlp_free_layers) == \
+        (29, 23, 6, 23, 6)
+    assert m.linear_kind == "mamba2" and not m.gated_mlp  # squared-ReLU experts, no gate
+    assert m.linear_state_bytes_per_sequence == 23 * (64 * 128 * 64 * 4.0 + (2 * 8 * 128 + 64 * 64) * 3 * 2.0)
+    # active: 6 routed + 2 shared-expert widths of 2 x 2688 x 1856 (non-gated) per MoE layer
+    dense56 = load_model("nemotron_h_56b_base_8k")
+    assert (dense56.n_layers, dense56.n_dense_mlp_layers, dense56.n_mlp_free_layers) == (64, 54, 10)
+
+
+def test_kimi_linear_config_imports_kda_layers_and_the_catalog_entry_agrees():
+    """tests/data/kimi_linear_48b_a3b_config.json (the published config's fields) imports as
+    20 KDA layers of 32 heads x 128 between 7 MLA layers; the catalog entry is its import."""
+    from workbench.specs.catalog_import import render
+    path = Path(__file__).parents[1] / "data" / "kimi_linear_48b_a3b_config.json"
+    fields = fields_from_hf_config(json.loads(path.read_text()), origin=path.name)
+    assert fields["linear_kind"] == "kda" and fields["n_linear_layers"] == 20 and fields["max_seq_len"] == 2 ** 20
+    entry = load_model("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    got = load_model({**fields, "name": "imported"})
+    assert (got.n_params, got.n_params_active, got.kv_bytes_per_token("bf16")) == \
+        (entry.n_params, entry.n_params_active, entry.kv_bytes_per_token("bf16"))
+    assert render("kimi_linear_48b_a3b", [("moonshotai/Kimi-Linear-48B-A3B-Instruct", path)], "0")  # renders
+
+
+@pytest.mark.parametrize("cfg, key", [
+    ({"model_type": "nemotron_h", "hybrid_override_pattern": "M*-X"}, "hybrid_override_pattern"),
+    ({"model_type": "nemotron_h", "layers_block_type": ["mamba", "cross"]}, "layers_block_type"),
+    ({"model_type": "kimi_linear", "linear_attn_config": {"use_full_rank_gate": True}}, "linear_attn_config"),
+    ({"model_type": "other", "mamba_num_heads": 8}, "mamba_num_heads")])
+def test_unknown_block_kinds_are_refused_by_name(cfg, key):
+    with pytest.raises(UnsupportedFamily, match=key):
+        fields_from_hf_config({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                               "vocab_size": 10, **cfg}, origin="t")

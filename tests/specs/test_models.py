@@ -40,6 +40,8 @@ EXPLICIT_HEAD_DIM = {
     "minimax_m2_7": 128,  # same layers as MiniMax-M2.5
     "gpt_oss_20b": 64,  # gpt-oss-20b config.json head_dim (2880 / 64 = 45)
     "kimi_k2": 192, "kimi_k2_5": 192, "kimi_k2_6": 192, "kimi_k2_7_code": 192,  # MLA, as DeepSeek-V3
+    "kimi_linear_48b_a3b": 192,  # Kimi Linear's MLA layers: qk_nope_head_dim 128 + qk_rope_head_dim 64
+    "nvidia_nemotron_3_nano_30b_a3b": 128, "nvidia_nemotron_3_5_lightning_30b_a3b": 128,  # config.json head_dim
     # Qwen3 (and Qwen3-VL text models): head_dim 128 in every config.json
     "qwen3_0_6b": 128, "qwen3_30b_a3b": 128, "qwen3_coder_480b_a35b": 128, "qwen3_vl_4b": 128,
     "qwen3_vl_32b": 128, "qwen3_vl_30b_a3b": 128, "qwen3_vl_235b_a22b": 128,
@@ -90,6 +92,8 @@ def test_structure_is_consistent(name):
     # GELU families use a 4 x d_model non-gated MLP (MPT expansion_ratio 4; GPT-3 Table 2.1).
     if name.startswith(("mpt_", "gpt3_")):
         assert not m.gated_mlp and m.d_ff == 4 * m.d_model and m.tied_embeddings
+    elif m.linear_kind == "mamba2":  # Nemotron-H: squared-ReLU MLPs and experts, no gate (mlp_hidden_act relu2)
+        assert not m.gated_mlp and not m.tied_embeddings
     else:
         assert m.gated_mlp and m.tied_embeddings == (name in TIED)
 

@@ -18,7 +18,8 @@ from workbench.workloads.wafer_layers import decode_layer, layer_weight_matrices
 def test_table_holds_every_parameter_the_spec_counts(name):
     m = load_model(name)
     table = sum(n * sum(mm.params for mm in ops.layer_matmuls(m, moe=moe)) for n, moe in ops.layer_kinds(m))
-    assert table + m.embedding_params == m.n_params
+    # exact but for the float shares of a hybrid's layer kinds (7/27 of Kimi Linear's layers)
+    assert table + m.embedding_params == pytest.approx(m.n_params, rel=1e-14)
 
 
 @pytest.mark.parametrize("name", list_models())

@@ -181,21 +181,35 @@ def _deepep(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _gdn(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
-    """A Gated DeltaNet layer's token mixing: per shape, the framework's kernels of one
-    phase summed (prefill: the causal convolution and the chunked delta rule; decode: the
-    convolution update and the recurrent rule), as the layer runs them. `n_heads` value
-    heads, `n_kv_heads` key heads, `head_dim` the key and `k` the value head size, `m`
-    the model width, `batch` sequences of `seq_len` tokens."""
+def _gdn(df: pd.DataFrame, hw: str, fw: str, origin: str, kind: str = "gdn") -> pd.DataFrame:
+    """A Gated DeltaNet (or KDA, `kind`) layer's token mixing: per shape, the framework's
+    kernels of one phase summed (prefill: the causal convolution and the chunked delta
+    rule; decode: the convolution update and the recurrent rule), as the layer runs them.
+    `n_heads` value heads, `n_kv_heads` key heads, `head_dim` the key and `k` the value head
+    size, `m` the model width, `batch` sequences of `seq_len` tokens."""
     keys = ["phase", "batch_size", "seq_len", "d_model", "num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim"]
+    df = df[df["phase"].isin(["context", "generation"])]  # KDA's speculative 'verify' rows: not a served phase here
     g = df.groupby(keys, as_index=False).agg(latency=("latency", "sum"), parts=("kernel_source", "nunique"))
     g = g[g["parts"] == 2]  # both kernels of the phase timed
     t = g["latency"].to_numpy(float) * MS
-    return pd.DataFrame({"kind": "gdn_" + g["phase"].map({"context": "prefill", "generation": "decode"}),
-                         "op": "gdn", "hardware": hw, "framework": fw, "dtype": "bf16", "batch": g["batch_size"],
+    return pd.DataFrame({"kind": f"{kind}_" + g["phase"].map({"context": "prefill", "generation": "decode"}),
+                         "op": kind, "hardware": hw, "framework": fw, "dtype": "bf16", "batch": g["batch_size"],
                          "seq_len": g["seq_len"], "n_heads": g["num_v_heads"], "n_kv_heads": g["num_k_heads"],
                          "head_dim": g["head_k_dim"], "k": g["head_v_dim"], "m": g["d_model"], "time_s": t,
                          "metric": "time_s", "value_si": t, "source": origin})
+
+
+# A KDA decode step's recurrence: the packed kernel every framework's table times (vLLM also
+# times a fused alternative, SGLang a fused convolution + recurrence on a few shapes); with
+# the convolution update it is the layer's decode, as the GDN tables' two kernels are.
+KDA_DECODE = ("causal_conv1d_update", "fused_recurrent_kda_packed_decode")
+
+
+def _kda(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """Kimi Delta Attention's token mixing (kda_perf: the Q/K/V convolution and the chunked
+    KDA rule in prefill, KDA_DECODE in decode), as _gdn reads Gated DeltaNet's."""
+    keep = (df["phase"] == "context") | ((df["phase"] == "generation") & df["kernel_source"].isin(KDA_DECODE))
+    return _gdn(df[keep], hw, fw, origin, kind="kda")
 
 
 def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFrame | None:
@@ -215,6 +229,8 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
         return _collective(pq.read_table(path).to_pandas(), hw, "nccl", origin, "op_name", "nccl_dtype")
     if name == "gdn_perf":
         return _gdn(pq.read_table(path).to_pandas(), hw, fw, origin)
+    if name == "kda_perf":
+        return _kda(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "moe_a2a_perf":
         return _moe_a2a(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name in ("wideep_deepep_ll_perf", "wideep_deepep_normal_perf"):

@@ -163,8 +163,8 @@ def tables(df: pd.DataFrame) -> list[Table]:
     for dt, rows in m.groupby("dtype"):
         if dt in MOE_FORMATS:
             out += _by_kernel(rows, "moe", dt, moe_features)
-    d = df[kind.isin(["gdn_prefill", "gdn_decode"])]
-    for (k, dt), rows in d.groupby([d["kind"], d["dtype"]]):
+    d = df[kind.isin(["gdn_prefill", "gdn_decode", "kda_prefill", "kda_decode"])]
+    for (k, dt), rows in d.groupby([d["kind"], d["dtype"]]):  # GDN: 'prefill/bf16'; KDA: 'kda_prefill/bf16'
         if dt in ELEMENT_BYTES:
             out += _by_kernel(rows, "gdn", f"{k.removeprefix('gdn_')}/{dt}", gdn_features)
     e = df[kind.isin(["ep_dispatch", "ep_combine"])]

@@ -36,7 +36,7 @@ from ..units import unit_attrs
 
 DIM = "measurement"
 KINDS = ("gemm", "attention", "decode_attention", "mla_decode", "moe", "memory", "launch", "all_reduce", "all_gather", "reduce_scatter",
-         "all_to_all", "ep_dispatch", "ep_combine", "gdn_prefill", "gdn_decode")
+         "all_to_all", "ep_dispatch", "ep_combine", "gdn_prefill", "gdn_decode", "kda_prefill", "kda_decode")
 METRICS = ("flops_per_s", "bytes_per_s", "bus_bandwidth_bytes_per_s", "time_s")
 STRINGS = ("kind", "op", "hardware", "framework", "dtype", "kv_dtype", "metric", "source")
 NUMBERS = ("m", "n", "k", "batch", "seq_len", "n_heads", "n_kv_heads", "head_dim", "context", "window", "causal",

@@ -122,23 +122,34 @@ def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv
             "compute_bound": compute_s >= memory_s}
 
 
+def linear_surface(hw: GpuNumbers, kind: str, phase: str, dtype: str):
+    """(surface, fixed latency) of a linear kind's measured kernels in one phase ("prefill",
+    "decode"): its own tables (Gated DeltaNet: variant 'prefill/bf16'; KDA: 'kda_prefill/bf16'),
+    else the Gated DeltaNet surface of the same framework, the nearest measured kernel (the
+    same chunked scan over a d_k x d_v state per head; Mamba-2's tables time only its
+    convolution), else (None, 0)."""
+    own = f"{phase}/{dtype}" if kind == "gdn" else f"{kind}_{phase}/{dtype}"
+    grid, fixed_s = hw.fitted("gdn", own)
+    return (grid, fixed_s) if grid is not None else hw.fitted("gdn", f"{phase}/{dtype}")
+
+
 def linear_attention(*, hw: GpuNumbers, tokens, sequences, heads, key_dim, value_dim, qkv_width, conv_kernel,
-                     state_bytes_per_element=4.0, act_bytes=2.0,
+                     state_bytes_per_element=4.0, act_bytes=2.0, kind: str = "gdn",
                      dtype: str = "bf16") -> dict:
-    """A Gated DeltaNet layer's token mixing on one GPU (`heads` value heads, `qkv_width` q,
-    k, v columns there); FLOPs and bytes: kernel_fits.gdn_work. With the framework's
-    measured GDN kernels (the convolution plus the chunked rule in prefill, the recurrent
-    update in decode) the time is the fitted surface's; else compute at the chip's
-    flash-attention efficiency, memory-bound in decode, two launches (the convolution, the
-    recurrence)."""
+    """A linear layer's token mixing on one GPU (`kind`: Gated DeltaNet, KDA or Mamba-2;
+    `heads` value heads, `qkv_width` q, k, v columns there); FLOPs and bytes:
+    kernel_fits.gdn_work. With the framework's measured kernels (the convolution plus the
+    chunked rule in prefill, the recurrent update in decode: linear_surface) the time is
+    the fitted surface's; else compute at the chip's flash-attention efficiency,
+    memory-bound in decode, two launches (the convolution, the recurrence)."""
     shape = dict(tokens=tokens, sequences=sequences, heads=heads, key_dim=key_dim, value_dim=value_dim,
                  qkv_width=qkv_width, conv_kernel=conv_kernel, state_bytes_per_element=state_bytes_per_element,
-                 act_bytes=act_bytes)
+                 act_bytes=act_bytes, kind=kind)
     flops, nbytes, coords = gdn_work(**shape)
     compute_ideal = flops / hw.peak(dtype)
     memory_ideal = nbytes / hw.hbm_bandwidth_bytes_per_s
     decode = bool(np.all(np.asarray(tokens) <= np.asarray(sequences)))
-    grid, fixed_s = hw.fitted("gdn", f"{'decode' if decode else 'prefill'}/{dtype}")
+    grid, fixed_s = linear_surface(hw, kind, "decode" if decode else "prefill", dtype)
     if grid is not None:
         roof = np.maximum(compute_ideal, memory_ideal)
         time_s = served_time(fixed_s + roof / grid(**coords), roof, 2.0 * hw.graph_saving_s)

@@ -247,20 +247,26 @@ def collective_roofline(*, size, devices, bandwidth, traffic, **_):
 LINEAR_CHUNK = 64.0  # tokens per chunk of the chunked gated delta rule (flash-linear-attention's chunk size)
 
 
+# Key-width passes of the intra-chunk work per linear kind: the delta rule (Gated DeltaNet,
+# Kimi Delta Attention) forms the chunk's key-key products for its WY transform besides the
+# query-key scores (2 d_k); Mamba-2's SSD forms only the C-B scores (d_k = its state size N).
+KEY_PASSES = {"gdn": 2.0, "kda": 2.0, "mamba2": 1.0}
+
+
 def gdn_work(*, tokens, sequences, heads, key_dim, value_dim, qkv_width, conv_kernel, state_bytes_per_element=4.0,
-             act_bytes=2.0, **_):
-    """(FLOPs, bytes, coordinates) of a Gated DeltaNet layer's token mixing (short
-    convolution + gated delta rule) on one GPU: `tokens` new tokens of `sequences`
-    sequences (decode: one each), `heads` value heads there. Per token and head the chunked
-    rule (chunks of c = min(LINEAR_CHUNK, tokens per sequence)) does
-    2 (c (2 d_k + d_v) + 2 d_k d_v) FLOPs: the intra-chunk scores and the WY transform, and
-    reading and updating the state; decode (c = 1) reads and rewrites the d_k x d_v state
-    once. Bytes: q, k, v, the gates and the output per token, the state read and written
-    once per sequence, the convolution's taps. Coordinates: sequences and tokens per
-    sequence (sizes), value heads (a class)."""
+             act_bytes=2.0, kind="gdn", **_):
+    """(FLOPs, bytes, coordinates) of a linear layer's token mixing (short convolution +
+    chunked recurrence: Gated DeltaNet, KDA or Mamba-2, `kind`) on one GPU: `tokens` new
+    tokens of `sequences` sequences (decode: one each), `heads` value heads there. Per
+    token and head the chunked rule (chunks of c = min(LINEAR_CHUNK, tokens per sequence))
+    does 2 (c (p d_k + d_v) + 2 d_k d_v) FLOPs, p = KEY_PASSES[kind]: the intra-chunk scores
+    (and the delta rule's WY transform), and reading and updating the state; decode (c = 1)
+    reads and rewrites the d_k x d_v state once. Bytes: q, k, v, the gates and the output
+    per token, the state read and written once per sequence, the convolution's taps.
+    Coordinates: sequences and tokens per sequence (sizes), value heads (a class)."""
     per_seq = np.maximum(tokens / np.maximum(sequences, 1e-30), 1.0)
     c = np.minimum(LINEAR_CHUNK, per_seq)
-    flops = 2.0 * tokens * heads * (c * (2.0 * key_dim + value_dim) + 2.0 * key_dim * value_dim)
+    flops = 2.0 * tokens * heads * (c * (KEY_PASSES[kind] * key_dim + value_dim) + 2.0 * key_dim * value_dim)
     state = sequences * heads * key_dim * value_dim * state_bytes_per_element
     conv = sequences * qkv_width * np.maximum(conv_kernel - 1.0, 0.0) * act_bytes
     nbytes = tokens * (qkv_width + 2.0 * heads * value_dim + 2.0 * heads) * act_bytes + 2.0 * (state + conv)

@@ -52,6 +52,11 @@ PUBLISHED = {
                            "Kimi-K2.5 model card: 1T total, 32B activated"),
     "mixtral_8x22b": (141e9, "Mistral AI release post 'Cheaper, Better, Faster, Stronger' (Mixtral 8x22B, "
                              "April 2024): 141B total, 39B active"),
+    "nvidia_nemotron_3_nano_30b_a3b": (31.6e9, "Nemotron 3 Nano (NVIDIA, Dec 2025) model card: 31.6B total, 3.2B "
+                                               "active (3.6B with embeddings)"),
+    "nemotron_h_56b_base_8k": (56e9, "Nemotron-H (NVIDIA, arXiv 2504.03624): Nemotron-H-56B-Base, 56B parameters"),
+    "kimi_linear_48b_a3b": (48e9, "Kimi Linear technical report (Moonshot AI, arXiv 2510.26692): 48B total, 3B "
+                                  "activated"),
     "gpt_oss_20b": (20.91e9, "gpt-oss-120b & gpt-oss-20b model card (OpenAI, arXiv 2508.10925) Table 1: 20.91B "
                              "total, 3.61B active"),
 }
@@ -152,7 +157,7 @@ def render(name: str, group: list, version: str) -> str:
               f"model_configs/{path.name}, {LICENSE})" + (f"; {pub[1]}" if pub else ""))
     out = [HEADER, f"name: {name}\n", _fold("source", source)]
     for f in dataclasses.fields(ModelSpec):
-        if f.name in fields and (fields[f.name] or f.name in ("n_shared_experts", "n_dense_layers", "tied_embeddings")):
+        if f.name in fields and (fields[f.name] or f.name in ("n_shared_experts", "n_dense_layers", "tied_embeddings", "gated_mlp")):
             value = str(fields[f.name]).lower() if isinstance(fields[f.name], bool) else str(fields[f.name])
             line = f"{f.name}: {value}"
             out.append(f"{line:<24s} # {_comment(f.name, fields, prov)}\n")

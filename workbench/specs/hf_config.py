@@ -4,8 +4,10 @@ Qwen3-VL), MiMo, MiniMax-M2, Step-3.7, DeepSeek-V2/V3 and Kimi-K2 (MLA) and gpt-
 families mapped to the spec's. A multimodal wrapper (`text_config`) imports as its text
 model. Unknown architectures still import when they use the common keys; a key the spec
 needs and the file lacks is an error naming it. A config whose layers the workbench has no
-kind for (linear attention, Mamba, DeepSeek sparse attention, per-layer head shapes, ...)
-is refused with UnsupportedFamily, never approximated.
+kind for (linear attention other than Gated DeltaNet and Kimi Delta Attention, Mamba-2
+outside Nemotron-H, latent MoE, per-layer head shapes, ...) is refused with
+UnsupportedFamily, never approximated. Nemotron-H's block pattern and Kimi Linear's KDA
+layers import as linear kinds (ModelSpec.linear_kind).
 """
 from __future__ import annotations
 
@@ -32,6 +34,26 @@ _GATED_DELTANET = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen
 
 def _gated_deltanet(cfg: dict) -> bool:
     return str(cfg.get("model_type", "")) in _GATED_DELTANET
+
+
+def _kimi_linear(cfg: dict) -> bool:  # Kimi Linear: KDA layers between MLA layers
+    return str(cfg.get("model_type", "")) == "kimi_linear"
+
+
+_PATTERN = "M*-E"  # Nemotron-H blocks: Mamba-2, attention, MLP, MoE
+_BLOCK_TYPES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}  # layers_block_type (transformers >= 5)
+
+
+def _nemotron_pattern(cfg: dict) -> str:
+    """Nemotron-H's blocks, one character each: hybrid_override_pattern, or the newer
+    layers_block_type list spelled the same way ('?' for a block type not known here)."""
+    if cfg.get("hybrid_override_pattern"):
+        return str(cfg["hybrid_override_pattern"])
+    return "".join(_BLOCK_TYPES.get(str(t), "?") for t in cfg.get("layers_block_type") or [])
+
+
+def _nemotron_h(cfg: dict) -> bool:  # Nemotron-H: one block per character of its pattern
+    return str(cfg.get("model_type", "")) == "nemotron_h" and bool(_nemotron_pattern(cfg))
 _GATED = ("silu", "swiglu", "swigluoai", "gelu_pytorch_tanh", "geglu")
 
 
@@ -51,12 +73,22 @@ def _differs(key: str):
 _present = lambda v, cfg: v is not None  # noqa: E731
 # (config.json key, does its value mean the unmodelled kind, what that kind is), first hit wins
 _UNMODELLED = (
-    ("linear_attn_config", _present, "linear-attention layers (Kimi Delta Attention) between MLA layers"),
+    ("linear_attn_config", lambda v, cfg: not _kimi_linear(cfg), "linear-attention layers of a family other "
+     "than Kimi Linear's Kimi Delta Attention"),
+    ("linear_attn_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_full_rank_gate")),
+     "Kimi Delta Attention with a full-rank output gate (the workbench models Kimi Linear's rank-d_k gates)"),
+    ("routed_expert_hidden_size", _differs("hidden_size"), "experts in a narrower latent width than the model"),
+    ("moe_latent_size", _present, "experts in a compressed latent width (latent MoE)"),
     ("linear_num_key_heads", lambda v, cfg: not _gated_deltanet(cfg), "linear attention of another kind than the "
      "Gated DeltaNet of Qwen3-Next / Qwen3.5"),
-    ("hybrid_override_pattern", _present, "a Mamba-2 / attention hybrid"),
-    ("mamba_num_heads", _present, "Mamba-2 state-space layers"),
-    ("ssm_state_size", _present, "state-space layers"),
+    ("hybrid_override_pattern", lambda v, cfg: not _nemotron_h(cfg), "a Mamba-2 / attention hybrid of a family "
+     "other than Nemotron-H"),
+    ("hybrid_override_pattern", lambda v, cfg: any(c not in _PATTERN for c in str(v)),
+     "blocks other than Mamba-2 (M), attention (*), MLP (-) and MoE (E)"),
+    ("layers_block_type", lambda v, cfg: _nemotron_h(cfg) and "?" in _nemotron_pattern(cfg),
+     "blocks other than mamba, attention, mlp and moe"),
+    ("mamba_num_heads", lambda v, cfg: not _nemotron_h(cfg), "Mamba-2 state-space layers outside Nemotron-H"),
+    ("ssm_state_size", lambda v, cfg: not _nemotron_h(cfg), "state-space layers outside Nemotron-H"),
     ("compress_ratios", _present, "compressed sparse attention (DeepSeek-V4)"),
     ("sparse_attention_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_sparse_attention")),
      "block-sparse indexed attention"),
@@ -173,12 +205,62 @@ def _linear_layers(cfg: dict, n_layers: int, origin: str, prov: dict) -> dict:
     return dict(out, n_linear_layers=n_linear)
 
 
+def _kda_layers(cfg: dict, n_layers: int, origin: str, prov: dict) -> dict:
+    """Kimi Delta Attention layers of Kimi Linear (linear_attn_config): their count (kda_layers,
+    or every layer but full_attn_layers), heads of head_dim keys and values, convolution
+    taps; the recurrent state in fp32 (the KDA kernels keep it so)."""
+    la = cfg["linear_attn_config"]
+    if la.get("kda_layers") is not None:
+        n_linear, prov["n_linear_layers"] = len(la["kda_layers"]), "linear_attn_config.kda_layers"
+    elif la.get("full_attn_layers") is not None:
+        n_linear = n_layers - len(la["full_attn_layers"])
+        prov["n_linear_layers"] = "num_hidden_layers - linear_attn_config.full_attn_layers"
+    else:
+        raise SpecError(origin, "linear_attn_config.kda_layers", None, "kda_layers or full_attn_layers")
+    heads, dim = int(_first(la, ("num_heads",), origin, "linear_value_heads")), int(_first(la, ("head_dim",), origin,
+                                                                                                "linear_key_head_dim"))
+    prov.update({f: f"linear_attn_config.{k}" for f, k in (
+        ("linear_key_heads", "num_heads"), ("linear_value_heads", "num_heads"), ("linear_key_head_dim", "head_dim"),
+        ("linear_value_head_dim", "head_dim"), ("linear_conv_kernel", "short_conv_kernel_size"))},
+        linear_state_bytes_per_element="fp32 state (the KDA kernels')", linear_kind="model_type kimi_linear")
+    return dict(n_linear_layers=n_linear, linear_kind="kda", linear_key_heads=heads, linear_value_heads=heads,
+                linear_key_head_dim=dim, linear_value_head_dim=dim, linear_state_bytes_per_element=4.0,
+                linear_conv_kernel=int(la.get("short_conv_kernel_size") or 4))
+
+
+def _nemotron_blocks(cfg: dict, origin: str, prov: dict) -> dict:
+    """Nemotron-H's blocks (_nemotron_pattern: M Mamba-2, * attention, - MLP, E MoE),
+    counted as layers of one mixer and one MLP: as many layers as mixer blocks, the MLP
+    blocks (MoE first) paired with them and the rest MLP-free; Mamba-2 as a linear kind
+    (key heads = n_groups, key head dim = ssm_state_size, value heads x dim = mamba_num_heads
+    x mamba_head_dim) with its state at mamba_ssm_cache_dtype."""
+    pattern = _nemotron_pattern(cfg)
+    mixers, mlps = pattern.count("M") + pattern.count("*"), pattern.count("-") + pattern.count("E")
+    if mlps > mixers:
+        raise SpecError(origin, "hybrid_override_pattern", pattern, "no more MLP blocks than mixer blocks")
+    dtype = str(cfg.get("mamba_ssm_cache_dtype") or "float32")
+    prov.update(n_layers="hybrid_override_pattern: mixer blocks (M, *)",
+                n_linear_layers="hybrid_override_pattern: M", n_mlp_free_layers="mixer blocks - MLP blocks (-, E)",
+                linear_key_heads="n_groups", linear_key_head_dim="ssm_state_size", linear_value_heads="mamba_num_heads",
+                linear_value_head_dim="mamba_head_dim", linear_conv_kernel="conv_kernel", linear_kind="nemotron_h",
+                linear_state_bytes_per_element="mamba_ssm_cache_dtype")
+    out = dict(n_layers=mixers, n_linear_layers=pattern.count("M"), n_mlp_free_layers=mixers - mlps,
+               linear_kind="mamba2", linear_conv_kernel=int(cfg.get("conv_kernel") or 4),
+               linear_state_bytes_per_element={"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}.get(dtype, 4.0))
+    for f, k in (("linear_key_heads", "n_groups"), ("linear_key_head_dim", "ssm_state_size"),
+                 ("linear_value_heads", "mamba_num_heads"), ("linear_value_head_dim", "mamba_head_dim")):
+        out[f] = int(_first(cfg, (k,), origin, f))
+    return out
+
+
 def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = None) -> dict:
     """ModelSpec fields from a parsed config.json (`origin` names it in errors); with a
     `provenance` dict, each field's config.json key(s) are written into it."""
     check_supported(cfg, origin=origin)
     cfg, prov = text_config(cfg), (provenance if provenance is not None else {})
     out = {k: int(_first(cfg, keys, origin, k, prov=prov)) for k, keys in _KEYS.items()}
+    blocks = _nemotron_blocks(cfg, origin, prov) if _nemotron_h(cfg) else {}
+    out["n_layers"] = blocks.get("n_layers", out["n_layers"])
     out["n_kv_heads"] = int(_first(cfg, ("num_key_value_heads",), origin, "n_kv_heads", out["n_heads"], prov=prov))
     if cfg.get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3): query/key head = nope + rope parts
         rope = int(cfg["qk_rope_head_dim"])
@@ -200,8 +282,12 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
                              prov=prov))
     if n_experts:
         width = int(_first(cfg, ("moe_intermediate_size", "intermediate_size"), origin, "d_ff_expert", prov=prov))
-        n_moe, moe_key = _n_moe_layers(cfg, out["n_layers"], origin)
-        shared_w = _first(cfg, _SHARED_FF, origin, "n_shared_experts", -1, prov=prov)
+        if blocks:  # Nemotron-H: E blocks are MoE, - blocks dense
+            n_moe, moe_key = _nemotron_pattern(cfg).count("E"), "hybrid_override_pattern: E"
+        else:
+            n_moe, moe_key = _n_moe_layers(cfg, out["n_layers"], origin)
+        shared_w = _first(cfg, _SHARED_FF + ("moe_shared_expert_intermediate_size",), origin, "n_shared_experts", -1,
+                          prov=prov)
         if str(cfg.get("model_type", "")).startswith("llama4"):  # Llama4TextMoe: one shared expert, expert width
             n_shared, prov["n_shared_experts"] = 1, "Llama-4: one shared expert per MoE layer"
         elif shared_w != -1:
@@ -214,21 +300,27 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
             prov.setdefault("n_shared_experts", "no shared-expert key: none")
         out.update(n_experts=n_experts, d_ff_expert=width, n_shared_experts=n_shared,
                    n_active_experts=int(_first(cfg, _TOP_K, origin, "n_active_experts", prov=prov)),
-                   n_dense_layers=out["n_layers"] - n_moe)
+                   n_dense_layers=out["n_layers"] - n_moe - blocks.get("n_mlp_free_layers", 0))
         prov["n_dense_layers"] = f"num_hidden_layers - MoE layers ({moe_key})"
     tied = cfg.get("tie_word_embeddings", False)
     if not isinstance(tied, bool):  # "false" (a string) must not read as true
         raise SpecError(origin, "tie_word_embeddings", tied, "true or false (a JSON boolean)")
     out["tied_embeddings"], prov["tied_embeddings"] = tied, "tie_word_embeddings"
-    if cfg.get("max_position_embeddings"):
-        out["max_seq_len"], prov["max_seq_len"] = int(cfg["max_position_embeddings"]), "max_position_embeddings"
+    for key in ("max_position_embeddings", "model_max_length"):  # Kimi Linear states only the latter
+        if cfg.get(key):
+            out["max_seq_len"], prov["max_seq_len"] = int(cfg[key]), key
+            break
     out.update(_attention_windows(cfg, out["n_layers"], prov))
     out.update(_linear_layers(cfg, out["n_layers"], origin, prov))
-    act = str(_first(cfg, ("hidden_act", "hidden_activation", "activation_function"), origin, "gated_mlp", "silu",
-                     prov=prov))
-    out["gated_mlp"] = act in _GATED or n_experts > 0
+    if _kimi_linear(cfg):
+        out.update(_kda_layers(cfg, out["n_layers"], origin, prov))
+    out.update({k: v for k, v in blocks.items() if k != "n_layers"})
+    act = str(_first(cfg, ("mlp_hidden_act", "hidden_act", "hidden_activation", "activation_function"), origin,
+                     "gated_mlp", "silu", prov=prov))
+    # experts are gated (SwiGLU) in every MoE family here but Nemotron-H's (squared ReLU, no gate)
+    out["gated_mlp"] = act in _GATED or (n_experts > 0 and act != "relu2")
     prov.setdefault("gated_mlp", "no hidden_act: silu (SwiGLU), the transformers default")
-    if n_experts:
+    if n_experts and out["gated_mlp"]:
         prov["gated_mlp"] += ", gated experts"
     return out
 

@@ -15,6 +15,9 @@ from ..units import dtype_bytes
 from ._base import SpecError, bool_fields, require
 
 
+LINEAR_KINDS = ("gdn", "kda", "mamba2")  # linear token mixers (see linear_kind below)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelSpec:
     name: str
@@ -46,7 +49,11 @@ class ModelSpec:
     # `sliding_window` tokens (gpt-oss alternates full and 128-token windows).
     sliding_window: int = 0
     n_sliding_layers: int = 0
-    # Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): n_linear_layers of the L layers
+    # Linear token mixers with a recurrent state (linear_kind): Gated DeltaNet ("gdn",
+    # Qwen3-Next, Qwen3.5), Kimi Delta Attention ("kda", Kimi Linear: the delta rule with a
+    # per-channel decay) or Mamba-2's state-space duality ("mamba2", Nemotron-H; key heads =
+    # its B/C groups, key head dim = its state size N, value heads x dims = its heads x head
+    # dim P). n_linear_layers of the L layers
     # replace softmax attention by a recurrent state per value head (key x value dims) that a
     # token reads and rewrites once; a short causal convolution (linear_conv_kernel taps) runs
     # over its q, k, v. The state is kept at linear_state_bytes_per_element (4: fp32, from
@@ -58,6 +65,11 @@ class ModelSpec:
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
     linear_state_bytes_per_element: float = 4.0
+    linear_kind: str = "gdn"
+    # Blocks with a token mixer and no MLP (Nemotron-H's pattern has more mixer blocks, Mamba-2
+    # or attention, than MLP blocks: each of these L layers pairs a mixer with an MLP but
+    # n_mlp_free_layers of them, which cost their mixer only)
+    n_mlp_free_layers: int = 0
     # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5; on MLA): a lightning indexer of
     # index_n_heads x index_head_dim scores every cached token with its own small key, and
     # each query attends only to the index_topk best; 0 = dense attention. The indexer's key
@@ -84,7 +96,12 @@ class ModelSpec:
                        "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "sliding_window",
                        "n_sliding_layers", "n_linear_layers", "linear_key_heads", "linear_value_heads",
                        "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "index_topk",
-                       "index_n_heads", "index_head_dim"), "nonnegative_int")
+                       "index_n_heads", "index_head_dim", "n_mlp_free_layers"), "nonnegative_int")
+        if self.linear_kind not in LINEAR_KINDS:
+            raise SpecError(self.name, "linear_kind", self.linear_kind, f"one of {', '.join(LINEAR_KINDS)}")
+        if self.n_mlp_free_layers + self.n_dense_layers > self.n_layers:
+            raise SpecError(self.name, "n_mlp_free_layers", self.n_mlp_free_layers,
+                            f"<= n_layers - n_dense_layers = {self.n_layers - self.n_dense_layers}")
         require(self, ("published_params", "linear_state_bytes_per_element"), "nonnegative")
         require(self, bool_fields(self), "bool")  # gated_mlp: "false" (a string) must not read as true
         if self.n_heads % self.n_kv_heads:
@@ -122,11 +139,11 @@ class ModelSpec:
 
     @property
     def n_moe_layers(self) -> int:
-        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+        return self.n_layers - self.n_dense_layers - self.n_mlp_free_layers if self.is_moe else 0
 
     @property
     def n_dense_mlp_layers(self) -> int:
-        return self.n_layers - self.n_moe_layers
+        return self.n_layers - self.n_moe_layers - self.n_mlp_free_layers
 
     @property
     def v_dim(self) -> int:
@@ -182,11 +199,18 @@ class ModelSpec:
 
     @property
     def linear_attn_params_per_layer(self) -> int:
-        """A Gated DeltaNet layer's matmul weights: q, k, v and the output gate z
-        (in_proj_qkvz), the decay and beta gates (in_proj_ba, one each per value head) and
-        out_proj (the short convolution's taps, like norm weights, are not counted)."""
-        D, hv = self.d_model, self.linear_value_heads * self.linear_value_head_dim
-        return D * (self.linear_qkv_width + hv) + D * 2 * self.linear_value_heads + hv * D
+        """A linear layer's matmul weights, by linear_kind (the projections themselves:
+        workloads/ops.linear_attention_matmuls; tests/workloads/test_ops.py checks the two
+        agree). Gated DeltaNet: q, k, v and the output gate z, the decay and beta gates (one
+        each per value head), out_proj; Mamba-2: z, x, B, C and dt (one per head), out_proj;
+        KDA: q, k, v, the forget and output gates through rank-d_k bottlenecks, beta (one per
+        head), o_proj. The short convolution's taps, like norm weights, are not counted."""
+        D, H, dk = self.d_model, self.linear_value_heads, self.linear_key_head_dim
+        hv = H * self.linear_value_head_dim
+        if self.linear_kind == "kda":
+            return D * self.linear_qkv_width + D * 2 * dk + dk * (H * dk + hv) + D * H + hv * D
+        gates = 2 * H if self.linear_kind == "gdn" else H
+        return D * (self.linear_qkv_width + hv) + D * gates + hv * D
 
     @property
     def attn_params(self) -> int:

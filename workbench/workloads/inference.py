@@ -36,12 +36,9 @@ LOGIT_BYTES = 4.0  # fp32 logits
 
 
 def _model_pass(step, hw, model, **kw) -> dict:
-    """All layers of one pass: dense-MLP layers and MoE layers."""
-    dense = step(hw, model, moe=False, **kw)
-    if not model.n_moe_layers:
-        return add(dense, scale=model.n_layers)
-    moe = step(hw, model, moe=True, **kw)
-    return add(add(dense, scale=model.n_dense_mlp_layers), add(moe, scale=model.n_moe_layers))
+    """All layers of one pass: dense-MLP layers, MoE layers and layers without an MLP
+    (ops.layer_kinds)."""
+    return add(*[add(step(hw, model, moe=moe, **kw), scale=n) for n, moe in ops.layer_kinds(model)])
 
 
 def _lm_head(hw, model, *, rows, tp, math, w_bytes, a_bytes) -> dict:

@@ -90,19 +90,23 @@ def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_by
 def layer_elementwise(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, moe: bool) -> dict:
     """Norms, residual adds, rotary embedding and the MLP activation: memory-bound.
     Bytes: two norms (read + write D), two residual adds (2 reads + 1 write of D), rotary
-    on Q and K (read + write), the gated activation (read 2F, write F) per token."""
+    on Q and K (read + write), the gated activation (read 2F, write F) per token; a block
+    without an MLP (moe None) one norm and one residual add."""
     F = ops.mlp_width(model, moe=moe)
     qk = ops.qk_width(model) / tp
-    per_token = 4 * model.d_model + 6 * model.d_model + 2 * qk + model.mlp_matrices * F / tp
-    return elementwise(hw=hw, nbytes=tokens * per_token * a_bytes, count=5.0)
+    blocks = 1.0 if moe is None else 2.0
+    per_token = blocks * 5 * model.d_model + 2 * qk + model.mlp_matrices * F / tp
+    return elementwise(hw=hw, nbytes=tokens * per_token * a_bytes, count=2.0 * blocks + 1.0)
 
 
-def tp_allreduce(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes) -> dict:
+def tp_allreduce(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, moe=False) -> dict:
     """Two all-reduces of the [T, D] activations per layer (after attention and after the
-    MLP) across the TP group (Megatron-LM tensor parallelism)."""
+    MLP) across the TP group (Megatron-LM tensor parallelism); one in a block without an
+    MLP (moe None)."""
     c = collective(hw=hw, op="all_reduce", size=ops.tp_allreduce_bytes(model, tokens=tokens, a_bytes=a_bytes),
                    devices=tp)
-    return {"comm_s": 2.0 * c["time_s"], "time_s": 2.0 * c["time_s"]}
+    n = 1.0 if moe is None else 2.0
+    return {"comm_s": n * c["time_s"], "time_s": n * c["time_s"]}
 
 
 def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) -> dict:
@@ -121,8 +125,10 @@ def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) 
 
 
 def _linear_layers(hw, model, *, tokens, sequences, tp, math, a_bytes) -> dict:
-    """A hybrid's Gated DeltaNet token mixing, averaged over all layers (its share of them)."""
+    """A hybrid's linear token mixing (Gated DeltaNet, KDA, Mamba-2), averaged over all
+    layers (its share of them)."""
     r = linear_attention(hw=hw, tokens=tokens, sequences=sequences, heads=model.linear_value_heads / tp,
+                         kind=model.linear_kind,
                          key_dim=model.linear_key_head_dim, value_dim=model.linear_value_head_dim,
                          qkv_width=model.linear_qkv_width / tp, conv_kernel=model.linear_conv_kernel,
                          state_bytes_per_element=model.linear_state_bytes_per_element, act_bytes=max(a_bytes, 2.0),
@@ -179,7 +185,8 @@ def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
         fitted = mla_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, latent=model.kv_lora_rank,
                             rope=model.qk_rope_head_dim, dtype=attention_math(math), kv_bytes=kv_bytes)
         if fitted is not None:  # the framework's measured MLA kernels
-            return fitted if indexer is None else add(fitted, indexer)
+            fitted = fitted if indexer is None else add(fitted, indexer)
+            return _with_linear(fitted, hw, model, tokens=batch, sequences=batch, tp=tp, math=math, a_bytes=2.0)
         kv_heads = 1.0 + 0.0 * tp
         kv_el = model.kv_lora_rank + model.qk_rope_head_dim + 0.0 * tp
     else:
@@ -201,7 +208,7 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
                                   moe=moe, ep=ep, imbalance=imbalance), "matmul"),
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
-             tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes)]
+             tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe)]
     if moe:
         parts.append(expert_all_to_all(hw, model, tokens=T, ep=ep, a_bytes=a_bytes))
     return add(*parts)
@@ -215,7 +222,7 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
                                   moe=moe, ep=ep, imbalance=imbalance), "matmul"),
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
-             tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes)]
+             tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe)]
     if moe:
         parts.append(expert_all_to_all(hw, model, tokens=batch, ep=ep, a_bytes=a_bytes))
     return add(*parts)
@@ -245,7 +252,7 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
     dec = {k: where(decode_batch > 0, v, 0.0) for k, v in dec.items() if k in PARTS}
     parts = [attn_mm, _classed(mlp, "matmul"), _classed(dec, "attention"), _classed(pre, "attention"),
              _classed(layer_elementwise(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
-             tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes)]
+             tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)]
     if moe:  # dispatch and combine of this device's tokens over the ep expert ranks (none at ep = 1)
         parts.append(expert_all_to_all(hw, model, tokens=tokens, ep=ep, a_bytes=a_bytes))
     return add(*parts)

@@ -50,20 +50,19 @@ def attention_matmuls(model) -> list[Matmul]:
     query rank), the shared KV latent with its rope key (replicated across TP ranks), the
     per-head K/V up-projection and the output projection."""
     D, H, K, h, hv = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim, model.v_dim
+    full = model.n_full_attention_layers / model.n_layers
+    linear = linear_attention_matmuls(model) if model.n_linear_layers else []
     if model.is_mla:
         rq, rkv, rope = model.q_lora_rank, model.kv_lora_rank, model.qk_rope_head_dim
-        q = [Matmul("q_down", k=D, n=rq, split="none"), Matmul("q_up", k=rq, n=H * h, split="n")] if rq \
-            else [Matmul("q", k=D, n=H * h, split="n")]
-        return q + [Matmul("kv_down", k=D, n=rkv + rope, split="none"),
-                    Matmul("kv_up", k=rkv, n=H * (h - rope + hv), split="n"),
-                    Matmul("attn_out", k=H * hv, n=D, split="k")] + indexer_matmuls(model)
-    full = model.n_full_attention_layers / model.n_layers
+        q = [Matmul("q_down", k=D, n=rq, split="none", share=full),
+             Matmul("q_up", k=rq, n=H * h, split="n", share=full)] if rq \
+            else [Matmul("q", k=D, n=H * h, split="n", share=full)]
+        return q + [Matmul("kv_down", k=D, n=rkv + rope, split="none", share=full),
+                    Matmul("kv_up", k=rkv, n=H * (h - rope + hv), split="n", share=full),
+                    Matmul("attn_out", k=H * hv, n=D, split="k", share=full)] + indexer_matmuls(model) + linear
     gate = H * h if model.attention_output_gate else 0  # a sigmoid gate as wide as the queries
-    out = [Matmul("qkv", k=D, n=(H + 2 * K) * h + gate, split="n", share=full),
-           Matmul("attn_out", k=H * hv, n=D, split="k", share=full)]
-    if model.n_linear_layers:
-        out += linear_attention_matmuls(model)
-    return out
+    return [Matmul("qkv", k=D, n=(H + 2 * K) * h + gate, split="n", share=full),
+            Matmul("attn_out", k=H * hv, n=D, split="k", share=full)] + linear
 
 
 def indexer_matmuls(model) -> list[Matmul]:
@@ -73,25 +72,46 @@ def indexer_matmuls(model) -> list[Matmul]:
     if not model.index_topk:
         return []
     nh, dh, D = model.index_n_heads, model.index_head_dim, model.d_model
-    return [Matmul("index_q", k=model.q_lora_rank or D, n=nh * dh, split="none"),
-            Matmul("index_k", k=D, n=dh, split="none"), Matmul("index_w", k=D, n=nh, split="none")]
+    full = model.n_full_attention_layers / model.n_layers
+    return [Matmul("index_q", k=model.q_lora_rank or D, n=nh * dh, split="none", share=full),
+            Matmul("index_k", k=D, n=dh, split="none", share=full),
+            Matmul("index_w", k=D, n=nh, split="none", share=full)]
 
 
-def linear_attention_matmuls(model) -> list[Matmul]:
-    """A Gated DeltaNet layer's projections (Qwen3-Next / Qwen3.5 modeling code): q, k, v
-    and the output gate z (in_proj_qkvz), the decay and beta gates (in_proj_ba), out_proj;
-    heads split by TP. Their share is the linear layers' fraction of all layers."""
+def linear_attention_matmuls(model, share=None) -> list[Matmul]:
+    """A linear layer's projections, heads split by TP, each carrying the linear layers'
+    share of all layers (or `share`), by linear_kind:
+
+    - "gdn", Gated DeltaNet (Qwen3-Next / Qwen3.5 modeling code): q, k, v and the output
+      gate z (in_proj_qkvz), the decay and beta gates (in_proj_ba, one each per value head),
+      out_proj.
+    - "kda", Kimi Delta Attention (Kimi Linear modeling_kimi.py): q, k, v (q_proj, k_proj,
+      v_proj), the per-channel forget gate through a rank-d_k bottleneck (f_a_proj, f_b_proj),
+      beta (b_proj, one per head), the output gate through the same bottleneck (g_a_proj,
+      g_b_proj), o_proj.
+    - "mamba2", Mamba-2 (Nemotron-H modeling code, Mamba2Mixer): in_proj to z and x (H·P
+      each), B and C (G·N each) and dt (one per head), out_proj.
+    """
     D, hv = model.d_model, model.linear_value_heads * model.linear_value_head_dim
-    share = model.n_linear_layers / model.n_layers
+    share = model.n_linear_layers / model.n_layers if share is None else share
+    H, dk = model.linear_value_heads, model.linear_key_head_dim
+    out = [Matmul("linear_out", k=hv, n=D, split="k", share=share)]
+    if model.linear_kind == "kda":
+        return [Matmul("linear_qkv", k=D, n=model.linear_qkv_width, split="n", share=share),
+                Matmul("linear_gate_down", k=D, n=2 * dk, split="none", share=share),  # f_a, g_a
+                Matmul("linear_gate_up", k=dk, n=H * dk + hv, split="n", share=share),  # f_b, g_b
+                Matmul("linear_beta", k=D, n=H, split="n", share=share)] + out
+    gates = 2 * H if model.linear_kind == "gdn" else H  # gdn: decay and beta; mamba2: dt
     return [Matmul("linear_qkvz", k=D, n=model.linear_qkv_width + hv, split="n", share=share),
-            Matmul("linear_ba", k=D, n=2 * model.linear_value_heads, split="n", share=share),
-            Matmul("linear_out", k=hv, n=D, split="k", share=share)]
+            Matmul("linear_ba", k=D, n=gates, split="n", share=share)] + out
 
 
 def mlp_matmuls(model, *, moe: bool) -> list[Matmul]:
     """The dense MLP (fused gate/up, then down), or an MoE layer: the router, the routed
     experts (fused gate/up and down of each) and the shared experts as one wide MLP."""
     D, up = model.d_model, model.mlp_matrices - 1
+    if moe is None:  # a block without an MLP (ops.layer_kinds)
+        return []
     if not moe:
         F = model.d_ff
         return [Matmul("mlp_up", k=D, n=up * F, split="n"), Matmul("mlp_down", k=F, n=D, split="k")]
@@ -123,15 +143,19 @@ def active_shape(mm: Matmul, top_k: int) -> tuple[float, float]:
     return (float(mm.k), float(mm.n) * top_k) if mm.split == "n" else (float(mm.k) * top_k, float(mm.n))
 
 
-def layer_kinds(model) -> list[tuple[int, bool]]:
-    """(number of layers, is MoE) for the model's dense-MLP and MoE layers, zero counts
-    dropped (DeepSeek-V3: 3 dense layers, then 58 MoE layers)."""
-    return [(n, moe) for n, moe in ((model.n_dense_mlp_layers, False), (model.n_moe_layers, True)) if n]
+def layer_kinds(model) -> list[tuple[int, bool | None]]:
+    """(number of layers, is MoE) for the model's dense-MLP and MoE layers, and (n, None)
+    for its layers without an MLP (Nemotron-H's extra mixer blocks), zero counts dropped
+    (DeepSeek-V3: 3 dense layers, then 58 MoE layers)."""
+    return [(n, moe) for n, moe in ((model.n_dense_mlp_layers, False), (model.n_moe_layers, True),
+                                    (model.n_mlp_free_layers, None)) if n]
 
 
 def mlp_width(model, *, moe: bool) -> int:
     """MLP hidden width one token activates: F for a dense layer, the active and shared
     experts' widths for an MoE layer (activations, elementwise bytes)."""
+    if moe is None:
+        return 0
     if moe:
         return model.d_ff_expert * (model.n_active_experts + model.n_shared_experts)
     return model.d_ff

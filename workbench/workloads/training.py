@@ -69,7 +69,7 @@ def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
                             dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=a_bytes, kernel=attention)
     e = layer_elementwise(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)
-    comm = tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes)["comm_s"]
+    comm = tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)["comm_s"]
     return {"gemm_s": g["time_s"] + g["overhead_s"], "attention_s": att["time_s"] + att["overhead_s"],
             "attention_backward_s": att["backward_s"] + att["overhead_s"],
             "elementwise_s": e["time_s"] + e["overhead_s"], "tp_comm_s": comm,
@@ -138,11 +138,11 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     math = precision
     L = model.n_layers
     kw = dict(tokens=tokens_mb, seq=S, tp=tp, cp=cp, math=math, attention=attention)
-    dense = layer_forward(hw, model, moe=False, **kw)
-    moe = layer_forward(hw, model, moe=True, **kw) if model.is_moe else dense
+    kinds = ops.layer_kinds(model)  # dense-MLP, MoE and MLP-free layers
+    forward = [(n, layer_forward(hw, model, moe=moe, **kw)) for n, moe in kinds]
 
     def per_stage(key):
-        return (model.n_dense_mlp_layers * dense[key] + model.n_moe_layers * moe[key]) / pp
+        return sum(n * f[key] for n, f in forward) / pp
 
     f_gemm, f_att, f_elem, f_tp = (per_stage(k) for k in ("gemm_s", "attention_s", "elementwise_s", "tp_comm_s"))
     b_att = per_stage("attention_backward_s")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..primitives.kernel_fits import LINEAR_CHUNK
+from ..primitives.kernel_fits import KEY_PASSES, LINEAR_CHUNK
 from ..primitives.mesh import elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv, tiles, vector_cycles
 from ..specs import ModelSpec
 from . import ops
@@ -36,12 +36,13 @@ def _state_dtype(model: ModelSpec) -> str:
 
 
 def linear_mixing_decode(w: WaferNumbers, model: ModelSpec, *, P, rows, mapping="mesh") -> list[tuple[float, dict]]:
-    """A Gated DeltaNet layer's token mixing for `rows` new tokens, with each value head's
-    d_k x d_v state resident in the region (tiled ceil(d_k/P) x ceil(H_v d_v/P) per PE, at
-    linear_state_bytes_per_element): the delta rule reads S^T k and the output S^T q (two
-    GEMVs contracting d_k, each with its allreduce), then decays and rank-1-updates the
-    state (two passes over it, read and written). As (share of the layers, part) pairs;
-    none for a model without linear layers. The convolution's few taps are not counted."""
+    """A linear layer's token mixing for `rows` new tokens, with each value head's d_k x d_v
+    state resident in the region (tiled ceil(d_k/P) x ceil(H_v d_v/P) per PE, at
+    linear_state_bytes_per_element): the delta rule (Gated DeltaNet, KDA) reads S^T k and
+    the output S^T q (two GEMVs contracting d_k, each with its allreduce), Mamba-2 only its
+    output C^T h (KEY_PASSES: one), then the state is decayed and rank-1-updated (two passes
+    over it, read and written). As (share of the layers, part) pairs; none for a model
+    without linear layers. The convolution's few taps are not counted."""
     if not model.n_linear_layers:
         return []
     share = model.n_linear_layers / model.n_layers
@@ -52,22 +53,22 @@ def linear_mixing_decode(w: WaferNumbers, model: ModelSpec, *, P, rows, mapping=
     update = {"compute_cycles": 2.0 * rows * vector_cycles(w, n=state_pe, dtype=dt, reads=2.0, writes=1.0,
                                                           elem_bytes=model.linear_state_bytes_per_element),
               "flops": 4.0 * rows * dk * hv}
-    return [(2.0 * share, read), (share, update)]
+    return [(KEY_PASSES[model.linear_kind] * share, read), (share, update)]
 
 
 def linear_mixing_prefill(w: WaferNumbers, model: ModelSpec, *, P, prompt, mapping="mesh") -> list[tuple[float, dict]]:
-    """The chunked gated delta rule over `prompt` tokens of one sequence as MeshGEMMs with
-    its FLOPs (primitives/attention.linear_attention: 2 (c (2 d_k + d_v) + 2 d_k d_v) per
-    token and value head, c = min(LINEAR_CHUNK, prompt)): [T, d_k] x [d_k, H_v (2c + 2 d_v)]
-    (intra-chunk scores, WY transform, state reads and updates) and [T, c] x [c, H_v d_v]
-    (the intra-chunk weighted sum)."""
+    """The chunked recurrence over `prompt` tokens of one sequence as MeshGEMMs with its
+    FLOPs (kernel_fits.gdn_work: 2 (c (p d_k + d_v) + 2 d_k d_v) per token and value head,
+    c = min(LINEAR_CHUNK, prompt), p = KEY_PASSES of the kind): [T, d_k] x [d_k, H_v (p c +
+    2 d_v)] (intra-chunk scores, the delta rule's WY transform, state reads and updates)
+    and [T, c] x [c, H_v d_v] (the intra-chunk weighted sum)."""
     if not model.n_linear_layers:
         return []
     share = model.n_linear_layers / model.n_layers
     dk, H, dv = model.linear_key_head_dim, model.linear_value_heads, model.linear_value_head_dim
     c = np.minimum(LINEAR_CHUNK, prompt)
     g = dict(P=P, mapping=mapping)
-    return [(share, mesh_gemm(w, m=prompt, k=dk, n=H * (2.0 * c + 2.0 * dv), **g)),
+    return [(share, mesh_gemm(w, m=prompt, k=dk, n=H * (KEY_PASSES[model.linear_kind] * c + 2.0 * dv), **g)),
             (share, mesh_gemm(w, m=prompt, k=c, n=H * dv, **g))]
 
 
@@ -171,9 +172,10 @@ def layer_weight_matrices(model: ModelSpec, *, moe: bool | None = None, attentio
     hybrid's layer: "softmax" (its QKV and output projections) or "linear" (the Gated
     DeltaNet projections)."""
     moe = model.is_moe if moe is None else moe
-    other = ("linear_",) if attention == "softmax" else ("qkv", "attn_out")
-    return [(mm.k, mm.n, mm.count) for mm in ops.layer_matmuls(model, moe=moe)
-            if not (model.n_linear_layers and mm.name.startswith(other))]
+    linear = {mm.name for mm in ops.linear_attention_matmuls(model)} if model.n_linear_layers else set()
+    mixer = [mm for mm in ops.attention_matmuls(model) if (mm.name in linear) == (attention == "linear" and
+                                                                                   bool(linear))]
+    return [(mm.k, mm.n, mm.count) for mm in mixer + ops.mlp_matmuls(model, moe=moe)]
 
 
 def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, w_bytes, kv_bytes,
