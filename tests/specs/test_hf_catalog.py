@@ -104,7 +104,8 @@ def test_catalog_names_of_checkpoints(hf, name):
     ("gpt_oss_20b", 20.91e9, 0.01),
     ("nvidia_nemotron_3_nano_30b_a3b", 31.6e9, 0.01),  # Nemotron 3 Nano card: 31.6B total
     ("nemotron_h_56b_base_8k", 56e9, 0.01),  # Nemotron-H (arXiv 2504.03624): 56B
-    ("kimi_linear_48b_a3b", 48e9, 0.03)])  # Kimi Linear report: 48B total (rounded)
+    ("kimi_linear_48b_a3b", 48e9, 0.03),  # Kimi Linear report: 48B total (rounded)
+    ("qwen3_next_80b_a3b", 80e9, 0.01)])  # Qwen3-Next-80B-A3B card: 80B total
 def test_published_totals_of_the_imported_models(name, published, rel):
     m = load_model(name)
     assert m.published_params == published and m.n_params == pytest.approx(published, rel=rel)
@@ -200,17 +201,23 @@ def test_nemotron_h_blocks_count_as_mixer_layers_with_some_mlp_free():
 
 
 def test_kimi_linear_config_imports_kda_layers_and_the_catalog_entry_agrees():
-    """tests/data/kimi_linear_48b_a3b_config.json (the published config's fields) imports as
-    20 KDA layers of 32 heads x 128 between 7 MLA layers; the catalog entry is its import."""
-    from workbench.specs.catalog_import import render
-    path = Path(__file__).parents[1] / "data" / "kimi_linear_48b_a3b_config.json"
+    """Kimi Linear's published config (workbench/specs/model_configs/) imports as 20 KDA
+    layers of 32 heads x 128 between 7 MLA layers, with its 1M-token window."""
+    from workbench.specs.catalog_import import LOCAL_CONFIGS
+    path = LOCAL_CONFIGS / "moonshotai--Kimi-Linear-48B-A3B-Instruct_config.json"
     fields = fields_from_hf_config(json.loads(path.read_text()), origin=path.name)
     assert fields["linear_kind"] == "kda" and fields["n_linear_layers"] == 20 and fields["max_seq_len"] == 2 ** 20
     entry = load_model("moonshotai/Kimi-Linear-48B-A3B-Instruct")
     got = load_model({**fields, "name": "imported"})
     assert (got.n_params, got.n_params_active, got.kv_bytes_per_token("bf16")) == \
         (entry.n_params, entry.n_params_active, entry.kv_bytes_per_token("bf16"))
-    assert render("kimi_linear_48b_a3b", [("moonshotai/Kimi-Linear-48B-A3B-Instruct", path)], "0")  # renders
+
+
+@pytest.mark.parametrize("name", ["kimi_linear_48b_a3b", "qwen3_next_80b_a3b"])
+def test_local_configs_reproduce_their_catalog_entries(name):
+    """The entries of configs the package does not ship are their configs' import, byte for byte."""
+    from workbench.specs.catalog_import import render_local
+    assert render_local(name) == (MODELS_DIR / f"{name}.yaml").read_text()
 
 
 @pytest.mark.parametrize("cfg, key", [

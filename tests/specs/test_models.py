@@ -41,6 +41,7 @@ EXPLICIT_HEAD_DIM = {
     "gpt_oss_20b": 64,  # gpt-oss-20b config.json head_dim (2880 / 64 = 45)
     "kimi_k2": 192, "kimi_k2_5": 192, "kimi_k2_6": 192, "kimi_k2_7_code": 192,  # MLA, as DeepSeek-V3
     "kimi_linear_48b_a3b": 192,  # Kimi Linear's MLA layers: qk_nope_head_dim 128 + qk_rope_head_dim 64
+    "qwen3_next_80b_a3b": 256,  # Qwen3-Next config.json head_dim (2048 / 16 would be 128)
     "nvidia_nemotron_3_nano_30b_a3b": 128, "nvidia_nemotron_3_5_lightning_30b_a3b": 128,  # config.json head_dim
     # Qwen3 (and Qwen3-VL text models): head_dim 128 in every config.json
     "qwen3_0_6b": 128, "qwen3_30b_a3b": 128, "qwen3_coder_480b_a35b": 128, "qwen3_vl_4b": 128,

@@ -55,6 +55,7 @@ PUBLISHED = {
     "nvidia_nemotron_3_nano_30b_a3b": (31.6e9, "Nemotron 3 Nano (NVIDIA, Dec 2025) model card: 31.6B total, 3.2B "
                                                "active (3.6B with embeddings)"),
     "nemotron_h_56b_base_8k": (56e9, "Nemotron-H (NVIDIA, arXiv 2504.03624): Nemotron-H-56B-Base, 56B parameters"),
+    "qwen3_next_80b_a3b": (80e9, "Qwen3-Next-80B-A3B-Instruct model card: 80B in total, 3B activated"),
     "kimi_linear_48b_a3b": (48e9, "Kimi Linear technical report (Moonshot AI, arXiv 2510.26692): 48B total, 3B "
                                   "activated"),
     "gpt_oss_20b": (20.91e9, "gpt-oss-120b & gpt-oss-20b model card (OpenAI, arXiv 2508.10925) Table 1: 20.91B "
@@ -232,6 +233,27 @@ def _add_ids(path: Path, ids: list) -> None:
     path.write_text(text)
 
 
+# Configs the aiconfigurator package does not ship, kept in workbench/specs/model_configs/
+# (the published fields, with their source in "_source"): catalog name -> extra checkpoint ids.
+LOCAL_CONFIGS = Path(__file__).parent / "model_configs"
+LOCAL_IDS = {"kimi_linear_48b_a3b": ["moonshotai/Kimi-Linear-48B-A3B-Base"],
+             "qwen3_next_80b_a3b": ["Qwen/Qwen3-Next-80B-A3B-Thinking"]}
+
+
+def render_local(name: str) -> str:
+    """The catalog entry of a local config (LOCAL_CONFIGS): render()'s, citing the config's
+    own `_source` and the published total instead of the package."""
+    path = next(p for p in sorted(LOCAL_CONFIGS.glob("*_config.json")) if catalog_name(hf_id(p)) == name)
+    primary, cfg = hf_id(path), json.loads(path.read_text())
+    text = render(name, [(primary, path)], "-")
+    start, end = text.index("source: >-"), text.index("n_layers:")
+    pub = f"; {PUBLISHED[name][1]}" if name in PUBLISHED else ""
+    text = text[:start] + _fold("source", f"{cfg['_source']}{pub}; as read: workbench/specs/model_configs/{path.name}") \
+        + text[end:]
+    return text.replace(HEADER, "# Written by workbench.specs.catalog_import from workbench/specs/model_configs/; rerun it, do "
+                                "not edit.\n").replace(f"hf_ids: [{primary}]", f"hf_ids: [{', '.join([primary] + LOCAL_IDS[name])}]")
+
+
 def package_configs() -> tuple:
     """(model_configs folder, version) of the installed aiconfigurator-core."""
     import importlib.metadata
@@ -252,6 +274,9 @@ def main(argv=None) -> int:
     ns = ap.parse_args(argv)
     folder, version = package_configs()
     report = import_catalog(ns.folder or folder, ns.out, version=version)
+    for name in LOCAL_IDS:
+        (Path(ns.out) / f"{name}.yaml").write_text(render_local(name))
+        report["written"].append(name)
     for key in ("written", "extended", "mismatch", "refused"):
         items = report[key].items() if isinstance(report[key], dict) else ((n, "") for n in report[key])
         for k, v in items:
