@@ -14,6 +14,9 @@ from workbench.units import DTYPE_BYTES, DTYPES, dtype_bytes, format_si, unit_at
 EXPECTED_BYTES = {
     "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0,
     "fp8": 1.0, "fp8_block": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5,
+    # 2:4 structured-sparse weights: half the values + a 2-bit index per kept value
+    # (arXiv 2104.08378 Sec. 2): dense / 2 + 1/8 B per dense element
+    "bf16_2:4": 1.125, "fp16_2:4": 1.125, "fp8_2:4": 0.625, "int8_2:4": 0.625, "fp4_2:4": 0.375,
 }
 
 
@@ -23,7 +26,7 @@ def test_dtype_bytes(dtype, nbytes):
     assert isinstance(dtype_bytes(dtype), float)
 
 
-def test_dtype_table_is_exactly_the_nine_formats():
+def test_dtype_table_is_exactly_the_nine_formats_and_their_sparse_weights():
     assert set(DTYPES) == set(EXPECTED_BYTES)
     assert DTYPE_BYTES == EXPECTED_BYTES
 

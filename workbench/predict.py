@@ -24,7 +24,7 @@ from .primitives.attention import ATTENTION_KERNELS
 from .primitives.collectives import COLLECTIVES
 from .primitives.mesh import MAPPINGS
 from .specs import MODEL_KNOBS, load_hardware, load_model, with_model_knobs
-from .units import DTYPES
+from .units import DENSE_DTYPES, DTYPES
 
 PLACEMENTS = ("regions", "streaming")
 
@@ -153,7 +153,9 @@ def _axes(**values) -> dict:
 
 
 def _check_dtype(arg, value):
-    check_choice(arg, values_of(value), DTYPES)
+    """A dtype name: any format for weights and GEMMs, a dense one for activations and KV
+    caches (2:4 sparsity is a weights format, units.SPARSE_2_4)."""
+    check_choice(arg, values_of(value), DTYPES if arg in ("weights", "dtype") else DENSE_DTYPES)
 
 
 def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", framework=None, hardware_overrides=None):
@@ -193,7 +195,7 @@ def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", caus
     measured kernel tables of that serving framework; None: the GPU's default_framework;
     "none": the spec's analytical efficiencies."""
     hw_axis, specs = _hardware_axis(hardware)
-    _check_dtype("dtype", dtype)
+    check_choice("dtype", values_of(dtype), DENSE_DTYPES)  # attention has no weights to sparsify
     framework = _check_framework(framework, specs, default="spec")
     if kernel is not None:  # None (one value): each GPU's framework kernel where it has tables, else flash2
         check_choice("kernel", values_of(kernel), ATTENTION_KERNELS)

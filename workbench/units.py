@@ -28,10 +28,20 @@ DTYPE_BYTES: dict[str, float] = {
     "int4": 0.5,
     "fp4": 0.5,
 }
+# 2:4 structured-sparse weights (NVIDIA Ampere+ and AMD CDNA3 sparse tensor cores: two of
+# every four weights kept): half the values plus a 2-bit index per kept value (NVIDIA,
+# 'Accelerating Sparse Deep Neural Networks', arXiv 2104.08378, Sec. 2: 4 bits of metadata
+# per 4 dense elements), so 1/2 of the dense bytes + 1/8 B per dense element. A weights
+# format only: the math is the dense format's on the sparse tensor cores (the chip's
+# sparse_2_4_speedup), activations and KV caches stay dense.
+SPARSE_2_4 = {"bf16_2:4": "bf16", "fp16_2:4": "fp16", "fp8_2:4": "fp8", "int8_2:4": "int8", "fp4_2:4": "fp4"}
+DTYPE_BYTES.update({sparse: DTYPE_BYTES[dense] / 2.0 + 1.0 / 8.0 for sparse, dense in SPARSE_2_4.items()})
 DTYPES = tuple(DTYPE_BYTES)
+DENSE_DTYPES = tuple(d for d in DTYPES if d not in SPARSE_2_4)  # what activations and KV caches may be
 # Formats that run on another dtype's math units: block-scaled FP8 is FP8 tensor-core math
-# with per-block scales applied in the GEMM's epilogue. They have no peak of their own.
-MATH_UNITS = {"fp8_block": "fp8"}
+# with per-block scales applied in the GEMM's epilogue, a 2:4 format its dense format's
+# (at the sparse speedup). They have no peak of their own.
+MATH_UNITS = {"fp8_block": "fp8", **SPARSE_2_4}
 PEAK_DTYPES = tuple(d for d in DTYPES if d not in MATH_UNITS)
 
 

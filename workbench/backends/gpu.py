@@ -15,9 +15,9 @@ from ..primitives.attention import attention_prefill
 from ..primitives.collectives import collective
 from ..primitives.gemm import gemm
 from ..primitives.hardware_numbers import EffCurve, GpuNumbers, LinkNumbers
-from ..units import DTYPE_BYTES, PEAK_DTYPES
+from ..units import DTYPE_BYTES, PEAK_DTYPES, SPARSE_2_4
 from ..errors import InputError
-from ..layout import GpuLayout, context_problems, layer_kind_problems, serving_problems
+from ..layout import GpuLayout, Problem, context_problems, layer_kind_problems, serving_problems
 from . import flag_problems
 from .kernel_tables import NONE, fits_for, serving_constants
 
@@ -69,18 +69,45 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
         collective_sms=v["collective_sms"] if "collective_sms" in overrides else spec.collective_sms,
         gemm_tile_m=spec.gemm_tile_m, gemm_tile_n=spec.gemm_tile_n,
         scale_up=link("scale_up"), scale_out=link("scale_out"), tdp_w=v["tdp_w"],
+        sparse_speedup=dict(spec.sparse_2_4_speedup),
         kernels=fits_for(spec, framework), framework_overhead_s=overrides.get("framework_overhead_s"))
 
 
 def default_activations(weights: str, hw: GpuNumbers) -> str:
     """Math dtype implied by the weight format: FP8 and INT8 deployments quantize
     activations too (W8A8; block-scaled FP8 per 1x128 activation run); int4 is weight-only (W4A16); fp4 runs as NVFP4 (W4A4) where
-    the chip has FP4 units and W4A16 elsewhere."""
+    the chip has FP4 units and W4A16 elsewhere; 2:4-sparse weights run their dense format's
+    math."""
+    if weights in SPARSE_2_4:
+        return SPARSE_2_4[weights]
     if weights in ("fp8", "fp8_block", "int8", "fp16", "fp32"):
         return weights
     if weights == "fp4" and np.all(np.isfinite(hw.peak("fp4"))):
         return "fp4"
     return "bf16"
+
+
+def _unsupported_sparse(hw: GpuNumbers, dtype: str, fits, reason) -> tuple:
+    """fits and reason of a 2:4 GEMM: False where the chip has no sparse tensor cores for its math."""
+    ok = np.isfinite(hw.sparse_speedup_for(SPARSE_2_4[dtype]))
+    return fits & ok, np.where(ok, reason, f"no 2:4 sparse {SPARSE_2_4[dtype]} tensor cores on {hw.label}")
+
+
+def with_weights(hw: GpuNumbers, weights: str, activations: str) -> tuple:
+    """(numbers, problems) of a deployment's weight format: 2:4-sparse weights set
+    hw.sparse_weights (the layers' weight GEMMs on the sparse tensor cores) and need their
+    dense format's math on a chip with sparse tensor cores for it."""
+    if weights not in SPARSE_2_4:
+        return hw, []
+    import dataclasses
+    dense = SPARSE_2_4[weights]
+    problems = []
+    if activations != dense:
+        problems.append(Problem(True, {}, lambda: f"weights={weights} run {dense} math on the sparse tensor cores; "
+                                                  f"activations={activations} is not allowed with them"))
+    elif not np.all(np.isfinite(hw.sparse_speedup_for(dense))):
+        problems.append(Problem(True, {}, lambda: f"no 2:4 sparse {dense} tensor cores on {hw.label}"))
+    return dataclasses.replace(hw, sparse_weights=True), problems
 
 
 def _unsupported(hw: GpuNumbers, dtype: str, shape) -> tuple:
@@ -104,6 +131,7 @@ class GpuBackend:
         layout = GpuLayout.for_inference(tp=tp, pp=pp, ep=ep, devices=devices)
         act = activations or default_activations(weights, hw)
         kvd = kv or ("fp16" if act == "fp16" else "bf16")
+        hw, sparse_problems = with_weights(hw, weights, act)
         common = dict(hw=hw, model=model, tp=layout.tp, pp=layout.pp, dp=layout.dp, prompt=prompt,
                       generate=generate, weights=weights, activations=act, kv=kvd, ep=layout.ep, imbalance=imbalance)
         if batch is None:
@@ -122,7 +150,7 @@ class GpuBackend:
         r["activations"] = np.array(act, dtype=object)  # constant per call: broadcast as a view
         r["kv"] = np.array(kvd, dtype=object)
         problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
-                                                                                generate=generate)
+                                                                                generate=generate) + sparse_problems
         return flag_problems(r, problems)
 
     @staticmethod
@@ -171,6 +199,7 @@ class GpuBackend:
                                  measured_moe_mla=moe_mla_kernels == "measured")
         act = activations or default_activations(weights, hw)
         kvd = kv or ("fp16" if act == "fp16" else "bf16")
+        hw, sparse_problems = with_weights(hw, weights, act)
         consts = serving_constants()
         overhead_s = consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None \
             else hw.framework_overhead_s  # the knob, when given, replaces the framework's constant
@@ -184,13 +213,15 @@ class GpuBackend:
         r["activations"] = np.array(act, dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
         problems = serving_problems(model, tp=tp, attention_dp=attention_dp, ep=ep) + \
-            context_problems(model, prompt=prompt, generate=generate)
+            context_problems(model, prompt=prompt, generate=generate) + sparse_problems
         return flag_problems(r, problems)
 
     def gemm(self, hw: GpuNumbers, *, dtype, m, n, k, **_) -> dict:
-        b = DTYPE_BYTES[dtype]
-        g = gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=b, b_bytes=b, c_bytes=b)
+        b = DTYPE_BYTES[SPARSE_2_4.get(dtype, dtype)]  # a 2:4 format: dense activations and output
+        g = gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=b, b_bytes=DTYPE_BYTES[dtype], c_bytes=b)
         fits, reason = _unsupported(hw, dtype, np.shape(g["time_s"]))
+        if dtype in SPARSE_2_4:
+            fits, reason = _unsupported_sparse(hw, dtype, fits, reason)
         return {"time_s": g["time_s"], "flops_per_s": g["flops"] / g["time_s"],
                 "compute_s": g["compute_s"], "memory_s": g["memory_s"], "flops": g["flops"],
                 "bytes": g["bytes"], "fits": fits, "reason": reason,

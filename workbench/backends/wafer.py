@@ -17,7 +17,7 @@ from ..layout import Problem, WaferLayout, context_problems, layer_kind_problems
 from ..primitives.hardware_numbers import WaferNumbers
 from ..primitives.mesh import mesh_gemm, mesh_gemv
 from ..specs import system_of
-from ..units import DTYPES
+from ..units import DTYPES, SPARSE_2_4
 from . import flag_problems
 
 _WAFER_KNOBS = {  # knob -> (unit, WaferSpec field)
@@ -108,7 +108,8 @@ class WaferBackend:
         grid = decode_pe_grid if decode_pe_grid is not None else pe_grid
         draft = draft_for(model, draft_model) if np.any(np.asarray(draft_len) > 0) else None
         size = dict(w=w, model=model, prompt=prompt, weights=weights, kv=kvd, mapping=mapping, draft=draft)
-        problems = []
+        problems = [Problem(True, {}, lambda: f"weights={weights}: 2:4 structured sparsity is a GPU sparse-tensor-core "
+                                              "format, not modelled on wafers")] if weights in SPARSE_2_4 else []
         if devices_min:
             devices = wafer_min_devices(batch=1.0 if batch is None else batch, generate=1.0 if generate is None
                                         else generate, pe_grid=grid, **size)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import check_choice
-from ..units import DTYPE_BYTES, DTYPES
+from ..units import DTYPE_BYTES, DTYPES, SPARSE_2_4
 from .hardware_numbers import GpuNumbers
 from .kernel_fits import attribute, gemm_roofline, served_time
 
@@ -85,17 +85,37 @@ def gemm_variant(dtype: str, b_bytes) -> str:
 
 
 
+# A 2:4-sparse GEMM's speedup over its dense GEMM, as a share of the datasheet's sparse
+# peak ratio (2x): torchao's semi-structured sparsity benchmark on A100 FP16, ViT-L MLP
+# shapes (m, k, n) = (13008, 1024, 4096) and (13008, 4096, 1024): 1.24x and 1.27x over
+# dense (pytorch/ao torchao/sparsity/training/README.md), mean 1.255 / 2. One measured
+# constant, carried over to every chip and format (no other public sparse GEMM table).
+SPARSE_GEMM_EFFICIENCY = 1.255 / 2.0
+
+
+def sparse_speed(hw: GpuNumbers, dtype: str):
+    """(math dtype, speedup of its compute over dense): a 2:4 weights format (units.SPARSE_2_4)
+    runs its dense format's math at the chip's sparse_2_4_speedup x SPARSE_GEMM_EFFICIENCY
+    (NaN where the chip has no sparse tensor cores for it); any other dtype at 1."""
+    if dtype not in SPARSE_2_4:
+        return dtype, 1.0
+    math = SPARSE_2_4[dtype]
+    return math, hw.sparse_speedup_for(math) * SPARSE_GEMM_EFFICIENCY
+
+
 def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     """(compute_s, memory_s, time_s) of one GEMM from the framework's fitted surface: each
     roofline term over the efficiency of the shape, plus the table's fixed latency; None
-    where the numbers carry no surface for this GEMM."""
-    grid, fixed_s = hw.fitted("gemm", gemm_variant(dtype, b_bytes))
+    where the numbers carry no surface for this GEMM. A 2:4-sparse GEMM reads the dense
+    format's surface, its compute term divided by the sparse speedup (sparse_speed)."""
+    math, speed = sparse_speed(hw, dtype)
+    grid, fixed_s = hw.fitted("gemm", math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
     if grid is None:
         return None
     _, coords = gemm_roofline(m=m, n=n, k=k, peak=1.0, bandwidth=1.0, a_bytes=a_bytes, b_bytes=b_bytes,
                               c_bytes=c_bytes)
     eff = grid(**coords)
-    compute_ideal = 2.0 * m * n * k / hw.peak(dtype)
+    compute_ideal = 2.0 * m * n * k / (hw.peak(math) * speed)
     memory_ideal = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) / hw.hbm_bandwidth_bytes_per_s
     roof = np.maximum(compute_ideal, memory_ideal)
     table_s = fixed_s + roof / eff
@@ -112,6 +132,8 @@ def gemm(*, hw: GpuNumbers, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2
 
     a_bytes / b_bytes / c_bytes are bytes per element of the activation, the weight and
     the output (weights may be narrower than the math dtype: W4A16 reads 0.5 B/element).
+    A 2:4 weights `dtype` ('bf16_2:4', units.SPARSE_2_4) runs the dense format's math on
+    the sparse tensor cores (sparse_speed), b_bytes the compressed weights'.
     With a serving framework's measured tables (hw.kernels), the time is the fitted
     surface's (roofline over the efficiency of the shape, its fixed latency included, so
     overhead_s is 0); a grouped GEMM runs as one GEMM of count·n columns. Without tables: tile/wave-quantized compute at the
@@ -133,12 +155,13 @@ def gemm(*, hw: GpuNumbers, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2
         return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
                 "overhead_s": 0.0 * time_s, "time_s": time_s, "compute_bound": compute_s >= memory_s}
 
+    math, speed = sparse_speed(hw, dtype)
     if grouped:
         rows = count * np.ceil(m / _SKINNY_TILE_M) * _SKINNY_TILE_M
-        compute_s = gemm_compute_time(hw=hw, m=rows, n=n, k=k, dtype=dtype)
+        compute_s = gemm_compute_time(hw=hw, m=rows, n=n, k=k, dtype=math) / speed
         overhead_s = hw.kernel_launch_s + 0.0 * count
     else:
-        compute_s = gemm_compute_time(hw=hw, m=m, n=n, k=k, dtype=dtype) * count
+        compute_s = gemm_compute_time(hw=hw, m=m, n=n, k=k, dtype=math) / speed * count
         overhead_s = hw.kernel_launch_s * count
     memory_s = memory_time(hw=hw, nbytes=nbytes)
     return {

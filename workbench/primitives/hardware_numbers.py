@@ -8,7 +8,7 @@ may be a scalar or an array; the primitives broadcast it like any other size arg
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -76,6 +76,16 @@ class GpuNumbers:
     # replays), when given as a knob; None: the serving framework's fitted constant
     # (specs/serving/frameworks.yaml iteration_overhead_s)
     framework_overhead_s: object = None
+    # dtype -> the datasheet's 2:4-sparse over dense tensor-core peak (HardwareSpec
+    # sparse_2_4_speedup); a dtype without one has no sparse tensor cores
+    sparse_speedup: dict = field(default_factory=dict)
+    # the weights of this deployment are 2:4 sparse (units.SPARSE_2_4): the layers' weight
+    # GEMMs run on the sparse tensor cores (primitives/gemm.py)
+    sparse_weights: bool = False
+
+    def sparse_speedup_for(self, dtype: str):
+        """The datasheet's sparse over dense peak for `dtype`'s math; NaN without sparse units."""
+        return self.sparse_speedup.get(MATH_UNITS.get(dtype, dtype), np.nan)
 
     def peak(self, dtype: str):
         """Dense peak FLOP/s for math in `dtype` (a format runs on its units.MATH_UNITS);

@@ -99,6 +99,9 @@ class HardwareSpec:
     kernel_launch_s: float  # fixed cost per kernel (launch + tail), CUDA-graph replay
     tdp_w: float
     price_usd_per_hour: float = 0.0  # on-demand USD per device-hour (market data; 0: not known)
+    # dtype -> 2:4 structured-sparse over dense tensor-core peak (the datasheet's 'with
+    # sparsity' figure over the dense one); a dtype not listed has no sparse tensor cores
+    sparse_2_4_speedup: dict = field(default_factory=dict)
     # Measured kernel tables (specs/kernels/<kernel_tables>-<framework>.json): the GPU whose
     # fitted efficiencies this one uses (itself, or for a chip with no tables the nearest
     # measured chip of its family: same SM generation), and the serving framework used when
@@ -121,6 +124,10 @@ class HardwareSpec:
             if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
                 raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, "a positive FLOP/s")
         require(self, ("l2_bytes", "kernel_launch_s", "memory_latency_s", "tdp_w"), "positive")
+        for dt, v in dict(self.sparse_2_4_speedup).items():
+            if dt not in self.peak_flops_per_s or isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 < v <= 2:
+                raise SpecError(self.name, f"sparse_2_4_speedup.{dt}", v,
+                                "a dtype of peak_flops_per_s with a ratio in (1, 2]")
         if "bf16" not in self.attention_peak_eff or not all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1
                 for v in self.attention_peak_eff.values()):

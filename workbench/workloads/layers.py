@@ -43,7 +43,10 @@ def add(*parts: dict, scale=1.0) -> dict:
 
 
 def _gemm(hw, *, m, n, k, math, w_bytes, a_bytes, count=1.0, grouped=False):
-    return gemm(hw=hw, m=m, n=n, k=k, dtype=math, a_bytes=a_bytes, b_bytes=w_bytes,
+    """A weight GEMM of the layer: on the sparse tensor cores when the weights are 2:4
+    (hw.sparse_weights: the math dtype's 2:4 format, units.SPARSE_2_4)."""
+    dtype = f"{math}_2:4" if hw.sparse_weights else math
+    return gemm(hw=hw, m=m, n=n, k=k, dtype=dtype, a_bytes=a_bytes, b_bytes=w_bytes,
                 c_bytes=a_bytes, count=count, grouped=grouped)
 
 
@@ -68,7 +71,7 @@ def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_by
     parts = []
     mats = ops.layer_matmuls(model, moe=moe) if matmuls is None else matmuls
     fused = None
-    if any(mm.routed for mm in mats) and model.mlp_matrices == 3:  # the framework's measured MoE kernel
+    if any(mm.routed for mm in mats) and model.mlp_matrices == 3 and not hw.sparse_weights:  # measured MoE kernel
         fused = fitted_moe(hw=hw, tokens=T * imbalance, hidden=model.d_model, inter=model.d_ff_expert,
                            top_k=model.n_active_experts, n_experts=model.n_experts, tp=tp / ep, ep=ep, math=math,
                            w_bytes=w_bytes)
