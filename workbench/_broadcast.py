@@ -7,6 +7,7 @@ results are concatenated along that argument's dimension.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Callable
 
@@ -103,9 +104,47 @@ def _variable(dims, values: np.ndarray) -> xr.Variable:
     return xr.Variable(dims, values)
 
 
+_NUMBERS = (int, float, np.integer, np.floating)
+
+
+def _is_point(categorical: dict, numeric: dict) -> bool:
+    """Every input one plain value (no list, array or DataArray): a single point."""
+    return (all(isinstance(v, _NUMBERS) and not isinstance(v, bool) for v in numeric.values())
+            and not any(isinstance(v, (list, tuple, np.ndarray, xr.DataArray)) for v in categorical.values()))
+
+
+@functools.lru_cache(maxsize=None)
+def _attrs_of(name: str) -> dict:
+    return unit_attrs(name)
+
+
+def _evaluate_point(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> xr.Dataset:
+    """evaluate() for one point: the same Dataset (tests/test_broadcast.py checks them
+    identical), built directly from 0-d variables instead of through xarray's merge
+    machinery, which costs a scalar call most of its time."""
+    arrays = {k: np.asarray(float(v)) for k, v in numeric.items()}
+    out = fn(**categorical, **arrays)
+    variables = {}
+    for k, v in out.items():
+        values = np.asarray(v)
+        # fastpath: a 0-d ndarray of numbers, bools or (object) Python strings needs no conversion
+        variables[k] = xr.Variable((), values, attrs=dict(_attrs_of(k)), fastpath=values.dtype.kind in "fbiuO")
+    coords = {k: v for k, v in categorical.items() if isinstance(v, (str, bool, np.str_)) and k not in variables}
+    for k, v in coords.items():
+        variables[k] = xr.Variable((), np.asarray(v))
+    ds_attrs = {"workbench_version": __version__, **{k: str(v) for k, v in attrs.items()}}
+    try:
+        return xr.Dataset._construct_direct(variables, set(coords), {}, ds_attrs, None, {})
+    except (AttributeError, TypeError):  # an xarray without the private constructor: the public one
+        data = {k: v for k, v in variables.items() if k not in coords}
+        return xr.Dataset(data, coords={k: variables[k] for k in coords}, attrs=ds_attrs)
+
+
 def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> xr.Dataset:
     """Run `fn(**categorical_point, **numeric_arrays) -> dict of arrays` over every
     combination of categorical values; dims of lists / DataArrays are kept."""
+    if _is_point(categorical, numeric):
+        return _evaluate_point(fn, categorical=categorical, numeric=numeric, attrs=attrs)
     arrays, dims, coords = broadcast_numeric(numeric)
     cat_dims = [k for k, v in categorical.items() if isinstance(v, (list, tuple, xr.DataArray))]
     cat_values = {k: values_of(v) for k, v in categorical.items()}

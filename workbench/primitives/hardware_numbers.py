@@ -26,9 +26,16 @@ class EffCurve:
     eff: tuple
 
     def __call__(self, size):
-        xp = np.log10(np.asarray(self.size, float))
-        fp = np.log(np.asarray(self.eff, float))
+        xp, fp = self._logs()
         return elementwise(lambda s: np.exp(np.interp(np.log10(np.maximum(s, 1.0)), xp, fp)), size)
+
+    def _logs(self):
+        """(log10 sizes, log efficiencies) of the knots, computed once."""
+        cached = self.__dict__.get("_logs_cache")
+        if cached is None:
+            cached = (np.log10(np.asarray(self.size, float)), np.log(np.asarray(self.eff, float)))
+            object.__setattr__(self, "_logs_cache", cached)
+        return cached
 
 
 @dataclass(frozen=True)

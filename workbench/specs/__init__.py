@@ -25,9 +25,20 @@ __all__ = ["EfficiencyTable", "HardwareSpec", "Link", "MemoryTier", "ModelSpec",
            "with_model_knobs", "hf_index"]
 
 
+@lru_cache(maxsize=8)
+def _names(folder: Path, mtime_ns: int) -> tuple:
+    """The YAML stems of a catalog folder at one modification time (a scalar prediction
+    looks names up several times: globbing each time cost it more than its model)."""
+    return tuple(sorted(p.stem for p in folder.glob("*.yaml")))
+
+
+def _catalog(folder: Path) -> list[str]:
+    return list(_names(folder, folder.stat().st_mtime_ns))
+
+
 def list_hardware() -> list[str]:
     """Every hardware name: GPUs, wafers (wse2, wse3) and wafer systems (cs2, cs3)."""
-    return sorted(p.stem for p in HARDWARE_DIR.glob("*.yaml"))
+    return _catalog(HARDWARE_DIR)
 
 
 def _kind(name: str) -> str:
@@ -54,7 +65,7 @@ def kind_of(spec) -> str:
 
 
 def list_models() -> list[str]:
-    return sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
+    return _catalog(MODELS_DIR)
 
 
 def _merge(base, change):
