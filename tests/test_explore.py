@@ -242,7 +242,7 @@ def test_explorer_widgets_update_the_outputs_to_the_api_values():
     c, o = ex.controls, ex.outputs
     first = _shown(o["table"].value)
     assert set(first) == {"h100_sxm", "cs3"} and o["messages"].value == ""
-    images = {k: o[k].value for k in ("roofline", "breakdown", "memory")}
+    figures = {k: o[k] for k in ("roofline", "breakdown", "memory")}
     c["batch"].value = 64
     shown = _shown(o["table"].value)
     for hw in ("h100_sxm", "cs3"):
@@ -251,7 +251,8 @@ def test_explorer_widgets_update_the_outputs_to_the_api_values():
                     "cost_per_million_tokens_usd"):
             assert shown[hw][var] == pytest.approx(float(ref[var]), rel=1e-12), (hw, var)
     assert shown["h100_sxm"]["tpot_s"] != first["h100_sxm"]["tpot_s"]
-    assert all(o[k].value != v for k, v in images.items())  # every figure redrawn
+    assert all(o[k] is f for k, f in figures.items())  # live figures: the same widgets, their data updated
+    _check_live(ex, batch=64)
     c["hardware"].value = ("h200_sxm", "mi300x", "cs2")
     c["tp"].value, c["pp"].value, c["systems"].value = 4, 2, 8
     c["weights"].value, c["kv"].value = "bf16", "fp8"
@@ -261,6 +262,26 @@ def test_explorer_widgets_update_the_outputs_to_the_api_values():
         ref = _api(hw, batch=64, tp=4, pp=2, systems=8, weights="bf16", kv="fp8")
         assert shown[hw]["tpot_s"] == pytest.approx(float(ref.tpot_s), rel=1e-12)
     assert ex.state["tp"] == 4 and ex.ds is not None
+
+
+def _check_live(ex, **sizes):
+    """The live figures hold the API's numbers: the breakdown's stacked parts add up to
+    each chip's TPOT less its launch overhead (the black tick is the TPOT), the memory bars
+    to the memory per device, the capacity markers to the capacity, the roofline's decode
+    points to FLOPs per step over TPOT."""
+    bars, tick = ex.live["breakdown"].bars, ex.live["breakdown"].tick
+    mem = ex.live["memory"]
+    for i, hw in enumerate(bars.x):
+        ref = _api(hw, **sizes)
+        scale = float(ref.tpot_s) / float(tick.y[i])
+        assert float(tick.y[i]) * scale == pytest.approx(float(ref.tpot_s), rel=1e-12)
+        assert 0 < float(np.sum(bars.y[:, i])) * scale <= float(ref.tpot_s) * (1 + 1e-9)
+        assert float(np.sum(mem.bars.y[:, i])) == pytest.approx(float(ref.memory_per_device_bytes) / 1e9, rel=1e-9)
+        assert float(mem.cap.x[i]) == pytest.approx(float(ref.memory_capacity_bytes) / 1e9, rel=1e-12)
+    decode = ex.live["roofline"].decode
+    for hw, y in zip([n.split()[0] for n in decode.names], decode.y):
+        ref = _api(hw, **sizes)
+        assert float(y) == pytest.approx(float(ref.decode_step_flops_per_device / ref.tpot_s), rel=1e-9)
 
 
 def test_explorer_shows_invalid_settings_as_messages():

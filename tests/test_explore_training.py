@@ -309,7 +309,7 @@ def test_training_explorer_updates_the_outputs_to_the_api_values():
     c, o = ex.controls, ex.outputs
     assert set(explore.TRAINING_CONTROLS) | {"sweep"} == set(c)
     assert ex.widget.children and ex.state["dp"] == 64
-    images = {k: o[k].value for k in ("breakdown", "memory")}
+    figures = {k: o[k] for k in ("breakdown", "memory")}
     c["dp"].value = 32
     shown = _shown(o["table"].value)
     assert list(shown) == ["h100_sxm", "b200", "cs3"]
@@ -317,7 +317,14 @@ def test_training_explorer_updates_the_outputs_to_the_api_values():
         ref = _api(hw, dp=32)
         for var in ("step_time_s", "tokens_per_s_per_device", "mfu", "memory_per_device_bytes"):
             assert shown[hw][var] == pytest.approx(float(ref[var]), rel=1e-12), (hw, var)
-    assert all(o[k].value != v for k, v in images.items())  # both figures redrawn
+    assert all(o[k] is f for k, f in figures.items())  # live figures: the same widgets, their data updated
+    step = ex.live["breakdown"]
+    for i, hw in enumerate(step.bars.x):  # the stacked parts add up to the step time (the black tick)
+        ref = _api(hw, dp=32)
+        scale = float(ref.step_time_s) / float(step.tick.y[i])
+        assert float(np.sum(step.bars.y[:, i])) * scale == pytest.approx(float(ref.step_time_s), rel=1e-6)
+        assert float(np.sum(ex.live["memory"].bars.y[:, i])) == pytest.approx(
+            float(ref.memory_per_device_bytes) / 1e9, rel=1e-9)
     c["hardware"].value = ("mi300x", "cs2")
     c["zero"].value, c["recompute"].value, c["seq_len"].value, c["systems"].value = 3, "full", 4096, 8
     shown = _shown(o["table"].value)

@@ -1,6 +1,7 @@
 """Explorer state: controls, validation, the vectorized computation and the summary table."""
 from __future__ import annotations
 
+import functools
 import html
 
 import numpy as np
@@ -122,17 +123,32 @@ def _run(state: dict, hardware, **sizes) -> xr.Dataset:
         if not group:
             continue
         try:
-            ds = predict.inference(hardware=list(group), **kwargs, **common)
+            ds = _group(tuple(group), _frozen(dict(kwargs, **common))).copy()
         except InputError as err:
             problems.append(f"{', '.join(group)}: {err}")
             continue
-        parts.append(ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords]))
+        parts.append(ds)
     ds = add_costs(join_groups(parts, problems, hardware))
     for name in ds.data_vars:
         if "units" not in ds[name].attrs:
             ds[name].attrs.update(unit_attrs(name))
     ds.attrs["problems"] = problems
     return ds
+
+
+def _frozen(kwargs: dict) -> tuple:
+    """Keyword arguments as a hashable key (lists of a sweep as tuples)."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kwargs.items()))
+
+
+@functools.lru_cache(maxsize=32)
+def _group(hardware: tuple, kwargs: tuple) -> xr.Dataset:
+    """predict.inference of one group of chips (GPUs or wafers), remembered: a change of a
+    control recomputes only the groups it reaches (tp and pp the GPUs, systems the wafers),
+    and returning to a setting recomputes nothing. Callers copy before changing it."""
+    args = {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs}
+    ds = predict.inference(hardware=list(hardware), **args)
+    return ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords])
 
 
 def compute(state: dict) -> xr.Dataset:

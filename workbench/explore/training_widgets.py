@@ -1,11 +1,13 @@
 """Training explorer widget wiring (ipywidgets 8): thin, every callback goes through training.py."""
 from __future__ import annotations
 
+from ..plots import si_scale
 from ..specs import list_models
 from .figures import svg
+from .live import LiveMemory, LiveStacked
 from .state import HARDWARE, WAFERS, infeasible
-from .training import (CHOICES, TRAINING_CONTROLS, TRAINING_POWERS, TRAINING_SWEEPABLE, compute_training,
-                       normalize_training_state, training_figures, training_summary_table, training_sweep_view)
+from .training import (CHOICES, MEMORY, PART_COLORS, PARTS, TRAINING_CONTROLS, TRAINING_POWERS, TRAINING_SWEEPABLE,
+                       compute_training, normalize_training_state, training_summary_table, training_sweep_view)
 from .widgets import Explorer, add_sliders, image_outputs, tag
 
 # Integer sliders: (low, high, label); the GPU layout is labelled as such.
@@ -42,7 +44,11 @@ class TrainingExplorer(Explorer):
         c["sweep"] = w.Dropdown(options=TRAINING_SWEEPABLE, value=sweep_control, description="sweep", **look)
         add_sliders(c, s, TRAINING_POWERS, SLIDERS, look, labels=LABELS)
         self.controls = tag(c, "wb-train")
-        self.outputs = tag(image_outputs(("breakdown", "memory", "sweep")), "wb-train-out")
+        self.live = {"breakdown": LiveStacked({k: (t, PART_COLORS[k]) for k, t in PARTS.items()}, "step_time_s",
+                                              "time per step", "Step time (black)"),
+                     "memory": LiveMemory(MEMORY)}
+        self.outputs = tag({**image_outputs(("sweep",)), **{k: f.figure for k, f in self.live.items()}},
+                           "wb-train-out")
         o = self.outputs
         row = dict(layout=w.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"))
         step = w.VBox([o["table"], w.HBox([o["breakdown"], o["memory"]], **row)])
@@ -63,9 +69,13 @@ class TrainingExplorer(Explorer):
         ds = compute_training(normalize_training_state(self.state))
         return ds, list(ds.attrs["problems"]), infeasible(ds) + list(ds.attrs["notes"])
 
-    def _draw(self, ds):
+    def _draw(self, ds) -> str:
         s = normalize_training_state(self.state)
-        return {k: svg(f) for k, f in training_figures(ds, s).items()}, training_summary_table(ds)
+        note = f": {s['model']}, seq {s['seq_len']}, batch {s['global_batch']}"  # the layout is in the table
+        scale, unit = si_scale(ds.step_time_s, "s")
+        self.live["breakdown"].update(ds, scale=scale, unit=unit, note=note)
+        self.live["memory"].update(ds)
+        return training_summary_table(ds)
 
     def _draw_sweep(self) -> dict:
         return {"sweep": svg(training_sweep_view(self.state, self.controls["sweep"].value))}

@@ -10,9 +10,15 @@ import xarray as xr
 from ..errors import InputError
 from ..specs import list_models
 
+from ..plots import si_scale
 from .state import *  # noqa: F401,F403
 from .figures import *  # noqa: F401,F403
 from .figures import _empty  # noqa: F401
+from .live import LiveMemory, LiveRoofline, LiveStacked, inference_parts, owned_parts
+
+# Memory per device of the inference page: (variable, label, colour), as figures.memory_figure
+MEMORY_SPLIT = (("weights_per_device_bytes", "weights", "#4c72b0"), ("kv_cache_per_device_bytes", "KV cache", "#dd8452"),
+                ("activations_per_device_bytes", "activations", "#55a868"))
 
 def add_sliders(c: dict, s: dict, powers: dict, ranges: dict, look: dict, labels: dict | None = None) -> None:
     """Into the controls `c`: a selection slider over each of `powers` (name -> values, the
@@ -69,7 +75,12 @@ class Explorer:
         text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "CS systems (0: fewest)"}
         add_sliders(c, s, POWERS, {k: (lo, hi, text[k]) for k, (lo, hi) in RANGES.items()}, look)
         self.controls = tag(c, "wb")
-        self.outputs = tag(image_outputs(("roofline", "breakdown", "memory", "sweep", "pareto")), "wb-out")
+        self.live = {"roofline": LiveRoofline(),
+                     "breakdown": LiveStacked(inference_parts(), "tpot_s", "time per decode step",
+                                              "Decode step breakdown (black: TPOT)"),
+                     "memory": LiveMemory(MEMORY_SPLIT, rest_label="on-wafer SRAM")}
+        self.outputs = tag({**image_outputs(("sweep", "pareto")), **{k: f.figure for k, f in self.live.items()}},
+                           "wb-out")
         o = self.outputs
         row = dict(layout=w.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"))
         point = w.VBox([w.HBox([o["roofline"], o["breakdown"]], **row), w.HBox([o["table"], o["memory"]], **row)])
@@ -130,9 +141,13 @@ class Explorer:
         ds = compute(self.state)
         return ds, list(ds.attrs["problems"]), infeasible(ds)
 
-    def _draw(self, ds):
-        """({figure output: svg}, summary table html) of a computed dataset."""
-        return {k: svg(f) for k, f in figures(ds, self.state).items()}, table_html(summary_table(ds))
+    def _draw(self, ds) -> str:
+        """Set the live figures' data to a computed dataset; its summary table's html."""
+        scale, unit = si_scale(ds.tpot_s, "s")
+        self.live["roofline"].update(ds)
+        self.live["breakdown"].update(ds, scale=scale, unit=unit, own=owned_parts(ds))
+        self.live["memory"].update(ds)
+        return table_html(summary_table(ds))
 
     def _draw_sweep(self) -> dict:
         c = self.controls
@@ -146,17 +161,16 @@ class Explorer:
         try:
             ds, errors, warnings = self._compute()
             t1 = time.perf_counter()
-            images, table = self._draw(ds)
+            table = self._draw(ds)
             self.ds = ds
             self.outputs["table"].value = table
         except Exception as err:  # noqa: BLE001 - a message in the page, never a traceback
             t1 = time.perf_counter()
             self.ds = None
             errors.append(_message(err))
-            images = {k: _placeholder() for k in self.FIGURES}
+            for fig in self.live.values():
+                fig.clear("no result for this setting (see the message above)")
             self.outputs["table"].value = "<i>no result for this setting (see the message above)</i>"
-        for k, v in images.items():
-            self.outputs[k].value = v
         self.outputs["messages"].value = messages_html(errors, warnings)
         t2 = time.perf_counter()
         self.timings = {"compute_s": t1 - t0, "figures_s": t2 - t1, "update_s": t2 - t0}
@@ -182,7 +196,7 @@ class Explorer:
     def _show_timing(self) -> None:
         t = self.timings
         text = (f"updated in {t.get('update_s', 0):.2f} s (model {t.get('compute_s', 0) * 1e3:.0f} ms, "
-                f"figures {t.get('figures_s', 0):.2f} s)")
+                f"figures {t.get('figures_s', 0) * 1e3:.0f} ms)")
         if "sweep_s" in t:
             text += f"; sweep view {t['sweep_s']:.2f} s"
         self.outputs["timing"].value = f'<span style="color:#777;font-size:11px">{text}</span>'
