@@ -43,6 +43,37 @@ def main() -> None:
     loop_s = time.perf_counter() - t0
 
     summary(n=n, vec_s=vec_s, loop_calls=args.loop, loop_s=loop_s, ds=ds)
+    scalar_calls()
+
+
+def _median_ms(fn, calls: int = 300) -> float:
+    fn()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)) * 1e3
+
+
+def scalar_calls() -> None:
+    """The per-call cost of one configuration (issue 20: predict.inference <= 1 ms median,
+    predict.training <= 2 ms), next to llm-analysis's per-configuration time where it is
+    installed (pip install llm-analysis; Llama-2-7B on an H100 SXM, fp16, batch 8)."""
+    inf = _median_ms(lambda: predict.inference(hardware="h100_sxm", model="llama_3_1_8b", batch=8, prompt=1024,
+                                               generate=256))
+    train = _median_ms(lambda: predict.training(hardware="h100_sxm", model="llama_3_1_8b", devices=64, tp=8,
+                                                seq_len=4096, global_batch=256, micro_batch=1))
+    print(f"scalar call, median of 300: predict.inference {inf:.2f} ms, predict.training {train:.2f} ms")
+    try:
+        from llm_analysis.analysis import infer
+    except ImportError:
+        print("llm-analysis is not installed: its per-configuration time is not compared (pip install llm-analysis)")
+        return
+    ms = _median_ms(lambda: infer(model_name="NousResearch_Llama-2-7b-hf", gpu_name="h100-sxm-80gb",
+                                  dtype_name="w16a16e16", log_level="ERROR", batch_size_per_gpu=8, seq_len=1024,
+                                  num_tokens_to_generate=256), calls=100)
+    print(f"llm-analysis infer(): {ms:.2f} ms per configuration (its analytical model, no kernel tables)")
 
 if __name__ == "__main__":
     main()

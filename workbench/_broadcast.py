@@ -118,7 +118,7 @@ def _attrs_of(name: str) -> dict:
     return unit_attrs(name)
 
 
-def _evaluate_point(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> xr.Dataset:
+def _evaluate_point(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict, hide=()) -> xr.Dataset:
     """evaluate() for one point: the same Dataset (tests/test_broadcast.py checks them
     identical), built directly from 0-d variables instead of through xarray's merge
     machinery, which costs a scalar call most of its time."""
@@ -129,7 +129,8 @@ def _evaluate_point(fn: Callable, *, categorical: dict, numeric: dict, attrs: di
         values = np.asarray(v)
         # fastpath: a 0-d ndarray of numbers, bools or (object) Python strings needs no conversion
         variables[k] = xr.Variable((), values, attrs=dict(_attrs_of(k)), fastpath=values.dtype.kind in "fbiuO")
-    coords = {k: v for k, v in categorical.items() if isinstance(v, (str, bool, np.str_)) and k not in variables}
+    coords = {k: v for k, v in categorical.items()
+              if isinstance(v, (str, bool, np.str_)) and k not in variables and k not in hide}
     for k, v in coords.items():
         variables[k] = xr.Variable((), np.asarray(v))
     ds_attrs = {"workbench_version": __version__, **{k: str(v) for k, v in attrs.items()}}
@@ -140,11 +141,12 @@ def _evaluate_point(fn: Callable, *, categorical: dict, numeric: dict, attrs: di
         return xr.Dataset(data, coords={k: variables[k] for k in coords}, attrs=ds_attrs)
 
 
-def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> xr.Dataset:
+def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict, hide=()) -> xr.Dataset:
     """Run `fn(**categorical_point, **numeric_arrays) -> dict of arrays` over every
-    combination of categorical values; dims of lists / DataArrays are kept."""
+    combination of categorical values; dims of lists / DataArrays are kept. `hide`: scalar
+    categorical inputs not shown as coordinates (settings that say nothing for these chips)."""
     if _is_point(categorical, numeric):
-        return _evaluate_point(fn, categorical=categorical, numeric=numeric, attrs=attrs)
+        return _evaluate_point(fn, categorical=categorical, numeric=numeric, attrs=attrs, hide=hide)
     arrays, dims, coords = broadcast_numeric(numeric)
     cat_dims = [k for k, v in categorical.items() if isinstance(v, (list, tuple, xr.DataArray))]
     cat_values = {k: values_of(v) for k, v in categorical.items()}
@@ -166,6 +168,7 @@ def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict) -> 
                    and k not in ds.variables}
         pieces.append(ds.assign_coords(scalars))
     ds = _combine(pieces, cat_dims, [len(cat_values[d]) for d in cat_dims])
+    ds = ds.drop_vars([c for c in hide if c in ds.coords and c not in ds.dims])
     for name in ds.data_vars:
         ds[name].attrs.update(unit_attrs(name))
     ds.attrs.update({"workbench_version": __version__, **{k: str(v) for k, v in attrs.items()}})

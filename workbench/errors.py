@@ -54,18 +54,22 @@ def as_numbers(arg: str, value, allowed: str) -> np.ndarray:
     """`value` (a number, a list of numbers, an ndarray or DataArray) as a float ndarray.
     A str is never a number here ('2', '٢'), nor a bool (True is not a count)."""
     raw = getattr(value, "values", value)
-    bad = InputError(f"{arg}={brief(raw)} is not a number; allowed: {allowed}")
+    if type(raw) in (int, float):  # the common case, one plain number
+        return np.asarray(float(raw))
+
+    def bad():
+        return InputError(f"{arg}={brief(raw)} is not a number; allowed: {allowed}")
     if isinstance(raw, (str, bytes, bool, np.bool_, dict, set)):
-        raise bad
+        raise bad()
     try:
         arr = np.asarray(raw)
     except (TypeError, ValueError):  # ragged nested lists
-        raise bad from None
+        raise bad() from None
     if arr.dtype.kind == "O":
         if not all(isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) for x in arr.ravel()):
-            raise bad
+            raise bad()
     elif arr.dtype.kind not in "iuf":  # bools, strings, complex, dates
-        raise bad
+        raise bad()
     return arr.astype(float)
 
 

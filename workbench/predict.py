@@ -332,12 +332,12 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     from .workloads.speculative import MTP_HEAD
     draft = (_draft_spec(draft_model) if draft_model is not None else MTP_HEAD) if speculative else None
     extra = {"devices_min": devices_min, **({"draft_model": draft} if speculative else {})}
+    gpus_only = all(backend_for(s).kind == "gpu" for s in specs.values())  # wafer-only settings say nothing here
     ds = evaluate(_dispatch("inference", specs, knob_axes, models, extra=extra),
-                  categorical=categorical,
+                  categorical=categorical, hide=("mapping", "placement") if gpus_only else (),
                   numeric={**numeric, **knob_axes}, attrs={"function": "predict.inference", "batching": "static"})
-    if all(backend_for(s).kind == "gpu" for s in specs.values()):  # wafer-only settings say nothing here
-        ds = ds.drop_vars([c for c in ("mapping", "placement") if c in ds.coords and c not in ds.dims])
-    ds = ds.drop_vars([c for c in ("framework",) if c in ds.coords and c not in ds.dims and ds[c].item() is None])
+    if "framework" in ds.coords and "framework" not in ds.dims and ds["framework"].item() is None:
+        ds = ds.drop_vars("framework")
     if "draft_len" in ds.dims:  # swept: the draft length with the least time per token where it fits
         tpot = ds.tpot_s.where(ds.fits).fillna(np.inf)
         ds["best_draft_len"] = tpot.idxmin("draft_len").where(ds.fits.any("draft_len"))

@@ -16,6 +16,24 @@ from ..specs import kind_of, load_hardware
 BACKENDS: dict = {}
 
 
+def per_spec(fn):
+    """Remember `fn(spec, every=False)` per spec object (specs are frozen and the catalog's are
+    loaded once): a scalar prediction asks for a chip's knob table three times. The spec is
+    kept with its entry, so its id is not reused while cached; each call gets its own dict."""
+    cache: dict = {}
+
+    def wrapped(spec, every: bool = False) -> dict:
+        key = (id(spec), every)
+        hit = cache.get(key)
+        if hit is None or hit[0] is not spec:
+            if len(cache) > 256:
+                cache.clear()
+            hit = cache[key] = (spec, fn(spec, every))
+        return dict(hit[1])
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
 def register(backend, *kinds: str) -> None:
     """Make `backend` evaluate specs whose `kind` is one of `kinds`."""
     for k in kinds:

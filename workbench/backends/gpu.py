@@ -18,9 +18,10 @@ from ..primitives.hardware_numbers import EffCurve, GpuNumbers, LinkNumbers
 from ..units import DTYPE_BYTES, PEAK_DTYPES, SPARSE_2_4
 from ..errors import InputError
 from ..layout import GpuLayout, Problem, context_problems, layer_kind_problems, serving_problems
-from . import flag_problems
+from . import flag_problems, per_spec
 from .kernel_tables import NONE, fits_for, serving_constants
 
+@per_spec
 def _knobs(spec, every: bool = False) -> dict:
     """Knob -> (unit, value). Peaks are listed for the chip's dtypes; with `every`, the
     dtypes it lacks too (a hypothetical unit may be given a peak)."""

@@ -18,7 +18,7 @@ from ..primitives.hardware_numbers import WaferNumbers
 from ..primitives.mesh import mesh_gemm, mesh_gemv
 from ..specs import system_of
 from ..units import DTYPES, SPARSE_2_4
-from . import flag_problems
+from . import flag_problems, per_spec
 
 _WAFER_KNOBS = {  # knob -> (unit, WaferSpec field)
     "sram_per_pe_bytes": ("B", "sram_per_pe_bytes"),
@@ -37,6 +37,7 @@ _SYSTEM_KNOBS = {"io_bytes_per_s": ("B/s", "io_bytes_per_s"), "io_latency_s": ("
                  "service_request_latency_s": ("s", "service_request_latency_s")}
 
 
+@per_spec
 def _knobs(spec, every: bool = False) -> dict:
     system, wafer = system_of(spec)
     out = {k: (unit, getattr(wafer, f)) for k, (unit, f) in _WAFER_KNOBS.items()}

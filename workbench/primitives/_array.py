@@ -7,12 +7,25 @@ import numpy as np
 import xarray as xr
 
 
+_XR = (xr.DataArray, xr.Dataset)
+
+
 def _is_xr(*xs) -> bool:
-    return any(isinstance(x, (xr.DataArray, xr.Dataset)) for x in xs)
+    for x in xs:
+        if isinstance(x, _XR):
+            return True
+    return False
+
+
+_POINT = (bool, int, float, np.bool_, np.number)
 
 
 def where(cond, a, b):
-    """np.where that keeps DataArray dimensions."""
+    """np.where that keeps DataArray dimensions (one point of plain numbers: the branch)."""
+    if isinstance(cond, _POINT) and isinstance(a, _POINT) and isinstance(b, _POINT):
+        both_bool = isinstance(a, (bool, np.bool_)) and isinstance(b, (bool, np.bool_))
+        pick = a if cond else b
+        return np.bool_(pick) if both_bool else np.float64(pick)
     return xr.where(cond, a, b) if _is_xr(cond, a, b) else np.where(cond, a, b)
 
 

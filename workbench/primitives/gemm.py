@@ -11,7 +11,9 @@ import numpy as np
 from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES, SPARSE_2_4
 from .hardware_numbers import GpuNumbers
-from .kernel_fits import attribute, gemm_roofline, served_time
+from .kernel_fits import attribute, served_time
+
+_KNOWN = frozenset(DTYPES)
 
 # Stream-K / split-K: when there are fewer output tiles than SMs, libraries split the K
 # dimension so that every SM has work (CUTLASS stream-K, cuBLAS split-K). A split needs
@@ -73,10 +75,18 @@ def memory_time(*, hw: GpuNumbers, nbytes):
     return nbytes / bw
 
 
+def _gemm_coords(*, m, n, k):
+    """The coordinates of a GEMM's surface (kernel_fits.gemm_roofline's, without its roofline)."""
+    return {"m": m, "n": n, "k": k}
+
+
 def gemm_variant(dtype: str, b_bytes) -> str:
     """The measured table a GEMM reads: its math dtype ('fp8': per-tensor scaled W8A8), or
     'int4' for 16-bit math on 4-bit weights (W4A16 weight-only); other weight-only formats
     have no table ("")."""
+    if isinstance(b_bytes, float):  # one weight format (every call of the layer model)
+        return dtype if b_bytes >= DTYPE_BYTES[dtype] else "int4" if dtype in ("bf16", "fp16") and b_bytes == 0.5 \
+            else ""
     b = np.asarray(b_bytes)
     if np.all(b >= DTYPE_BYTES[dtype]):
         return dtype
@@ -112,9 +122,7 @@ def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     grid, fixed_s = hw.fitted("gemm", math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
     if grid is None:
         return None
-    _, coords = gemm_roofline(m=m, n=n, k=k, peak=1.0, bandwidth=1.0, a_bytes=a_bytes, b_bytes=b_bytes,
-                              c_bytes=c_bytes)
-    eff = grid(**coords)
+    eff = grid(**_gemm_coords(m=m, n=n, k=k))
     compute_ideal = 2.0 * m * n * k / (hw.peak(math) * speed)
     memory_ideal = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) / hw.hbm_bandwidth_bytes_per_s
     roof = np.maximum(compute_ideal, memory_ideal)
@@ -141,7 +149,8 @@ def gemm(*, hw: GpuNumbers, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2
     Returns compute_s, memory_s, time_s (the kernel's time), overhead_s (launch gaps, kept
     apart so a measured kernel time compares with time_s), flops and bytes, compute_bound.
     """
-    check_choice("dtype", dtype, DTYPES)  # a dtype the chip lacks is NaN time; an unknown one an error
+    if dtype not in _KNOWN:
+        check_choice("dtype", dtype, DTYPES)  # a dtype the chip lacks is NaN time; an unknown one an error
     flops = 2.0 * m * n * k * count
     nbytes = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) * count
     # a grouped GEMM streams every expert's weights in one kernel: it runs as one GEMM with

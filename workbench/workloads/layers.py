@@ -39,7 +39,15 @@ def _classed(part: dict, op_class: str) -> dict:
 
 def add(*parts: dict, scale=1.0) -> dict:
     """Sum named parts (missing keys count as zero), times `scale`."""
-    return {k: sum(p.get(k, 0.0) for p in parts) * scale for k in PARTS}
+    out = {}
+    for k in PARTS:
+        total = 0.0
+        for p in parts:
+            v = p.get(k)
+            if v is not None:
+                total = total + v
+        out[k] = total * scale
+    return out
 
 
 def _gemm(hw, *, m, n, k, math, w_bytes, a_bytes, count=1.0, grouped=False):
