@@ -80,15 +80,22 @@ def validate(df: pd.DataFrame, *, origin: str = CSV_PATH.name) -> None:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"{origin}: row {i + 1}: {col}={df[col].iloc[i]!r} {why}")
+    check_tagged_and_unique(df, df, KEY, origin)
+
+
+def check_tagged_and_unique(df: pd.DataFrame, keys: pd.DataFrame, key: tuple, origin: str) -> None:
+    """Every row's notes carry a conf=high|medium|low tag, and no two rows share the `key`
+    columns of `keys` (the table's own, or normalized copies of them): ValueError naming
+    the row. Shared by the published-quality tables (this one, sequence_mixers.py)."""
     for i, note in enumerate(df["notes"]):
         if not _CONF.search(note):
             raise ValueError(f"{origin}: row {i + 1}: notes lack a conf tag; "
                              f"allowed: {', '.join('conf=' + c for c in CONF_LEVELS)}")
-    dup = df.duplicated(list(KEY), keep="first")
+    dup = keys.duplicated(list(key), keep="first")
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])
-        key = ", ".join(f"{k}={df[k].iloc[i]!r}" for k in KEY)
-        raise ValueError(f"{origin}: row {i + 1}: duplicate of an earlier row ({key})")
+        shown = ", ".join(f"{k}={df[k].iloc[i]!r}" for k in key)
+        raise ValueError(f"{origin}: row {i + 1}: duplicate of an earlier row ({shown})")
 
 
 @functools.lru_cache(maxsize=1)

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, check_choice
+from .quantization import CONF_LEVELS, check_tagged_and_unique  # one conf-tag convention
 
 CSV_PATH = Path(__file__).with_name("sequence_mixer_quality.csv")
 COLUMNS = ("model", "architecture", "mixer", "benchmark", "context_tokens", "score", "comparison", "source",
@@ -43,8 +44,6 @@ LONG_CONTEXT = ("ruler", "ruler100", "aa_lcr", "longbench_v2")
 BENCHMARKS = LONG_CONTEXT + ("mmlu_pro", "gpqa_diamond", "livecodebench", "aime_2025", "browsecomp",
                              "swe_verified")
 _LINEAR_MIXERS = {"gdn": "gdn_hybrid", "kda": "kda_hybrid", "mamba2": "mamba2_hybrid"}
-CONF_LEVELS = ("high", "medium", "low")
-_CONF = re.compile(r"\bconf=(high|medium|low)\b")
 _CITED = re.compile(r"arXiv \d{4}\.\d{4,5}|https?://")
 _NAME = re.compile(r"^[a-z0-9_]+$")
 _TEXT = ("model", "mixer", "benchmark", "comparison", "source", "notes")
@@ -112,16 +111,8 @@ def validate(df: pd.DataFrame, *, origin: str = CSV_PATH.name) -> None:
     for i, v in enumerate(df["source"]):
         if not _CITED.search(v):
             fail(i, "source", "cites neither an arXiv id nor a URL")
-    for i, note in enumerate(df["notes"]):
-        if not _CONF.search(note):
-            raise ValueError(f"{origin}: row {i + 1}: notes lack a conf tag; "
-                             f"allowed: {', '.join('conf=' + c for c in CONF_LEVELS)}")
-    dup = pd.DataFrame({k: df[k].astype(str) for k in KEY}).assign(
-        context_tokens=context).duplicated(list(KEY), keep="first")
-    if dup.any():
-        i = int(np.flatnonzero(dup.to_numpy())[0])
-        key = ", ".join(f"{k}={df[k].iloc[i]!r}" for k in KEY)
-        raise ValueError(f"{origin}: row {i + 1}: duplicate of an earlier row ({key})")
+    check_tagged_and_unique(df, pd.DataFrame({k: df[k].astype(str) for k in KEY}).assign(context_tokens=context),
+                            KEY, origin)
 
 
 @functools.lru_cache(maxsize=1)
