@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, check_choice
-from .quantization import CONF_LEVELS, check_tagged_and_unique  # one conf-tag convention
+from .quantization import check_tagged_and_unique  # one conf-tag convention
 
 CSV_PATH = Path(__file__).with_name("sequence_mixer_quality.csv")
 COLUMNS = ("model", "architecture", "mixer", "benchmark", "context_tokens", "score", "comparison", "source",
