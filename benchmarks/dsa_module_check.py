@@ -1,0 +1,69 @@
+"""The composed DeepSeek Sparse Attention block against the measured DSA module tables.
+
+aiconfigurator-core times a DSA layer's whole attention block (dsa_generation_module_perf,
+dsa_context_module_perf: projections, lightning indexer, top-k MLA attention) per GPU and
+framework. The workbench composes the same block from its GEMM tables (the attention
+projections, layers.layer_gemms) and its attention primitives (layers.decode_attention /
+prefill_attention: MLA attention over the top-k keys plus the indexer over all of them).
+This prints the median signed and absolute error of the composition against the tables on
+DeepSeek-V3.2 shapes (a sample of up to 300 rows per table). Nothing is fitted here.
+
+    .venv/bin/python benchmarks/dsa_module_check.py [generation|context]   # needs the silicon extra
+"""
+from __future__ import annotations
+
+import glob
+import sys
+
+import numpy as np
+import pandas as pd
+
+from workbench.backends import numbers
+from workbench.calibrate.aiconfigurator import data_root
+from workbench.specs import load_model
+from workbench.workloads import ops
+from workbench.workloads.layers import add, decode_attention, layer_gemms, prefill_attention
+
+GPUS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "gb200": "gb200", "b300_sxm": "b300",
+        "gb300": "gb300"}
+
+
+def composed_s(hw, model, row, phase: str) -> float:
+    """The workbench's time of the block at one table row (heads per GPU -> TP)."""
+    tp = model.n_heads / row.num_heads
+    math = "fp8" if row.gemm_type == "fp8_block" else "bf16"
+    w = a = 1.0 if math == "fp8" else 2.0
+    kv = 1.0 if str(row.kv_cache_dtype).startswith("fp8") else 2.0
+    b = float(row.batch_size)
+    tokens = b if phase == "generation" else b * float(row.isl)
+    g = layer_gemms(hw, model, tokens=tokens, tp=tp, matmuls=ops.attention_matmuls(model), math=math, w_bytes=w,
+                    a_bytes=a, moe=False)
+    if phase == "generation":
+        att = decode_attention(hw, model, batch=b, context=float(row.step), tp=tp, math=math, kv_bytes=kv)
+    else:
+        att = prefill_attention(hw, model, batch=b, prompt=float(row.isl), tp=tp, math=math, a_bytes=2.0, kv_bytes=kv)
+    t = add(g, att)
+    return float(t["time_s"] + t["overhead_s"])
+
+
+def main(phase: str = "generation") -> None:
+    root = data_root()
+    model = load_model("deepseek_v3_2")
+    for gpu, hw_name in GPUS.items():
+        for fw in ("trtllm", "sglang", "vllm"):
+            files = sorted(glob.glob(str(root / gpu / "sparse_attention" / fw / "*" / f"dsa_{phase}_module_perf.parquet")))
+            if not files:
+                continue
+            d = pd.read_parquet(files[-1])
+            d = d[(d.op_name == f"dsa_{phase}_module") & (d.model == "deepseek-ai/DeepSeek-V3.2")]
+            if not len(d):
+                continue
+            hw = numbers(hw_name, framework=fw)
+            rows = d.sample(min(len(d), 300), random_state=0)
+            err = np.array([composed_s(hw, model, r, phase) / (r.latency * 1e-3) - 1 for r in rows.itertuples()])
+            print(f"{hw_name:9s} {fw:7s} {phase}: {len(d)} rows, composed vs measured median {np.median(err):+.1%}, "
+                  f"median |err| {np.median(np.abs(err)):.1%}, p90 {np.quantile(np.abs(err), 0.9):.1%}")
+
+
+if __name__ == "__main__":
+    main(*(sys.argv[1:2]))
