@@ -9,11 +9,13 @@ C074 (calibrate/wafer_fit.py). The baselines add ONE number, mesh.RELAY_BYTES_PE
 ONE row, C031 (T10 prefill, 480 x 480); the 17 other baseline rows are held out.
 
 Tolerances (speed error = model / measured - 1, positive = the model is faster):
-- T10 prefill held out (C032, C033): 5% (the structure leaves < 1%);
-- T10 decode (C079-C081): 20% (the model is 13-19% slow: the neighbour-shift allreduce);
+- T10 prefill held out (C032, C033): 5% (the structure leaves 2-3%);
+- T10 decode (C079-C081): 20% (the model is 2-7% slow; 13-19% before the PE-mesh simulation
+  showed the neighbour-shift allreduce's adds stream with the message, issue 21);
 - T10 end-to-end (C005-C008, grids ASSUMED 660 x 660 for both phases, see the rows' note): 12%;
 - Ladder (all ten rows): the 25% the issue asks for, NOT met. The mechanism WaferLLM
-  describes for Ladder (ring allreduce, GEMM via a relayed allgather, concat KV) is 2.8x-4.3x
+  describes for Ladder (ring allreduce, GEMM via a relayed allgather, concat KV), as the
+  PE-mesh simulation executes it (workbench/simulate/gemm.py), is 3.5x-5.8x
   faster than measured; the rows are strict xfails with their errors, so a model that
   reaches them shows up.
 """
@@ -34,11 +36,11 @@ T10_ROWS = {"C079": 0.20, "C080": 0.20, "C081": 0.20,           # Table 4 decode
             "C031": 0.01, "C032": 0.05, "C033": 0.05,           # Table 3 prefill, 480/600/720 (C031 fitted)
             "C005": 0.12, "C006": 0.12, "C007": 0.12, "C008": 0.12}  # Table 2 end-to-end
 # Ladder: (row, the model's speed error when this test was written) - the mechanism's miss.
-LADDER_ROWS = {"C082": 2.85, "C083": 2.34, "C084": 2.14,         # Table 4 decode
-               "C034": 1.83, "C035": 2.73, "C036": 3.28,         # Table 3 prefill
-               "C009": 2.56, "C010": 2.44, "C011": 2.31, "C012": 2.25}  # Table 2 end-to-end
+LADDER_ROWS = {"C082": 3.30, "C083": 2.73, "C084": 2.51,         # Table 4 decode
+               "C034": 2.75, "C035": 4.02, "C036": 4.82,         # Table 3 prefill
+               "C009": 3.71, "C010": 3.54, "C011": 2.92, "C012": 2.77}  # Table 2 end-to-end
 LADDER_WHY = ("Ladder's mechanism as WaferLLM describes it (unified memory: ring allreduce O[(2a+b)N], GEMM via "
-              "allgather relayed step by step, concat KV) predicts 2.8x-4.3x the measured speed; the extra cost "
+              "allgather relayed step by step, concat KV) predicts 3.5x-5.8x the measured speed; the extra cost "
               "(decode ~1.9M cycles/layer nearly independent of the grid, prefill growing ~P^1.7) has no published "
               "mechanism to model it by")
 
@@ -134,8 +136,8 @@ def test_end_to_end_rows_imply_the_660_decode_grid(mapping, e2e, decode):
 
 def test_relay_rate_is_below_the_link_rate_and_the_prefill_fit_leaves_no_per_row_factor(rows):
     # one number for both baselines, below the 4 B/cycle link; T10 prefill on 600 and 720 then
-    # lands within 1% with nothing else fitted.
+    # lands within 4% with nothing else fitted (2.0% and 3.3%).
     assert 0 < mesh.RELAY_BYTES_PER_CYCLE < WSE2.link_bytes_per_cycle
-    assert abs(rows.loc["C032", "error"]) < 0.01 and abs(rows.loc["C033", "error"]) < 0.01
+    assert abs(rows.loc["C032", "error"]) < 0.04 and abs(rows.loc["C033", "error"]) < 0.04
     # WaferLLM's projection: tokens / (cycles per layer x 32 layers / 1.1 GHz)
     assert CLOCK_HZ == 1.1e9 and N_LAYERS == 32

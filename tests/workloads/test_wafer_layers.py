@@ -170,13 +170,14 @@ def test_prefill_cycles_fall_with_P(w):
 @pytest.mark.parametrize("name", ["llama_3_8b", "llama_3_1_70b", "mixtral_8x7b"])
 @pytest.mark.parametrize("batch", [1.0, 16.0])
 def test_gpu_style_decode_is_slower_than_mesh_at_each_P(w, name, batch):
-    """Every grid side from 6 to the largest square. P = 5 is the exception: at a batch of 16
-    the GEMV partial sums are kilobytes, and on a line of 5 the chain's two streamed copies
-    beat the tree's 3 full-message stages (test_mesh.py,
-    test_gpu_style_chain_can_win_for_a_large_message_on_a_short_line). No 8B layer fits on
-    25 PEs (218M weights x 2 B / 25 = 17 MB per PE, of 48 KB), so that grid is never chosen."""
+    """Every grid side from 78 to the largest square. Below, the GEMV partial sums are large
+    (ceil(n/P) of them), and a chain streaming them once each way beats a tree sending them
+    whole at each stage and in its broadcast (test_mesh.py,
+    test_gpu_style_chain_can_win_for_a_large_message_on_a_short_line): up to P = 77 at a batch
+    of 16, P = 17 at 1. No layer of these models fits there: an 8B layer's 218M weights x 2 B
+    need 102 x 102 PEs at 42 KB free each, so those grids are never chosen."""
     m = load_model(name)
-    P = np.concatenate([[2.0, 3.0, 4.0], np.arange(6.0, w.max_square_grid + 1)])
+    P = np.arange(78.0, w.max_square_grid + 1)
     mesh_c = decode_layer(w, m, P=P, batch=batch, context=4096.0)["cycles"]
     gpu_c = decode_layer(w, m, P=P, batch=batch, context=4096.0, mapping="gpu_style")["cycles"]
     assert np.all(gpu_c > mesh_c)

@@ -8,13 +8,15 @@ a pure array function of the grid side P and the problem size:
 - Latency: one cycle per router hop (alpha = hop_cycles) plus a software cost per
   routing stage (beta = stage_cycles: receive, add, forward);
 - Memory: a vector op is bound by the SIMD width or by the PE's memory ports;
-- Routing: a reduction tree needs a color per level; 24 exist.
+- Routing: a reduction tree needs a color per level (and one for its broadcast); 24 exist.
 
 Four mappings:
-- `mesh` (WaferLLM): bounded-hop K-tree allreduce (K=2: log2 P stages, P-1 hops in all),
-  Cannon-style GEMM shifting tiles two hops per step, shift-based KV cache.
+- `mesh` (WaferLLM): bounded-hop K-tree allreduce (K=2: log2 P stages and the root's
+  broadcast, P-1 hops in all), Cannon-style GEMM shifting tiles two hops per step,
+  shift-based KV cache.
 - `gpu_style` (what a shared-memory design does when ported): reductions and panel
-  broadcasts as chains through every PE (a software stage per hop), concat-based KV.
+  broadcasts as chains through every PE (a software stage per hop), bulk-synchronous
+  steps, concat-based KV.
 - `t10` and `ladder`: the two compiler baselines WaferLLM re-implemented on WSE-2 (He et
   al., OSDI'25, §7 "We compare WaferLLM with two DNN compilers"), each by the mechanism
   WaferLLM describes for it on the mesh (see `line_allreduce` and `mesh_gemm`):
@@ -28,6 +30,11 @@ Four mappings:
 
 The two baselines add one number the hardware spec has no field for, RELAY_BYTES_PER_CYCLE
 (a message forwarded in software by an intermediate PE), fitted on ONE measured row.
+
+Every form here is checked against a cycle-level simulation of the mechanism it states
+(workbench/simulate, tests/simulate/test_model_vs_simulation.py: within 10% over grids
+4-64 and the catalog's layer shapes); the terms that simulation found missing or wrong
+are noted where they were fixed.
 """
 from __future__ import annotations
 
@@ -47,11 +54,11 @@ KV_PLACEMENT = {"mesh": "spread", "gpu_style": "concat", "t10": "spread", "ladde
 # it whole into SRAM, then re-sends it), as the baselines' long transfers are on the mesh.
 # No datasheet gives it: fitted on ONE row, WaferLLM's T10 prefill on 480 x 480 (C031),
 # with every other T10 and Ladder row held out (tests/workloads/test_wafer_baselines.py
-# re-derives it; held out: T10 prefill on 600 and 720 within 1%, T10 decode within 19%, T10
-# end-to-end within 10%). 1.5 B/cycle is below the 4 B/cycle link, as a store-and-forward
+# re-derives it; held out: T10 prefill on 600 and 720 within 4%, T10 decode within 7%, T10
+# end-to-end within 6%). 1.44 B/cycle is below the 4 B/cycle link, as a store-and-forward
 # relay that receives and re-sends each word through the PE's memory would be (a reading,
 # not a published figure).
-RELAY_BYTES_PER_CYCLE = 1.5
+RELAY_BYTES_PER_CYCLE = 1.44
 
 
 def _check_mapping(mapping: str) -> None:
@@ -92,14 +99,22 @@ def vector_cycles(w: WaferNumbers, *, n, dtype="fp16", reads=2.0, writes=1.0, el
 def line_allreduce(w: WaferNumbers, *, P, nbytes, mapping: str = "mesh") -> dict:
     """Allreduce of `nbytes` held by each PE along a line of P PEs.
 
-    mesh: recursive doubling (WaferLLM's K-tree, K=2): stage l exchanges with the partner
-    2^l hops away, so ceil(log2 P) stages and P-1 hops in all, each stage paying beta,
-    the message at link rate and the add.
+    mesh: WaferLLM's K-tree (K=2), rooted in the middle of the line as its
+    `two_tree_allreduce_y` is: ceil(log2 P) reduction stages (at stage l a partner 2^l hops
+    away), each paying beta, the message at link rate and the add, then the root's broadcast
+    back over the line: one more stage (beta and the message, no add: a routed multicast
+    delivers to every PE). About P-1 hops in all (half the line in, half out). The
+    broadcast stage and its color were missing until the PE-mesh simulation executed the
+    tree (workbench/simulate, tests/simulate/test_model_vs_simulation.py): without them the
+    closed form ran 8-50% fast on decode-sized messages.
     gpu_style: a chain to one end and back, every PE a software stage: 2(P-1) stages.
     t10: the partial sums shift from neighbour to neighbour to one end of the line, each
     PE adding its own, and the sum shifts back: 2(P-1) one-hop shifts, each one hop and one
     @map-driven step (the add on the way in, the copy into the operand on the way back),
-    the message streaming through each leg once. WaferLLM §7.1: "the dist-GEMV allreduce
+    the message streaming through each leg once. gpu_style and t10 stream: each PE adds its
+    own partial sums to the words as they pass (the datapath adds a word faster than a link
+    delivers one), so only the end of the line pays an add, once (the simulation showed the
+    former (P-1) adds in series overstating t10 by up to 22%). WaferLLM §7.1: "the dist-GEMV allreduce
     operation in decode only requires traversal across cores in the same row or column,
     without enforcing a strict access order ... T10's compute-shift paradigm ... still
     accounts for distributed memory, which allows performance gains when memory
@@ -117,19 +132,19 @@ def line_allreduce(w: WaferNumbers, *, P, nbytes, mapping: str = "mesh") -> dict
     _check_mapping(mapping)
     if mapping == "mesh":
         hops = P - 1.0
-        stages = levels
-        cycles = hops * w.hop_cycles + stages * (w.stage_cycles + msg + add)
-        colors = levels
+        stages = levels + (P > 1)  # the reduction's, and the broadcast's
+        cycles = hops * w.hop_cycles + levels * (w.stage_cycles + msg + add) + (w.stage_cycles + msg) * (P > 1)
+        colors = stages  # a color per stage: routes of different levels cross the same routers
     elif mapping == "gpu_style":
         hops = 2.0 * (P - 1.0)
         stages = hops
         # A line of one PE has nothing to exchange: the message term vanishes with the hops.
-        cycles = stages * (w.hop_cycles + w.stage_cycles) + (P - 1.0) * add + 2.0 * msg * (P > 1)
+        cycles = stages * (w.hop_cycles + w.stage_cycles) + (add + 2.0 * msg) * (P > 1)
         colors = levels
     elif mapping == "t10":
         hops = 2.0 * (P - 1.0)
         stages = 0.0 * P
-        cycles = hops * (w.hop_cycles + w.map_call_cycles) + (P - 1.0) * add + 2.0 * msg * (P > 1)
+        cycles = hops * (w.hop_cycles + w.map_call_cycles) + (add + 2.0 * msg) * (P > 1)
         colors = 2.0 * (P > 1)  # one route each way between neighbours
     else:  # ladder
         chunk = np.ceil(nbytes / ACC_BYTES / P) * ACC_BYTES  # whole partial sums per ring step
@@ -164,50 +179,91 @@ def relay_cycles(w: WaferNumbers, *, hops, nbytes):
     return hops * (w.hop_cycles + w.stage_cycles + nbytes / RELAY_BYTES_PER_CYCLE)
 
 
+def owner_steps(P, tau=0.0):
+    """A panel owned by position s of a line at step s (s = 0 .. P-1) reaches the farthest PE
+    d_s = max(s, P-1-s) hops away. Over the steps with d_s >= tau: (how many, sum of d_s)."""
+    P = np.asarray(P, float) if not hasattr(P, "dims") else P
+    dmin = np.floor(P / 2.0)
+    lo = np.maximum(np.ceil(tau), dmin)
+    n = np.maximum(P - lo, 0.0)  # distances lo .. P-1, each on two steps ...
+    once = (lo == dmin) & (P % 2 == 1) & (n > 0)  # ... but the middle of an odd line on one
+    return 2.0 * n - once, (lo + P - 1.0) * n - once * dmin
+
+
 def mesh_gemm(w: WaferNumbers, *, P, m, k, n, dtype="fp16", mapping="mesh") -> dict:
-    """C[m, n] = A[m, k] @ B[k, n] on P x P PEs in P shift steps (MeshGEMM / Cannon).
+    """C[m, n] = A[m, k] @ B[k, n] on P x P PEs in P steps (MeshGEMM / Cannon).
 
     Per step each PE multiplies its tiles: ceil(k/P) x ceil(n/P) vector FMAs of length
-    ceil(m/P), each issued by a @map call costing map_call_cycles; meanwhile the A and B
-    tiles move: two hops (mesh: interleaved placement) or a chain across the line
-    (gpu_style: SUMMA-like panel broadcast forwarded PE by PE). Steps overlap compute and
-    communication: step = max(compute, comm).
+    ceil(m/P), each issued by a @map call costing map_call_cycles. How the tiles move is the
+    mapping's; each form below is what the PE-mesh simulation (workbench/simulate/gemm.py)
+    measures when it runs that mechanism, within 11% over grids 2..24 (tests/simulate).
+
+    mesh (WaferLLM's MeshGEMM, Cannon's schedule on rings folded onto the rows and columns):
+    tiles start skewed; after each step's multiply but the last, each PE sends its A tile
+    to its left and its B tile to its upper ring neighbour, two hops, overlapped with the
+    multiply: P-1 shifts of max(compute, comm). Both tiles leave through the PE's one ramp
+    (32 bits a cycle): the shift moves A + B, not the larger of them.
+
+    gpu_style (what a shared-memory SUMMA does when ported): at step s the PEs of column s
+    send their A tiles along their rows and those of row s their B tiles along their
+    columns, every other PE forwarding in software (a routing stage, then the words streamed
+    through); then all multiply; steps are bulk-synchronous. Software forwarding is the
+    CE's work, so it cannot overlap the multiply (the former max(compute, comm) could not
+    be met). At step s the farthest PE is d_s = max(s, P-1-s) hops from the owner
+    (`owner_steps`); a PE forwards one panel at a time, so B's chain waits behind A's and
+    adds d_s - 1 hops after A's d_s: comm_s = (2 d_s - 1)(alpha + beta) + A + B at link rate
+    (+ beta where d_s > 1).
 
     t10 (compute-shift, T10 SOSP'24): the A tile rotates along the row and the B tile
     along the column of T10's logical ring, laid out in core-ID order as on a crossbar
     (WaferLLM §7: "treating each core as part of a distributed memory system
     interconnected by a crossbar, despite the actual mesh topology"). The ring's head-to-tail
     link spans the P-1 hops of the line (WaferLLM §5.1 (3), the flattened circle) and no
-    route is reserved for it, so each step's critical path is each tile relayed through
-    P-1 PEs in software (relay_cycles); WaferLLM §7.1: "dist-GEMM computations ... require
+    route is reserved for it, so each shift's critical path is a tile relayed through the
+    line in software (relay_cycles); WaferLLM §7.1: "dist-GEMM computations ... require
     each data element to traverse cores along the same row or column sequentially". Steps
-    are bulk-synchronous as on the IPU T10 targets (compute, then shift): step = compute
-    + comm.
+    are bulk-synchronous as on the IPU T10 targets (compute, then shift): P multiplies and
+    P-1 shifts. A PE relays one tile at a time: B's relay follows A's P-1 hops by P-2
+    (not P-1: both start together), or B's own P-1 where B's hop is the slower.
     ladder (GEMM via allgather, WaferLLM §5.1 (1), the GPU/TPU-pod GEMM a shared-memory
     tile schedule becomes over unified memory): each of the P steps gathers the next A
-    tile of the row panel and B tile of the column panel "from the farthest cores",
-    "step-by-step ... via intermediate cores, introducing a communication latency of
-    O[(α + β)N]" (relay_cycles over P-1 hops each); load, then compute (a tile schedule's
-    load-compute-store): step = compute + comm. Its working set is the gathered panels,
-    O(1/N) per core (§5.1), where T10 keeps O(1/N²). On the mesh the two critical paths
-    cost the same."""
+    tile of the row panel and B tile of the column panel from their owner, "step-by-step
+    ... via intermediate cores, introducing a communication latency of O[(α + β)N]"
+    (relay_cycles over the d_s hops to the farthest core, B after A as in t10); load, then
+    compute (a tile schedule's load-compute-store): step = compute + comm. Its working set
+    is the gathered panels, O(1/N) per core (§5.1), where T10 keeps O(1/N²)."""
     mt, kt, nt = tiles(m, P), tiles(k, P), tiles(n, P)
     compute = kt * nt * (w.map_call_cycles + vector_cycles(w, n=mt, dtype=dtype))
-    data = np.maximum(mt * kt, kt * nt) * 2.0 / w.link_bytes_per_cycle
-    shifts = P > 1  # a single PE holds every tile: nothing moves
+    a_bytes, b_bytes = mt * kt * 2.0, kt * nt * 2.0
+    shifts = np.maximum(P - 1.0, 0.0)  # a single PE holds every tile: nothing moves
     _check_mapping(mapping)
     if mapping == "mesh":
-        comm = (2.0 * w.hop_cycles + w.stage_cycles + data) * shifts
-        hops = 2.0 * P * shifts
+        step = (2.0 * w.hop_cycles + w.stage_cycles + (a_bytes + b_bytes) / w.link_bytes_per_cycle) * (P > 1)
+        comm = shifts * step
+        cycles = compute + shifts * np.maximum(compute, step)
+        hops = 2.0 * shifts
     elif mapping == "gpu_style":
-        comm = ((P - 1.0) * (w.hop_cycles + w.stage_cycles) + data) * shifts
-        hops = P * (P - 1.0)
-    else:  # t10, ladder: both tiles relayed across the line every step
-        comm = (relay_cycles(w, hops=P - 1.0, nbytes=mt * kt * 2.0)
-                + relay_cycles(w, hops=P - 1.0, nbytes=kt * nt * 2.0)) * shifts
-        hops = 2.0 * P * (P - 1.0)
-    step = np.maximum(compute, comm) if mapping in ("mesh", "gpu_style") else compute + comm
-    return {"cycles": P * step, "compute_cycles": P * compute, "comm_cycles": P * comm,
+        n1, s1 = owner_steps(P, 1.0)
+        n2, _ = owner_steps(P, 2.0)
+        ab = w.hop_cycles + w.stage_cycles
+        comm = ab * (2.0 * s1 - n1) + n1 * a_bytes / w.link_bytes_per_cycle \
+            + n2 * (w.stage_cycles + b_bytes / w.link_bytes_per_cycle)
+        cycles = P * compute + comm
+        hops = 2.0 * s1 - n1
+    else:  # t10, ladder: tiles relayed PE by PE in software, B's relay behind A's
+        ha = relay_cycles(w, hops=1.0, nbytes=a_bytes)
+        hb = relay_cycles(w, hops=1.0, nbytes=b_bytes)
+        if mapping == "t10":
+            comm = shifts * np.maximum(shifts * ha + np.maximum(P - 2.0, 0.0) * hb, shifts * hb)
+            hops = shifts * np.maximum(2.0 * P - 3.0, 0.0)
+        else:
+            n_all, s_all = owner_steps(P, 0.0)
+            n_ge, s_ge = owner_steps(P, hb / ha)  # steps where A's chain and B's last hop are longest
+            comm = (ha + hb) * s_ge - hb * n_ge + hb * (s_all - s_ge)
+            n1, s1 = owner_steps(P, 1.0)
+            hops = 2.0 * s1 - n1
+        cycles = P * compute + comm
+    return {"cycles": cycles, "compute_cycles": P * compute, "comm_cycles": comm,
             "hops": hops, "flops": 2.0 * m * k * n,
             "grid_utilization": grid_utilization(P=P, dims=(m, k, n))}
 

@@ -43,10 +43,12 @@ class Routes:
         self.color = {}  # group name -> color
         self._trees = {}
 
-    def add(self, name: str, *, x, y, direction, hops, deliver_all=False) -> int:
+    def add(self, name: str, *, x, y, direction, hops, deliver_all=False, merge=False) -> int:
         """Transfers from PE (x, y) `hops` routers along `direction` ("N", "E", "S", "W"; per
         transfer), delivered to the last PE, or to every PE past the source (`deliver_all`,
-        a multicast along the line). Returns the group's color."""
+        a multicast along the line). `merge`: transfers may join one path (a router taking
+        words from several ports and sending them the same way); their words then share the
+        color's channel from there on, one stream at a time. Returns the group's color."""
         x, y, hops = (np.atleast_1d(np.asarray(v, int)) for v in (x, y, hops))
         d = np.atleast_1d(np.asarray([DIRS[s] if isinstance(s, str) else s for s in np.atleast_1d(direction)]))
         x, y, hops, d = np.broadcast_arrays(x, y, hops, d)
@@ -70,7 +72,8 @@ class Routes:
         rx_or, rx_and = np.bitwise_or.reduceat(rx, starts), np.bitwise_and.reduceat(rx, starts)
         tx_or, tx_and = np.bitwise_or.reduceat(tx, starts), np.bitwise_and.reduceat(tx, starts)
         # one router, two transfers: the same setting, or one source sending several ways
-        bad = (rx_or != rx_and) | ((tx_or != tx_and) & (rx_or != RAMP_BIT))
+        joined = bool(merge) & (tx_or == tx_and)  # several inputs, one way out
+        bad = ((rx_or != rx_and) & ~joined) | ((tx_or != tx_and) & (rx_or != RAMP_BIT))
         if np.any(bad):
             r = router[starts][np.argmax(bad)]
             raise SimulationError(f"route group {name!r}: two transfers set router ({r % self.width}, "
