@@ -146,7 +146,8 @@ class LiveMemory:
     def clear(self, text: str) -> None:
         with self.figure.hold_sync():
             self.bars.x, self.bars.y = ["-"], np.zeros((len(self.split), 1))
-            self.text.text = [text]
+            self.cap.x, self.cap.y = [0.0], ["-"]
+            self.text.x, self.text.y, self.text.text, self.text.colors = [0.0], ["-"], [text], ["#555555"]
 
 
 class LiveRoofline:
@@ -213,7 +214,8 @@ class LiveRoofline:
     def clear(self, text: str) -> None:
         with self.figure.hold_sync():
             for mark in (self.prefill, self.decode):
-                mark.x, mark.y = [], []
+                with mark.hold_sync():
+                    mark.x, mark.y, mark.names, mark.colors = [], [], [], ["black"]
             self.figure.title = text
 
 
