@@ -18,6 +18,7 @@ import numpy as np
 
 from workbench.explore import Explorer, TrainingExplorer
 from workbench.explore.state import _group
+from workbench.explore.training import _training_group
 
 HARDWARE = ["h100_sxm", "b200", "cs3"]
 # (page, the slider moved and the values it steps through: every change reaches every chip)
@@ -31,6 +32,7 @@ def drive(page, control: str, changes: int) -> dict:
     for i in range(changes):
         value = options[(options.index(page.controls[control].value) + 1) % len(options)]
         _group.cache_clear()  # every change computed afresh (a value seen before would come from the cache)
+        _training_group.cache_clear()
         t0 = time.perf_counter()
         page.controls[control].value = value  # the widget's observer runs the update
         total.append(time.perf_counter() - t0)

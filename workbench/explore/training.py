@@ -26,6 +26,7 @@ compute_training + training_figures 65 ms (model 35 ms, building the two figures
 """
 from __future__ import annotations
 
+import functools
 import html
 
 import numpy as np
@@ -42,7 +43,7 @@ from ..specs import load_model
 from ..units import unit_attrs
 from ..workloads.training import PRECISIONS, RECOMPUTE
 from .figures import _fixed, memory_bars
-from .state import _STYLE, _cell, _kinds, complete_state, join_groups
+from .state import _STYLE, _cell, _frozen, _kinds, complete_state, join_groups
 
 TRAINING_DEFAULTS = {"hardware": ("h100_sxm", "b200", "cs3"), "model": "llama_3_8b", "precision": "bf16",
                      "seq_len": 4096, "global_batch": 512, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 64, "zero": 1,
@@ -114,7 +115,7 @@ def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:
         if not group:
             continue
         try:
-            parts.append(finish(predict.training(hardware=list(group), **kwargs, **common)))
+            parts.append(finish(_training_group(tuple(group), _frozen(dict(kwargs, **common))).copy()))
         except InputError as err:
             problems.append(f"{', '.join(group)}: {err}")
     ds = join_groups(parts, problems, hardware)
@@ -123,6 +124,13 @@ def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:
     notes = [f"{h}: precision={s['precision']!r} does not apply to wafers (computed in 16 bits)"
              for h in wafers if s["precision"] != "bf16" and h in ds.hardware.values]
     return ds.assign_attrs(problems=problems, notes=notes)
+
+
+@functools.lru_cache(maxsize=32)
+def _training_group(hardware: tuple, kwargs: tuple) -> xr.Dataset:
+    """predict.training of one group of chips, remembered as explore.state._group does for
+    inference: a GPU-layout control recomputes only the GPUs, systems only the wafers."""
+    return predict.training(hardware=list(hardware), **{k: list(v) if isinstance(v, tuple) else v for k, v in kwargs})
 
 
 def compute_training(state: dict) -> xr.Dataset:
