@@ -102,13 +102,12 @@ def with_weights(hw: GpuNumbers, weights: str, activations: str) -> tuple:
         return hw, []
     import dataclasses
     dense = SPARSE_2_4[weights]
-    problems = []
     if activations != dense:  # flagged; costed as the dense format (no sparse GEMM of another math)
         return hw, [Problem(True, {}, lambda: f"weights={weights} run {dense} math on the sparse tensor cores; "
                                               f"activations={activations} is not allowed with them")]
-    if not np.all(np.isfinite(hw.sparse_speedup_for(dense))):
-        problems.append(Problem(True, {}, lambda: f"no 2:4 sparse {dense} tensor cores on {hw.label}"))
-    return dataclasses.replace(hw, sparse_weights=True), problems
+    missing = not np.all(np.isfinite(hw.sparse_speedup_for(dense)))
+    return dataclasses.replace(hw, sparse_weights=True), \
+        [Problem(True, {}, lambda: f"no 2:4 sparse {dense} tensor cores on {hw.label}")] * missing
 
 
 def _unsupported(hw: GpuNumbers, dtype: str, shape) -> tuple:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..primitives.kernel_fits import EffGrid, KernelFits
+from ..specs import folder_stems
 
 KERNELS_DIR = Path(__file__).resolve().parents[1] / "specs" / "kernels"
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
@@ -20,17 +21,8 @@ def frameworks(spec) -> list[str]:
     name = getattr(spec, "kernel_tables", "")
     if not name:
         return []
-    return [fw for fw in FRAMEWORKS if fw in _tables_on_disk(KERNELS_DIR.stat().st_mtime_ns).get(name, ())]
-
-
-@lru_cache(maxsize=4)
-def _tables_on_disk(mtime_ns: int) -> dict:
-    """GPU -> the frameworks whose surface files KERNELS_DIR holds (read once per folder state)."""
-    out: dict = {}
-    for path in KERNELS_DIR.glob("*-*.json"):
-        name, fw = path.stem.rsplit("-", 1)
-        out.setdefault(name, set()).add(fw)
-    return out
+    files = set(folder_stems(KERNELS_DIR, "*-*.json"))
+    return [fw for fw in FRAMEWORKS if f"{name}-{fw}" in files]
 
 
 @lru_cache(maxsize=64)

@@ -130,12 +130,15 @@ def memory_bars(ds: xr.Dataset, split, rest_label: str | None = None) -> Figure:
     return fig
 
 
+# Memory per device of the inference page: (variable, label, colour), static and live figures alike
+MEMORY_SPLIT = (("weights_per_device_bytes", "weights", "#4c72b0"), ("kv_cache_per_device_bytes", "KV cache", "#dd8452"),
+                ("activations_per_device_bytes", "activations", "#55a868"))
+
+
 def memory_figure(ds: xr.Dataset) -> Figure:
     """Memory per device (weights, KV cache, activations where the model splits it; the
     wafer's on-wafer SRAM total otherwise) against capacity (memory_bars)."""
-    return memory_bars(ds, (("weights_per_device_bytes", "weights", "#4c72b0"),
-                            ("kv_cache_per_device_bytes", "KV cache", "#dd8452"),
-                            ("activations_per_device_bytes", "activations", "#55a868")), rest_label="on-wafer SRAM")
+    return memory_bars(ds, MEMORY_SPLIT, rest_label="on-wafer SRAM")
 
 
 def figures(ds: xr.Dataset, state: dict | None = None) -> dict[str, Figure]:

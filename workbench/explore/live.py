@@ -17,19 +17,16 @@ from collections import Counter
 import numpy as np
 import xarray as xr
 
-from ..plots.labels import MEMORY_EFF_AT_BYTES
+import seaborn as sns
+from matplotlib.colors import to_hex
+
+
+from ..plots.roofline import roof_lines, roofline_points
 from ..specs import load_hardware
 from .state import GPU_PARTS, PART_COLORS, WAFER_PARTS, _kinds
 
 SIZE = dict(width="500px", height="330px")
 MARGIN = dict(top=45, bottom=50, left=70, right=20)
-
-
-def _hex(color) -> str:
-    """A matplotlib/seaborn RGB tuple (or a hex string) as '#rrggbb'."""
-    if isinstance(color, str):
-        return color
-    return "#" + "".join(f"{int(round(255 * c)):02x}" for c in color[:3])
 
 
 def _figure(marks, axes, title: str, **kw):
@@ -51,7 +48,7 @@ class LiveStacked:
         self.x, self.y = bq.OrdinalScale(), bq.LinearScale(min=0.0)
         self.bars = bq.Bars(x=["-"], y=np.zeros((len(parts), 1)), type="stacked", padding=0.35,
                             scales={"x": self.x, "y": self.y}, display_legend=True,
-                            colors=[_hex(c) for _, c in parts.values()], labels=[t for t, _ in parts.values()])
+                            colors=[to_hex(c) for _, c in parts.values()], labels=[t for t, _ in parts.values()])
         # the total: a rectangle marker turned flat (rotation 90) across the bar
         self.tick = bq.Scatter(x=["-"], y=[0.0], marker="rectangle", default_size=260, colors=["black"],
                                scales={"x": self.x, "y": self.y, "rotation": bq.LinearScale(min=0.0, max=180.0)},
@@ -77,7 +74,7 @@ class LiveStacked:
         specs = list(self.parts.values())
         with self.figure.hold_sync(), self.bars.hold_sync(), self.tick.hold_sync():
             self.bars.x, self.bars.y = names, np.array([ys[i] for i in used])
-            self.bars.colors = [_hex(specs[i][1]) for i in used]
+            self.bars.colors = [to_hex(specs[i][1]) for i in used]
             self.bars.labels = [specs[i][0] for i in used]
             self.bars.opacities = [1.0 if ok else 0.35 for ok in fits]
             self.tick.x, self.tick.y, self.tick.rotation = names, total, [90.0] * len(names)
@@ -171,8 +168,6 @@ class LiveRoofline:
                               legend_location="bottom-right")
 
     def update(self, ds: xr.Dataset) -> None:
-        from ..plots import roofline_points
-        import seaborn as sns
         gpus, wafers = _kinds([str(h) for h in np.atleast_1d(ds.hardware.values)])
         acts = {h: str(np.atleast_1d(ds.activations.sel(hardware=h).values)[0]) for h in gpus}
         dtype = Counter(acts.values()).most_common(1)[0][0] if gpus else None
@@ -182,25 +177,16 @@ class LiveRoofline:
             self.clear("Roofline: no GPU on it" + (f" (not on a GPU roof: {', '.join(off)})" if off else ""))
             return
         specs = [load_hardware(h) for h in on]
-        colors = [_hex(c) for c in sns.color_palette("deep", len(on))]
+        colors = [to_hex(c) for c in sns.color_palette("deep", len(on))]
         pts = roofline_points(ds.sel(hardware=on))
         pts = pts[np.isfinite(pts.intensity_flops_per_byte) & np.isfinite(pts.flops_per_s)]
-        ridges = [s.peak(dtype) / s.hbm.bandwidth_bytes_per_s for s in specs]
-        inten = pts.intensity_flops_per_byte.to_numpy(float)
-        inten = inten[inten > 0]
-        lo = float(np.min(np.append(inten / 3.0, min(ridges) / 300.0)))
-        hi = float(np.max(np.append(inten * 3.0, max(ridges) * 30.0)))
-        roof_x, roof_y, ach_x, ach_y = [], [], [], []
-        for s, ridge in zip(specs, ridges):
-            peak, bw = s.peak(dtype), s.hbm.bandwidth_bytes_per_s
-            roof_x.append([lo, ridge, hi]), roof_y.append([bw * lo, peak, peak])
-            peak_a, bw_a = peak * s.gemm_peak_eff_for(dtype), bw * float(s.memory_eff(MEMORY_EFF_AT_BYTES))
-            ach_x.append([lo, peak_a / bw_a, hi]), ach_y.append([bw_a * lo, peak_a, peak_a])
+        _, _, lines = roof_lines(specs, dtype, pts.intensity_flops_per_byte)
         color_of = dict(zip(on, colors))
         with self.figure.hold_sync():
-            for mark, xs, ys in ((self.roof, roof_x, roof_y), (self.achievable, ach_x, ach_y)):
+            for mark, which in ((self.roof, 0), (self.achievable, 1)):
                 with mark.hold_sync():
-                    mark.x, mark.y, mark.colors = np.array(xs), np.array(ys), colors
+                    mark.x = np.array([line[which][0] for line in lines])
+                    mark.y, mark.colors = np.array([line[which][1] for line in lines]), colors
             self.roof.labels = [f"{h} {dtype}" for h in on]
             for mark, phase in ((self.prefill, "prefill"), (self.decode, "decode")):
                 p = pts[pts.phase == phase]

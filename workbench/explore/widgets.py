@@ -14,11 +14,8 @@ from ..plots import si_scale
 from .state import *  # noqa: F401,F403
 from .figures import *  # noqa: F401,F403
 from .figures import _empty  # noqa: F401
+from .figures import MEMORY_SPLIT
 from .live import LiveMemory, LiveRoofline, LiveStacked, inference_parts, owned_parts
-
-# Memory per device of the inference page: (variable, label, colour), as figures.memory_figure
-MEMORY_SPLIT = (("weights_per_device_bytes", "weights", "#4c72b0"), ("kv_cache_per_device_bytes", "KV cache", "#dd8452"),
-                ("activations_per_device_bytes", "activations", "#55a868"))
 
 def add_sliders(c: dict, s: dict, powers: dict, ranges: dict, look: dict, labels: dict | None = None) -> None:
     """Into the controls `c`: a selection slider over each of `powers` (name -> values, the

@@ -52,27 +52,18 @@ def roofline(hardware, points=None, dtype: str = "bf16", ax=None) -> Figure:
             raise InputError(f"dtype={dtype!r} has no peak on {s.name}; allowed: "
                              f"{', '.join(s.peak_flops_per_s)}")
     pts = _points_frame(points)
-    ridges = [s.peak(dtype) / s.hbm.bandwidth_bytes_per_s for s in specs]
-    lo, hi = min(ridges) / 300.0, max(ridges) * 30.0
-    if pts is not None and len(pts):
-        inten = pts["intensity_flops_per_byte"].to_numpy(float)
-        inten = inten[np.isfinite(inten) & (inten > 0)]
-        if inten.size:
-            lo, hi = min(lo, inten.min() / 3.0), max(hi, inten.max() * 3.0)
+    lo, hi, lines = roof_lines(specs, dtype, None if pts is None else pts["intensity_flops_per_byte"])
     yscale, yunit = si_scale([s.peak(dtype) for s in specs], "FLOP/s")
 
     fig, ax = _axes(ax)
     colors = sns.color_palette("deep", n_colors=max(len(specs), 1))
-    for s, ridge, c in zip(specs, ridges, colors):
-        peak, bw = s.peak(dtype), s.hbm.bandwidth_bytes_per_s
-        ax.plot([lo, ridge, hi], np.array([bw * lo, peak, peak]) / yscale, color=c, lw=2,
+    for s, (roof, achievable), c in zip(specs, lines, colors):
+        ridge = roof[0][1]
+        ax.plot(roof[0], np.array(roof[1]) / yscale, color=c, lw=2,
                 label=f"{s.name} {dtype} peak (ridge {ridge:.0f} FLOP/B)", gid=f"roof:{s.name}")
-        peak_a = peak * s.gemm_peak_eff_for(dtype)
-        bw_a = bw * float(s.memory_eff(MEMORY_EFF_AT_BYTES))
-        ridge_a = peak_a / bw_a
-        ax.plot([lo, ridge_a, hi], np.array([bw_a * lo, peak_a, peak_a]) / yscale, color=c, lw=1.2,
+        ax.plot(achievable[0], np.array(achievable[1]) / yscale, color=c, lw=1.2,
                 ls="--", label=f"{s.name} achievable", gid=f"achievable:{s.name}")
-        ax.plot([ridge], [peak / yscale], marker="o", ms=4, color=c)
+        ax.plot([ridge], [roof[1][1] / yscale], marker="o", ms=4, color=c)
     labels = []
     if pts is not None and len(pts):
         marks = sns.color_palette("dark", n_colors=len(pts))
@@ -94,6 +85,27 @@ def roofline(hardware, points=None, dtype: str = "bf16", ax=None) -> Figure:
     ax.set_title(f"Roofline, {dtype} math: {', '.join(s.name for s in specs)}")
     ax.legend(loc="lower right", fontsize=8)
     return fig
+
+
+def roof_lines(specs, dtype: str, intensities=None) -> tuple:
+    """(lo, hi, [((x, y) roof, (x, y) achievable) per spec]): each roof as the three points
+    (lo, bw·lo), (ridge, peak), (hi, peak) over intensities from 1/300 of the lowest ridge to
+    30x the highest, widened to a third below and 3x above the finite positive
+    `intensities` given; the achievable roof at peak · gemm_peak_eff and bandwidth ·
+    memory_eff(1 GB). Shared by `roofline` and the explorer's live roofline."""
+    ridges = [s.peak(dtype) / s.hbm.bandwidth_bytes_per_s for s in specs]
+    lo, hi = min(ridges) / 300.0, max(ridges) * 30.0
+    inten = np.asarray([] if intensities is None else intensities, float)
+    inten = inten[np.isfinite(inten) & (inten > 0)]
+    if inten.size:
+        lo, hi = min(lo, inten.min() / 3.0), max(hi, inten.max() * 3.0)
+    lines = []
+    for s in specs:
+        peak, bw = s.peak(dtype), s.hbm.bandwidth_bytes_per_s
+        peak_a, bw_a = peak * s.gemm_peak_eff_for(dtype), bw * float(s.memory_eff(MEMORY_EFF_AT_BYTES))
+        lines.append((([lo, peak / bw, hi], [bw * lo, peak, peak]),
+                      ([lo, peak_a / bw_a, hi], [bw_a * lo, peak_a, peak_a])))
+    return lo, hi, lines
 
 
 def roofline_points(ds: xr.Dataset, hardware=None) -> pd.DataFrame:

@@ -100,10 +100,9 @@ def collective(*, hw: GpuNumbers, op: str, size, devices) -> dict:
     c = COLLECTIVES[op]
     up = hw.link("scale_up")
     p = devices * 1.0
-    if isinstance(p, (float, np.floating)) or (isinstance(p, np.ndarray) and p.ndim == 0 and p.size == 1):
-        if float(p) <= 1.0 and np.ndim(size) == 0:  # one device of a scalar call: nothing moves
-            zero = 0.0 * np.asarray(size, float)
-            return {"time_s": zero, "bus_bandwidth_bytes_per_s": zero, "algorithm_bandwidth_bytes_per_s": zero}
+    if np.ndim(p) == 0 and np.ndim(size) == 0 and float(p) <= 1.0:  # one device of a scalar call: nothing moves
+        zero = 0.0 * np.asarray(size, float)
+        return {"time_s": zero, "bus_bandwidth_bytes_per_s": zero, "algorithm_bandwidth_bytes_per_s": zero}
     flat = fitted_link_time(hw=hw, op=op, size=size, p=p)
     if flat is None:
         flat = link_time(link=up, op=op, size=size, p=p)

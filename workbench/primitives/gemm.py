@@ -75,11 +75,6 @@ def memory_time(*, hw: GpuNumbers, nbytes):
     return nbytes / bw
 
 
-def _gemm_coords(*, m, n, k):
-    """The coordinates of a GEMM's surface (kernel_fits.gemm_roofline's, without its roofline)."""
-    return {"m": m, "n": n, "k": k}
-
-
 def gemm_variant(dtype: str, b_bytes) -> str:
     """The measured table a GEMM reads: its math dtype ('fp8': per-tensor scaled W8A8), or
     'int4' for 16-bit math on 4-bit weights (W4A16 weight-only); other weight-only formats
@@ -122,7 +117,7 @@ def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     grid, fixed_s = hw.fitted("gemm", math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
     if grid is None:
         return None
-    eff = grid(**_gemm_coords(m=m, n=n, k=k))
+    eff = grid(m=m, n=n, k=k)  # kernel_fits.gemm_roofline's coordinates
     compute_ideal = 2.0 * m * n * k / (hw.peak(math) * speed)
     memory_ideal = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) / hw.hbm_bandwidth_bytes_per_s
     roof = np.maximum(compute_ideal, memory_ideal)

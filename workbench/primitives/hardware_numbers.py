@@ -8,6 +8,7 @@ may be a scalar or an array; the primitives broadcast it like any other size arg
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,16 +27,13 @@ class EffCurve:
     eff: tuple
 
     def __call__(self, size):
-        xp, fp = self._logs()
+        xp, fp = self._logs
         return elementwise(lambda s: np.exp(np.interp(np.log10(np.maximum(s, 1.0)), xp, fp)), size)
 
+    @functools.cached_property
     def _logs(self):
         """(log10 sizes, log efficiencies) of the knots, computed once."""
-        cached = self.__dict__.get("_logs_cache")
-        if cached is None:
-            cached = (np.log10(np.asarray(self.size, float)), np.log(np.asarray(self.eff, float)))
-            object.__setattr__(self, "_logs_cache", cached)
-        return cached
+        return np.log10(np.asarray(self.size, float)), np.log(np.asarray(self.eff, float))
 
 
 @dataclass(frozen=True)

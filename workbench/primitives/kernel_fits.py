@@ -17,6 +17,7 @@ is evaluated.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ class EffGrid:
         """The same multilinear interpolation at one point in plain Python (a scalar call of
         the explorer or an API loop: 16 surfaces a prediction, each a few microseconds
         instead of tens through numpy's 0-d machinery)."""
-        flat, strides = self._flat()
+        flat, strides = self._flat
         base, corners = 0, [(0, 1.0)]
         for value, kn, stride in zip(values, self.knots, strides):
             x = min(max(math.log2(max(value, 1e-30)), kn[0]), kn[-1])
@@ -120,15 +121,11 @@ class EffGrid:
             corners = [(o, w * (1.0 - f)) for o, w in corners] + [(o + stride, w * f) for o, w in corners]
         return np.float64(math.exp(sum(flat[base + o] * w for o, w in corners)))
 
+    @functools.cached_property
     def _flat(self):
         """(the log efficiencies as a flat Python list, the row-major strides), built once."""
-        cached = self.__dict__.get("_flat_cache")
-        if cached is None:
-            dims = tuple(len(k) for k in self.knots)
-            strides = [int(np.prod(dims[d + 1:])) for d in range(len(dims))]
-            cached = (np.asarray(self.log_eff, float).ravel().tolist(), strides)
-            object.__setattr__(self, "_flat_cache", cached)
-        return cached
+        dims = tuple(len(k) for k in self.knots)
+        return np.asarray(self.log_eff, float).ravel().tolist(), [int(np.prod(dims[d + 1:])) for d in range(len(dims))]
 
     def to_dict(self) -> dict:
         return {"axes": list(self.axes), "knots": [list(map(float, k)) for k in self.knots],

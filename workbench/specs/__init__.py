@@ -25,20 +25,21 @@ __all__ = ["EfficiencyTable", "HardwareSpec", "Link", "MemoryTier", "ModelSpec",
            "with_model_knobs", "hf_index"]
 
 
-@lru_cache(maxsize=8)
-def _names(folder: Path, mtime_ns: int) -> tuple:
-    """The YAML stems of a catalog folder at one modification time (a scalar prediction
-    looks names up several times: globbing each time cost it more than its model)."""
-    return tuple(sorted(p.stem for p in folder.glob("*.yaml")))
+@lru_cache(maxsize=16)
+def _stems(folder: Path, pattern: str, mtime_ns: int) -> tuple:
+    return tuple(sorted(p.stem for p in folder.glob(pattern)))
 
 
-def _catalog(folder: Path) -> list[str]:
-    return list(_names(folder, folder.stat().st_mtime_ns))
+def folder_stems(folder: Path, pattern: str = "*.yaml") -> list[str]:
+    """The sorted stems of `folder`'s files matching `pattern`, listed once per state of the
+    folder (its mtime): a scalar prediction looks the catalog up several times, and globbing
+    each time cost it more than its model."""
+    return list(_stems(folder, pattern, folder.stat().st_mtime_ns))
 
 
 def list_hardware() -> list[str]:
     """Every hardware name: GPUs, wafers (wse2, wse3) and wafer systems (cs2, cs3)."""
-    return _catalog(HARDWARE_DIR)
+    return folder_stems(HARDWARE_DIR)
 
 
 def _kind(name: str) -> str:
@@ -65,7 +66,7 @@ def kind_of(spec) -> str:
 
 
 def list_models() -> list[str]:
-    return _catalog(MODELS_DIR)
+    return folder_stems(MODELS_DIR)
 
 
 def _merge(base, change):
