@@ -92,8 +92,7 @@ def test_layer_weight_matrices_conserve_the_parameter_count(name):
     # resident for MoE; MLA's low-rank projections for DeepSeek), as counted by ModelSpec
     # (test_models.py checks those against the published totals).
     m = load_model(name)
-    mlp = (m.n_experts + m.n_shared_experts) * m.expert_params + m.router_params_per_layer if m.is_moe \
-        else m.dense_mlp_params_per_layer
+    mlp = m.moe_params_per_layer if m.is_moe else m.dense_mlp_params_per_layer
     if m.n_linear_layers:  # hybrid: softmax and linear-attention regions, in their shares of the layers
         soft, lin = (sum(k * n * c for k, n, c in layer_weight_matrices(m, attention=a)) for a in ("softmax", "linear"))
         mean = (m.n_full_attention_layers * soft + m.n_linear_layers * lin) / m.n_layers

@@ -54,6 +54,10 @@ PUBLISHED = {
                              "April 2024): 141B total, 39B active"),
     "nvidia_nemotron_3_nano_30b_a3b": (31.6e9, "Nemotron 3 Nano (NVIDIA, Dec 2025) model card: 31.6B total, 3.2B "
                                                "active (3.6B with embeddings)"),
+    "nvidia_nemotron_3_super_120b_a12b": (120e9, "NVIDIA Nemotron 3 Super model card (NVIDIA-Nemotron-3-Super-120B-A12B): "
+                                                  "120B total, 12B active; a latent-MoE Mamba-2 hybrid"),
+    "nvidia_nemotron_3_ultra_550b_a55b": (550e9, "NVIDIA Nemotron 3 Ultra model card (NVIDIA-Nemotron-3-Ultra-550B-A55B): "
+                                                 "550B total, 55B active"),
     "nemotron_h_56b_base_8k": (56e9, "Nemotron-H (NVIDIA, arXiv 2504.03624): Nemotron-H-56B-Base, 56B parameters"),
     "qwen3_next_80b_a3b": (80e9, "Qwen3-Next-80B-A3B-Instruct model card: 80B in total, 3B activated"),
     "kimi_linear_48b_a3b": (48e9, "Kimi Linear technical report (Moonshot AI, arXiv 2510.26692): 48B total, 3B "

@@ -78,7 +78,6 @@ _UNMODELLED = (
     ("linear_attn_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_full_rank_gate")),
      "Kimi Delta Attention with a full-rank output gate (the workbench models Kimi Linear's rank-d_k gates)"),
     ("routed_expert_hidden_size", _differs("hidden_size"), "experts in a narrower latent width than the model"),
-    ("moe_latent_size", _present, "experts in a compressed latent width (latent MoE)"),
     ("linear_num_key_heads", lambda v, cfg: not _gated_deltanet(cfg), "linear attention of another kind than the "
      "Gated DeltaNet of Qwen3-Next / Qwen3.5"),
     ("hybrid_override_pattern", lambda v, cfg: not _nemotron_h(cfg), "a Mamba-2 / attention hybrid of a family "
@@ -118,6 +117,8 @@ def check_supported(cfg: dict, *, origin: str) -> None:
         if key in cfg and test(cfg[key], cfg):
             raise UnsupportedFamily(origin, cfg.get("model_type"), key, cfg[key], what)
     allowed = _ATTENTION_TYPES if _gated_deltanet(cfg) else _ATTENTION_TYPES[:-1]
+    if cfg.get("index_topk"):  # GLM-5.2's NVFP4 config names its DSA layers in layer_types
+        allowed += ("deepseek_sparse_attention",)
     other = sorted({t for t in cfg.get("layer_types") or [] if t not in allowed}, key=str)
     if other:
         raise UnsupportedFamily(origin, cfg.get("model_type"), "layer_types", other[0], f"{other[0]} layers")
@@ -258,6 +259,8 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
     `provenance` dict, each field's config.json key(s) are written into it."""
     check_supported(cfg, origin=origin)
     cfg, prov = text_config(cfg), (provenance if provenance is not None else {})
+    if _nemotron_h(cfg) and "num_hidden_layers" not in cfg:  # Nemotron 3 Ultra: the block list only
+        cfg = {**cfg, "num_hidden_layers": len(_nemotron_pattern(cfg))}
     out = {k: int(_first(cfg, keys, origin, k, prov=prov)) for k, keys in _KEYS.items()}
     blocks = _nemotron_blocks(cfg, origin, prov) if _nemotron_h(cfg) else {}
     out["n_layers"] = blocks.get("n_layers", out["n_layers"])
@@ -302,6 +305,8 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
                    n_active_experts=int(_first(cfg, _TOP_K, origin, "n_active_experts", prov=prov)),
                    n_dense_layers=out["n_layers"] - n_moe - blocks.get("n_mlp_free_layers", 0))
         prov["n_dense_layers"] = f"num_hidden_layers - MoE layers ({moe_key})"
+        if cfg.get("moe_latent_size"):  # latent MoE (Nemotron 3 Super / Ultra): experts in a narrower width
+            out["moe_latent_dim"], prov["moe_latent_dim"] = int(cfg["moe_latent_size"]), "moe_latent_size"
     tied = cfg.get("tie_word_embeddings", False)
     if not isinstance(tied, bool):  # "false" (a string) must not read as true
         raise SpecError(origin, "tie_word_embeddings", tied, "true or false (a JSON boolean)")

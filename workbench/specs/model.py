@@ -40,6 +40,11 @@ class ModelSpec:
     # Layers with a dense MLP instead of MoE, wherever they sit (DeepSeek-V3: the first 3;
     # Llama-4-Maverick: every other one); every cost counts layers by kind, not position.
     n_dense_layers: int = 0
+    # Latent MoE (Nemotron 3 Super / Ultra): the routed experts run in a narrower width than
+    # the model: each MoE layer projects the hidden state down to moe_latent_dim (fc1_latent_proj),
+    # dispatches and computes the experts there and projects their sum back up
+    # (fc2_latent_proj); the router and the shared experts stay at d_model. 0 = experts at d_model.
+    moe_latent_dim: int = 0
     # Multi-head latent attention (DeepSeek-V2/V3); 0 = standard attention.
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
@@ -96,7 +101,7 @@ class ModelSpec:
                        "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "sliding_window",
                        "n_sliding_layers", "n_linear_layers", "linear_key_heads", "linear_value_heads",
                        "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "index_topk",
-                       "index_n_heads", "index_head_dim", "n_mlp_free_layers"), "nonnegative_int")
+                       "index_n_heads", "index_head_dim", "n_mlp_free_layers", "moe_latent_dim"), "nonnegative_int")
         if self.linear_kind not in LINEAR_KINDS:
             raise SpecError(self.name, "linear_kind", self.linear_kind, f"one of {', '.join(LINEAR_KINDS)}")
         if self.n_mlp_free_layers + self.n_dense_layers > self.n_layers:
@@ -223,9 +228,24 @@ class ModelSpec:
         return self.mlp_matrices * self.d_model * self.d_ff
 
     @property
+    def expert_width(self) -> int:
+        """Width the routed experts read and write: the latent of a latent MoE, else d_model."""
+        return self.moe_latent_dim or self.d_model
+
+    @property
     def expert_params(self) -> int:
-        """Parameters of one expert."""
+        """Parameters of one routed expert."""
+        return self.mlp_matrices * self.expert_width * self.d_ff_expert
+
+    @property
+    def shared_expert_params(self) -> int:
+        """Parameters of one shared expert (at d_model, also in a latent MoE)."""
         return self.mlp_matrices * self.d_model * self.d_ff_expert
+
+    @property
+    def latent_proj_params_per_layer(self) -> int:
+        """A latent MoE layer's down and up projections between d_model and the latent."""
+        return 2 * self.d_model * self.moe_latent_dim
 
     @property
     def router_params_per_layer(self) -> int:
@@ -238,15 +258,21 @@ class ModelSpec:
     @property
     def n_params(self) -> int:
         """Total parameters (all experts), embeddings included."""
-        moe = (self.n_experts + self.n_shared_experts) * self.expert_params + self.router_params_per_layer
         return (self.attn_params + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
-                + self.n_moe_layers * moe + self.embedding_params)
+                + self.n_moe_layers * self.moe_params_per_layer + self.embedding_params)
+
+    @property
+    def moe_params_per_layer(self) -> int:
+        """One MoE layer's weights: every routed and shared expert, the router, a latent MoE's
+        projections."""
+        return (self.n_experts * self.expert_params + self.n_shared_experts * self.shared_expert_params
+                + self.router_params_per_layer + self.latent_proj_params_per_layer)
 
     @property
     def n_params_active(self) -> int:
         """Parameters touched per token (top-k routed + shared experts), embeddings included."""
-        moe = ((self.n_active_experts + self.n_shared_experts) * self.expert_params
-               + self.router_params_per_layer)
+        moe = (self.n_active_experts * self.expert_params + self.n_shared_experts * self.shared_expert_params
+               + self.router_params_per_layer + self.latent_proj_params_per_layer)
         return (self.attn_params + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
                 + self.n_moe_layers * moe + self.embedding_params)
 

@@ -80,7 +80,7 @@ def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_by
     mats = ops.layer_matmuls(model, moe=moe) if matmuls is None else matmuls
     fused = None
     if any(mm.routed for mm in mats) and model.mlp_matrices == 3 and not hw.sparse_weights:  # measured MoE kernel
-        fused = fitted_moe(hw=hw, tokens=T * imbalance, hidden=model.d_model, inter=model.d_ff_expert,
+        fused = fitted_moe(hw=hw, tokens=T * imbalance, hidden=model.expert_width, inter=model.d_ff_expert,
                            top_k=model.n_active_experts, n_experts=model.n_experts, tp=tp / ep, ep=ep, math=math,
                            w_bytes=w_bytes)
     if fused is not None:
@@ -127,7 +127,7 @@ def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) 
     # measured MoE layers (moe_mla_kernels="measured"); else two all-to-all collectives
     t = None
     if hw.measured_moe_mla and np.all(np.asarray(ep) <= hw.link("scale_up").domain_size):
-        t = ep_all_to_all(hw=hw, tokens=tokens, hidden=model.d_model, top_k=model.n_active_experts, ep=ep,
+        t = ep_all_to_all(hw=hw, tokens=tokens, hidden=model.expert_width, top_k=model.n_active_experts, ep=ep,
                           elem_bytes=a_bytes)
     if t is None:
         size = ops.expert_dispatch_bytes(model, tokens=tokens, a_bytes=a_bytes)

@@ -108,17 +108,23 @@ def linear_attention_matmuls(model, share=None) -> list[Matmul]:
 
 def mlp_matmuls(model, *, moe: bool) -> list[Matmul]:
     """The dense MLP (fused gate/up, then down), or an MoE layer: the router, the routed
-    experts (fused gate/up and down of each) and the shared experts as one wide MLP."""
+    experts (fused gate/up and down of each; in a latent MoE between the latent projections)
+    and the shared experts as one wide MLP."""
     D, up = model.d_model, model.mlp_matrices - 1
     if moe is None:  # a block without an MLP (ops.layer_kinds)
         return []
     if not moe:
         F = model.d_ff
         return [Matmul("mlp_up", k=D, n=up * F, split="n"), Matmul("mlp_down", k=F, n=D, split="k")]
-    F, E = model.d_ff_expert, model.n_experts
+    F, E, X = model.d_ff_expert, model.n_experts, model.expert_width
     out = [Matmul("router", k=D, n=E, split="none"),
-           Matmul("expert_up", k=D, n=up * F, split="n", count=E, routed=True),
-           Matmul("expert_down", k=F, n=D, split="k", count=E, routed=True)]
+           Matmul("expert_up", k=X, n=up * F, split="n", count=E, routed=True),
+           Matmul("expert_down", k=F, n=X, split="k", count=E, routed=True)]
+    if model.moe_latent_dim:  # latent MoE: into the latent before dispatch, back after the combine
+        # replicated on the TP ranks (small: D x latent); the up-projection of each rank's
+        # partial expert sums is linear, so the layer's one all-reduce still sums them
+        out = out[:1] + [Matmul("latent_down", k=D, n=X, split="none")] + out[1:] \
+            + [Matmul("latent_up", k=X, n=D, split="none")]
     if model.n_shared_experts:
         Fs = F * model.n_shared_experts
         out += [Matmul("shared_up", k=D, n=up * Fs, split="n"), Matmul("shared_down", k=Fs, n=D, split="k")]
@@ -184,8 +190,8 @@ def tp_allreduce_bytes(model, *, tokens, a_bytes):
 
 def expert_dispatch_bytes(model, *, tokens, a_bytes):
     """Bytes of each all-to-all of an MoE layer (dispatch, combine): every token's hidden
-    state to its k experts, in at least 16 bits."""
-    return tokens * model.n_active_experts * model.d_model * max(a_bytes, 2.0)
+    state (a latent MoE's latent) to its k experts, in at least 16 bits."""
+    return tokens * model.n_active_experts * model.expert_width * max(a_bytes, 2.0)
 
 
 def training_model_flops(model, *, tokens, seq_len):

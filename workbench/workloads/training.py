@@ -157,7 +157,7 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     # MoE expert parallelism: all-to-all dispatch and combine, forward and backward.
     a2a = 0.0
     if model.is_moe:
-        moved = tokens_mb * model.d_model * 2.0 * model.n_active_experts
+        moved = tokens_mb * model.expert_width * 2.0 * model.n_active_experts
         a2a = 4.0 * collective(hw=hw, op="all_to_all", size=moved, devices=ep)["time_s"] * model.n_moe_layers / pp
     p2p_bytes = tokens_mb * model.d_model * 2.0 / tp
     p2p = 2.0 * strided_collective(hw=hw, op="send_recv", size=p2p_bytes, group=2.0, stride=tp * cp)["time_s"] \

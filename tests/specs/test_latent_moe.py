@@ -1,0 +1,44 @@
+"""Latent MoE (Nemotron 3 Super / Ultra): the routed experts run in moe_latent_dim, between a
+down- and an up-projection at d_model; router and shared experts stay at d_model.
+Closed forms from the published config.json (NVIDIA-Nemotron-3-Super-120B-A12B-FP8:
+hidden_size 4096, moe_latent_size 1024, n_routed_experts 512, moe_intermediate_size 2688,
+moe_shared_expert_intermediate_size 5376, num_experts_per_tok 22, mlp_hidden_act relu2)."""
+import dataclasses
+
+import pytest
+
+from workbench.specs import load_model
+from workbench.workloads import ops
+
+SUPER = "nvidia_nemotron_3_super_120b_a12b"
+
+
+def test_moe_layer_weights_closed_form():
+    m = load_model(SUPER)
+    D, L, E, F = 4096, 1024, 512, 2688
+    routed = E * 2 * L * F  # up and down (relu2: no gate) of each expert, in the latent
+    shared = 2 * D * (2 * F)  # 5376-wide shared expert at d_model
+    assert m.moe_params_per_layer == routed + shared + D * E + 2 * D * L
+    mats = {mm.name: mm for mm in ops.mlp_matmuls(m, moe=True)}
+    assert (mats["expert_up"].k, mats["expert_down"].n) == (L, L)
+    assert (mats["latent_down"].k, mats["latent_down"].n, mats["latent_up"].k, mats["latent_up"].n) == (D, L, L, D)
+    assert sum(mm.params for mm in mats.values()) == m.moe_params_per_layer
+
+
+def test_totals_match_the_model_cards():
+    # model cards: 120B total / 12B active (Super), 550B / 55B (Ultra); embeddings, MTP and
+    # norms as counted in specs/model.py
+    for name, total, active in ((SUPER, 120e9, 12e9), ("nvidia_nemotron_3_ultra_550b_a55b", 550e9, 55e9)):
+        m = load_model(name)
+        assert m.n_params == pytest.approx(total, rel=0.02)
+        assert m.n_params_active == pytest.approx(active, rel=0.07)
+
+
+def test_dispatch_moves_the_latent_not_the_hidden_state():
+    m = load_model(SUPER)
+    full = dataclasses.replace(m, moe_latent_dim=0)
+    assert ops.expert_dispatch_bytes(m, tokens=64, a_bytes=2.0) == 64 * 22 * 1024 * 2.0
+    assert ops.expert_dispatch_bytes(full, tokens=64, a_bytes=2.0) == 4 * ops.expert_dispatch_bytes(m, tokens=64,
+                                                                                                    a_bytes=2.0)
+    # experts 4x narrower: the latent model has far fewer parameters than the same experts at d_model
+    assert m.n_params < full.n_params / 3
