@@ -40,6 +40,8 @@ EXPLICIT_HEAD_DIM = {
     "minimax_m2_7": 128,  # same layers as MiniMax-M2.5
     "gpt_oss_20b": 64,  # gpt-oss-20b config.json head_dim (2880 / 64 = 45)
     "kimi_k2": 192, "kimi_k2_5": 192, "kimi_k2_6": 192, "kimi_k2_7_code": 192,  # MLA, as DeepSeek-V3
+    "gemma_4_26b_a4b": 512, "gemma_4_31b": 512,  # Gemma 4 config.json global_head_dim (its sliding layers: head_dim 256)
+    "mimo_v2_flash": 192,  # MiMo-V2-Flash config.json head_dim (4096 / 64 would be 64); v_head_dim 128
     "kimi_linear_48b_a3b": 192,  # Kimi Linear's MLA layers: qk_nope_head_dim 128 + qk_rope_head_dim 64
     "qwen3_next_80b_a3b": 256,  # Qwen3-Next config.json head_dim (2048 / 16 would be 128)
     "nvidia_nemotron_3_nano_30b_a3b": 128, "nvidia_nemotron_3_5_lightning_30b_a3b": 128,  # config.json head_dim
@@ -52,7 +54,8 @@ EXPLICIT_HEAD_DIM = {
     "step_3_7_flash": 128,  # Step-3.7-Flash config.json head_dim (4096 / 64 would be 64)
 }
 # Models whose config ties lm_head to the embedding (tie_word_embeddings: true).
-TIED = {"llama_3_2_1b", "qwen3_0_6b", "qwen3_1_7b", "qwen3_vl_2b", "qwen3_vl_4b"}
+TIED = {"llama_3_2_1b", "qwen3_0_6b", "qwen3_1_7b", "qwen3_vl_2b", "qwen3_vl_4b",
+        "gemma_4_26b_a4b", "gemma_4_31b"}  # Gemma 4 config.json tie_word_embeddings true
 
 MODELS = list_models()
 

@@ -11,8 +11,9 @@ from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
-from .kernel_fits import (attended_pairs, attribute, context_attention_roofline, decode_attention_roofline, gdn_work,
-                          mla_decode_roofline, served_time)
+from ._array import where
+from .kernel_fits import (ATTENTION_TILE, attended_pairs, attribute, context_attention_roofline,
+                          decode_attention_roofline, gdn_work, mla_decode_roofline, served_time)
 import numpy as np
 
 
@@ -54,9 +55,24 @@ def _kv_name(kv_bytes) -> str:
     return "fp8" if np.all(np.asarray(kv_bytes) <= 1.0) else "bf16"
 
 
-def _fitted(hw: GpuNumbers, kernel_class: str, dtype: str, kv_bytes):
-    """The framework's fitted surface for this attention, (None, 0) without one."""
-    return hw.fitted(kernel_class, f"{'fp8' if dtype == 'fp8' else 'bf16'}/{_kv_name(kv_bytes)}")
+def _fitted(hw: GpuNumbers, kernel_class: str, dtype: str, kv_bytes, window=0.0):
+    """The framework's fitted surface for this attention, (None, 0) without one; a sliding
+    window's own surface (the tables' rows with a window shorter than the keys) where the
+    framework has one and the window is set."""
+    name = f"{'fp8' if dtype == 'fp8' else 'bf16'}/{_kv_name(kv_bytes)}"
+    if np.any(np.asarray(window) > 0):
+        grid, fixed_s = hw.fitted(kernel_class, name + "+window")
+        if grid is not None:
+            return grid, fixed_s
+    return hw.fitted(kernel_class, name)
+
+
+def _window_keys(keys, window):
+    """Keys a query reads: all of them, or at most `window` (0: no window)."""
+    w = np.asarray(window, float)
+    if not np.any(w > 0):
+        return keys
+    return where(w > 0, np.minimum(keys, np.where(w > 0, w, np.inf)), keys)
 
 
 def resolve_kernel(hw: GpuNumbers, kernel):
@@ -68,13 +84,15 @@ def resolve_kernel(hw: GpuNumbers, kernel):
 
 def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
                       v_head_dim=None, causal=True, dtype: str = "bf16", act_bytes=2.0,
-                      kv_bytes=None, context=0.0, kernel: str | None = None) -> dict:
+                      kv_bytes=None, context=0.0, kernel: str | None = None, window=0.0) -> dict:
     """Attention over `seq_len` new tokens per sequence that also attend to `context` cached
     tokens, by a `kernel` of ATTENTION_KERNELS (None: resolve_kernel). Memory: read Q, K, V
     (new and cached), write O; the materialized kernel also moves its scores. backward_s:
     the backward pass. "framework" is the fitted surface of the tables (its roofline:
     primitives/kernel_fits.context_attention_roofline); a framework without a table for
-    this dtype falls back to flash2."""
+    this dtype falls back to flash2. A sliding `window` w > 0 caps each query's keys at w:
+    the kernel executes the tiles of the band (kernel_fits.attended_pairs) and reads only
+    the cached keys within w of the new ones."""
     kernel = resolve_kernel(hw, kernel)
     check_choice("kernel", kernel, ATTENTION_KERNELS)
     check_choice("dtype", dtype, DTYPES)
@@ -82,21 +100,25 @@ def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv
     v_head_dim = head_dim if v_head_dim is None else v_head_dim
     kv_bytes = act_bytes if kv_bytes is None else kv_bytes
     pairs = seq_len * seq_len * (0.5 if causal else 1.0) + seq_len * context
-    flops = 2.0 * batch * n_heads * (head_dim + v_head_dim) * pairs
     keys = seq_len + context
+    if np.any(np.asarray(window) > 0):  # the band's executed tiles; cached keys beyond w unread
+        w = np.asarray(window, float)
+        pairs = where((w > 0) & (keys > w), np.minimum(pairs, seq_len * (w + ATTENTION_TILE) + 0.0 * pairs), pairs)
+        keys = _window_keys(keys, where(w > 0, w + seq_len, 0.0))
+    flops = 2.0 * batch * n_heads * (head_dim + v_head_dim) * pairs
     nbytes = batch * (seq_len * n_heads * (head_dim + v_head_dim) * act_bytes
                       + keys * n_kv_heads * (head_dim + v_head_dim) * kv_bytes)
     memory_s = memory_time(hw=hw, nbytes=nbytes)
-    grid, fixed_s = _fitted(hw, "attention", dtype, kv_bytes) if kernel == "framework" else (None, 0.0)
+    grid, fixed_s = _fitted(hw, "attention", dtype, kv_bytes, window) if kernel == "framework" else (None, 0.0)
     if kernel == "framework" and grid is None:
         kernel = "flash2"
     if grid is not None:
         roof, coords = context_attention_roofline(
             batch=batch, seq_len=seq_len, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
             v_head_dim=v_head_dim, peak=hw.peak(dtype), bandwidth=hw.hbm_bandwidth_bytes_per_s, act_bytes=act_bytes,
-            kv_bytes=kv_bytes, n_sms=hw.n_sms, causal=causal)
+            kv_bytes=kv_bytes, n_sms=hw.n_sms, causal=causal, window=window)
         # cached context: the pairs grow, the surface's coordinates are those of the new tokens
-        scale = pairs / attended_pairs(seq_len, 0.0, 0.0, causal)
+        scale = pairs / attended_pairs(seq_len, 0.0, window, causal)
         eff = grid(**coords)
         table_s = fixed_s + roof * scale / eff
         time_s = served_time(table_s, roof * scale, hw.graph_saving_s)
@@ -206,10 +228,14 @@ def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: 
 
 def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_heads,
                      v_head_dim=None, kv_elements_per_token=None, dtype: str = "bf16",
-                     kv_bytes=2.0) -> dict:
+                     kv_bytes=2.0, window=0.0) -> dict:
     """One decode step: each of `batch` sequences has one query attending to `context`
-    cached tokens. The KV read dominates; `kv_elements_per_token` overrides the
-    K·(h + h_v) elements per token (MLA caches a latent instead)."""
+    cached tokens (at most `window` of them where a sliding window w > 0 is set: the
+    framework's windowed surface takes the whole cache as its coordinate). The KV read
+    dominates; `kv_elements_per_token` overrides the K·(h + h_v) elements per token (MLA
+    caches a latent instead)."""
+    cache = context
+    context = _window_keys(context, window)
     v_head_dim = head_dim if v_head_dim is None else v_head_dim
     if kv_elements_per_token is None:
         kv_elements_per_token = n_kv_heads * (head_dim + v_head_dim)
@@ -217,12 +243,12 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
     latent = bool(np.any(np.asarray(kv_elements_per_token) != np.asarray(n_kv_heads * (head_dim + v_head_dim))))
     flops = 2.0 * batch * n_heads * (head_dim + v_head_dim) * context
     nbytes = batch * context * kv_elements_per_token * kv_bytes
-    grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes)
+    grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, window)
     if grid is not None:
         roof, coords = decode_attention_roofline(
-            batch=batch, kv_len=context, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
+            batch=batch, kv_len=cache, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
             v_head_dim=v_head_dim, peak=hw.peak(dtype), bandwidth=hw.hbm_bandwidth_bytes_per_s,
-            act_bytes=DTYPE_BYTES[dtype], kv_bytes=kv_bytes)
+            act_bytes=DTYPE_BYTES[dtype], kv_bytes=kv_bytes, window=window)
         eff = grid(**coords)
         table_s = fixed_s + roof / eff
         time_s = served_time(table_s, roof, hw.graph_saving_s)

@@ -58,6 +58,10 @@ PUBLISHED = {
                                                   "120B total, 12B active; a latent-MoE Mamba-2 hybrid"),
     "nvidia_nemotron_3_ultra_550b_a55b": (550e9, "NVIDIA Nemotron 3 Ultra model card (NVIDIA-Nemotron-3-Ultra-550B-A55B): "
                                                  "550B total, 55B active"),
+    "mimo_v2_flash": (309e9, "MiMo-V2-Flash README (github.com/XiaomiMiMo/MiMo-V2-Flash): 309B total, 15B "
+                             "active parameters"),
+    "gemma_4_26b_a4b": (25.2e9, "Gemma 4 26B A4B, as the model card is quoted (vast.ai/model/gemma-4-26b-a4b-it, "
+                                "llmradar.eu): 25.2B total, 3.8B active"),
     "nemotron_h_56b_base_8k": (56e9, "Nemotron-H (NVIDIA, arXiv 2504.03624): Nemotron-H-56B-Base, 56B parameters"),
     "qwen3_next_80b_a3b": (80e9, "Qwen3-Next-80B-A3B-Instruct model card: 80B in total, 3B activated"),
     "kimi_linear_48b_a3b": (48e9, "Kimi Linear technical report (Moonshot AI, arXiv 2510.26692): 48B total, 3B "
@@ -137,7 +141,7 @@ def _notes(name: str, cfg: dict, spec: ModelSpec) -> str:
         parts.append(f"MoE in every {every} layer (interleave_moe_layer_step {step}, layers {step - 1}, "
                      f"{2 * step - 1}, ...), a dense MLP of intermediate_size_mlp in the other {spec.n_dense_layers}: "
                      "n_dense_layers counts them, and every cost depends on the count, not the positions.")
-    if spec.sliding_window and text.get("attention_chunk_size"):
+    if spec.sliding_window and text.get("attention_chunk_size") and str(text.get("model_type", "")).startswith("llama4"):
         parts.append(f"Chunked local attention (attention_chunk_size {spec.sliding_window}) in the "
                      f"{spec.n_sliding_layers} RoPE layers, every 4th layer global (NoPE; transformers' default "
                      f"no_rope_layer_interval 4): modelled as a {spec.sliding_window}-token sliding window, an "

@@ -92,12 +92,11 @@ _UNMODELLED = (
     ("sparse_attention_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_sparse_attention")),
      "block-sparse indexed attention"),
     ("block_configs", _present, "per-layer heterogeneous blocks (NAS-pruned attention and MLP widths)"),
-    ("swa_num_key_value_heads", _differs("num_key_value_heads"), "sliding-window layers with their own head shapes"),
-    ("swa_num_attention_heads", _differs("num_attention_heads"), "sliding-window layers with their own head shapes"),
-    ("swa_head_dim", _differs("head_dim"), "sliding-window layers with their own head shapes"),
-    ("global_head_dim", _differs("head_dim"), "global-attention layers with their own head width"),
-    ("num_global_key_value_heads", _differs("num_key_value_heads"), "global-attention layers with their own KV heads"),
-    ("attention_k_eq_v", lambda v, cfg: bool(v), "keys reused as values"),
+    ("swa_num_attention_heads", _differs("num_attention_heads"), "sliding-window layers with their own query heads"),
+    ("swa_v_head_dim", lambda v, cfg: v is not None and v != cfg.get("v_head_dim", cfg.get("head_dim")),
+     "sliding-window layers with their own value width"),
+    ("num_kv_shared_layers", lambda v, cfg: bool(v), "layers reusing another layer's KV cache"),
+    ("hidden_size_per_layer_input", lambda v, cfg: bool(v), "per-layer input embeddings"),
 )
 
 
@@ -156,6 +155,31 @@ def _n_moe_layers(cfg: dict, n_layers: int, origin: str) -> tuple[int, str]:
             "first_k_dense_replace" if "first_k_dense_replace" in cfg else "no dense-layer key: every layer")
 
 
+def _attention_kinds(cfg: dict, out: dict, prov: dict) -> dict:
+    """Head shapes of the two kinds of softmax layer where they differ: MiMo-V2-Flash's
+    sliding layers (swa_num_key_value_heads, swa_head_dim) and its value width (v_head_dim);
+    Gemma 4's global layers (num_global_key_value_heads x global_head_dim, values from the
+    keys' projection: attention_k_eq_v) against its sliding ones (num_key_value_heads x
+    head_dim)."""
+    got = {}
+    if cfg.get("v_head_dim") and int(cfg["v_head_dim"]) != out["head_dim"]:
+        got["v_head_dim"], prov["v_head_dim"] = int(cfg["v_head_dim"]), "v_head_dim"
+    for field, key in (("sliding_n_kv_heads", "swa_num_key_value_heads"), ("sliding_head_dim", "swa_head_dim"),
+                       ("sliding_v_head_dim", "swa_v_head_dim")):
+        if cfg.get(key):
+            got[field], prov[field] = int(cfg[key]), key
+    if cfg.get("global_head_dim") or cfg.get("num_global_key_value_heads"):  # Gemma 4: the stated heads are the sliding ones
+        got.update(sliding_n_kv_heads=out["n_kv_heads"], sliding_head_dim=out["head_dim"])
+        prov.update(sliding_n_kv_heads="num_key_value_heads (sliding layers)", sliding_head_dim="head_dim (sliding layers)")
+        if cfg.get("num_global_key_value_heads"):
+            got["n_kv_heads"], prov["n_kv_heads"] = int(cfg["num_global_key_value_heads"]), "num_global_key_value_heads"
+        if cfg.get("global_head_dim"):
+            got["head_dim"], prov["head_dim"] = int(cfg["global_head_dim"]), "global_head_dim"
+    if cfg.get("attention_k_eq_v"):
+        got["values_from_keys"], prov["values_from_keys"] = True, "attention_k_eq_v"
+    return got
+
+
 def _attention_windows(cfg: dict, n_layers: int, prov: dict) -> dict:
     """sliding_window / n_sliding_layers: gpt-oss, Step and Gemma `layer_types`, Qwen's
     use_sliding_window, Llama-4's chunked attention (a window bounding each chunk)."""
@@ -167,6 +191,10 @@ def _attention_windows(cfg: dict, n_layers: int, prov: dict) -> dict:
         rope = cfg.get("no_rope_layers") or [int((i + 1) % int(cfg.get("no_rope_layer_interval") or 4) != 0)
                                              for i in range(n_layers)]  # transformers' Llama4TextConfig default
         types = ["chunked_attention" if r else "full_attention" for r in rope]
+    pattern = cfg.get("hybrid_layer_pattern")
+    if not types and isinstance(pattern, list) and cfg.get("sliding_window"):  # MiMo-V2: 1 = sliding window
+        prov.update(sliding_window="sliding_window", n_sliding_layers="hybrid_layer_pattern: 1")
+        return dict(sliding_window=int(cfg["sliding_window"]), n_sliding_layers=sum(1 for t in pattern if t))
     if "chunked_attention" in types:
         prov.update(sliding_window="attention_chunk_size (chunked attention, bounded by a window)",
                     n_sliding_layers="layers with RoPE (no_rope_layers; every 4th layer is global)")
@@ -279,6 +307,7 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
     else:
         out["head_dim"] = int(cfg.get("head_dim") or out["d_model"] // out["n_heads"])
         prov["head_dim"] = "head_dim" if cfg.get("head_dim") else "hidden_size / num_attention_heads"
+        out.update(_attention_kinds(cfg, out, prov))
     n_experts = int(_first(cfg, _EXPERTS, origin, "n_experts", 0, prov=prov))
     # an all-MoE model without a dense width (Qwen3.5 MoE) has no dense-MLP layer: the expert width stands in
     out["d_ff"] = int(_first(cfg, _DENSE_FF + (("moe_intermediate_size",) if n_experts else ()), origin, "d_ff",
@@ -293,6 +322,10 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
                           prov=prov)
         if str(cfg.get("model_type", "")).startswith("llama4"):  # Llama4TextMoe: one shared expert, expert width
             n_shared, prov["n_shared_experts"] = 1, "Llama-4: one shared expert per MoE layer"
+        elif str(cfg.get("model_type", "")).startswith("gemma4"):  # a dense MLP beside the experts, every layer
+            if int(out["d_ff"]) % width:
+                raise SpecError(origin, "intermediate_size", out["d_ff"], f"a multiple of the expert width {width}")
+            n_shared, prov["n_shared_experts"] = int(out["d_ff"]) // width, "Gemma 4: intermediate_size / expert width"
         elif shared_w != -1:
             if int(shared_w) % width:
                 raise SpecError(origin, prov["n_shared_experts"], shared_w, f"a multiple of the expert width {width}")

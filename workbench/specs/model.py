@@ -54,6 +54,14 @@ class ModelSpec:
     # `sliding_window` tokens (gpt-oss alternates full and 128-token windows).
     sliding_window: int = 0
     n_sliding_layers: int = 0
+    # Sliding-window layers with their own head shapes (MiMo-V2-Flash: 8 KV heads against the
+    # global layers' 4; Gemma 4: 8 KV heads of 256 against 2 of 512); 0 = as the other layers.
+    sliding_n_kv_heads: int = 0
+    sliding_head_dim: int = 0
+    sliding_v_head_dim: int = 0
+    # Full-attention layers whose values are their keys' projection (Gemma 4 attention_k_eq_v:
+    # no v_proj; the cache still holds K after RoPE and V before it, both)
+    values_from_keys: bool = False
     # Linear token mixers with a recurrent state (linear_kind): Gated DeltaNet ("gdn",
     # Qwen3-Next, Qwen3.5), Kimi Delta Attention ("kda", Kimi Linear: the delta rule with a
     # per-channel decay) or Mamba-2's state-space duality ("mamba2", Nemotron-H; key heads =
@@ -101,7 +109,8 @@ class ModelSpec:
                        "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "sliding_window",
                        "n_sliding_layers", "n_linear_layers", "linear_key_heads", "linear_value_heads",
                        "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "index_topk",
-                       "index_n_heads", "index_head_dim", "n_mlp_free_layers", "moe_latent_dim"), "nonnegative_int")
+                       "index_n_heads", "index_head_dim", "n_mlp_free_layers", "moe_latent_dim",
+                       "sliding_n_kv_heads", "sliding_head_dim", "sliding_v_head_dim"), "nonnegative_int")
         if self.linear_kind not in LINEAR_KINDS:
             raise SpecError(self.name, "linear_kind", self.linear_kind, f"one of {', '.join(LINEAR_KINDS)}")
         if self.n_mlp_free_layers + self.n_dense_layers > self.n_layers:
@@ -130,6 +139,9 @@ class ModelSpec:
                                              self.linear_value_head_dim)):
             raise SpecError(self.name, "linear_key_heads/linear_value_heads/linear_*_head_dim", 0,
                             "> 0 when n_linear_layers > 0")
+        if self.sliding_n_kv_heads and self.n_heads % self.sliding_n_kv_heads:
+            raise SpecError(self.name, "sliding_n_kv_heads", self.sliding_n_kv_heads,
+                            f"a divisor of n_heads={self.n_heads}")
         if self.n_sliding_layers and not self.sliding_window:
             raise SpecError(self.name, "sliding_window", 0, "> 0 when n_sliding_layers > 0")
 
@@ -157,6 +169,23 @@ class ModelSpec:
     @property
     def mlp_matrices(self) -> int:
         return 3 if self.gated_mlp else 2
+
+    def attention_shape(self, *, sliding: bool = False) -> tuple[int, int, int, int]:
+        """(query heads, KV heads, query/key head dim, value head dim) of the softmax layers,
+        or of the sliding-window ones (their own shapes where the config gives them)."""
+        if not sliding:
+            return self.n_heads, self.n_kv_heads, self.head_dim, self.v_dim
+        h = self.sliding_head_dim or self.head_dim
+        hv = self.sliding_v_head_dim or (self.sliding_head_dim if self.sliding_head_dim else self.v_dim)
+        return self.n_heads, self.sliding_n_kv_heads or self.n_kv_heads, h, hv
+
+    @property
+    def softmax_kinds(self) -> list[tuple[int, float, bool]]:
+        """(layers, window in tokens (inf: none), sliding) of each kind of softmax-attention
+        layer the model has: full ones, then sliding-window ones."""
+        full = self.n_full_attention_layers - self.n_sliding_layers
+        return [(n, w, sl) for n, w, sl in ((full, np.inf, False), (self.n_sliding_layers, self.sliding_window, True))
+                if n]
 
     @property
     def n_full_attention_layers(self) -> int:
@@ -189,8 +218,17 @@ class ModelSpec:
             kv_down = D * (r_kv + rope)  # compressed latent + shared rope key
             kv_up = r_kv * H * ((h - rope) + self.v_dim)  # per-head nope key and value
             return q + kv_down + kv_up + H * self.v_dim * D + self.indexer_params_per_layer
+        return sum(n * self.softmax_params(sliding=sl) for n, _, sl in self.softmax_kinds) \
+            / max(self.n_full_attention_layers, 1)
+
+    def softmax_params(self, *, sliding: bool) -> int:
+        """Q, K, V (none where values are the keys' projection), gate and output weights of
+        one softmax layer of that kind."""
+        D = self.d_model
+        H, K, h, hv = self.attention_shape(sliding=sliding)
         gate = D * H * h if self.attention_output_gate else 0
-        return D * H * h + gate + 2 * D * K * h + H * h * D
+        v = 0 if (self.values_from_keys and not sliding) else D * K * hv
+        return D * H * h + gate + D * K * h + v + H * hv * D
 
     @property
     def indexer_params_per_layer(self) -> int:
@@ -220,8 +258,9 @@ class ModelSpec:
     @property
     def attn_params(self) -> int:
         """Token-mixer parameters over all layers: softmax attention and linear attention."""
-        return (self.n_full_attention_layers * self.attn_params_per_layer
-                + self.n_linear_layers * self.linear_attn_params_per_layer)
+        softmax = self.n_full_attention_layers * self.attn_params_per_layer if self.is_mla \
+            else sum(n * self.softmax_params(sliding=sl) for n, _, sl in self.softmax_kinds)
+        return softmax + self.n_linear_layers * self.linear_attn_params_per_layer
 
     @property
     def dense_mlp_params_per_layer(self) -> int:
@@ -293,23 +332,43 @@ class ModelSpec:
         (sliding-window layers cap at the window, linear-attention layers keep a state
         instead). Array in, array out."""
         context = np.asarray(getattr(context, "values", context), dtype=float) if not hasattr(context, "dims") else context
-        full = (self.n_full_attention_layers - self.n_sliding_layers) * context  # linear layers attend to none
-        win = self.n_sliding_layers * np.minimum(context, self.sliding_window) if self.n_sliding_layers else 0.0
-        return full + win
+        return self.sum_over_kinds(context, lambda sliding: 1.0)
+
+    def sum_over_kinds(self, context, per_key):
+        """Sum over the softmax layers of (keys the layer holds at `context`) x per_key(sliding)."""
+        context = np.asarray(getattr(context, "values", context), dtype=float) if not hasattr(context, "dims") else context
+        total = 0.0 * context
+        for n, w, sliding in self.softmax_kinds:  # linear layers attend to none
+            total = total + n * (np.minimum(context, w) if np.isfinite(w) else context) * per_key(sliding)
+        return total
 
     def attention_flops_per_token(self, context):
         """Forward attention FLOPs (QK^T and PV) of one new token attending to `context`
-        past tokens, over all layers: 2·H·(h + h_v)·context per layer."""
-        return 2.0 * self.n_heads * (self.head_dim + self.v_dim) * self.attention_context(context)
+        past tokens, over all layers: 2·H·(h + h_v)·context per layer (each kind its shape)."""
+        def per_key(sliding):
+            H, _, h, hv = self.attention_shape(sliding=sliding)
+            return 2.0 * H * (h + hv)
+        return self.sum_over_kinds(context, per_key)
 
     # ---- KV cache --------------------------------------------------------------------
-    @property
-    def kv_elements_per_token_per_layer(self) -> int:
-        """Cached elements per token per layer: K and V per KV head, or MLA's latent + rope key
-        (and DeepSeek Sparse Attention's indexer key)."""
+    def kv_elements(self, *, sliding: bool = False) -> int:
+        """Cached elements per token in one softmax layer of that kind: K and V per KV head,
+        or MLA's latent + rope key (and DeepSeek Sparse Attention's indexer key)."""
         if self.is_mla:
             return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
-        return self.n_kv_heads * (self.head_dim + self.v_dim) + self.index_head_dim
+        _, K, h, hv = self.attention_shape(sliding=sliding)
+        return K * (h + hv) + self.index_head_dim
+
+    @property
+    def kv_elements_per_token_per_layer(self) -> float:
+        """Cached elements per token per softmax layer, the mean over its kinds."""
+        return sum(n * self.kv_elements(sliding=sl) for n, _, sl in self.softmax_kinds) \
+            / max(self.n_full_attention_layers, 1)
+
+    def kv_elements_held(self, context):
+        """Cached elements of one sequence at `context` tokens over all softmax layers
+        (sliding windows capped, each kind its shape)."""
+        return self.sum_over_kinds(context, lambda sliding: self.kv_elements(sliding=sliding))
 
     def attended_keys(self, context):
         """Keys one query of a softmax layer reads at `context` past tokens: all of them, or
@@ -324,5 +383,4 @@ class ModelSpec:
     def kv_cache_bytes(self, *, context, dtype: str = "bf16"):
         """KV bytes of one sequence holding `context` tokens, sliding windows capped, plus
         the linear-attention layers' fixed state."""
-        return (self.attention_context(context) * self.kv_elements_per_token_per_layer * dtype_bytes(dtype, arg="kv")
-                + self.linear_state_bytes_per_sequence)
+        return self.kv_elements_held(context) * dtype_bytes(dtype, arg="kv") + self.linear_state_bytes_per_sequence

@@ -62,10 +62,12 @@ def _pp_transfer(hw, model, *, tokens, tp, pp, stream_bytes) -> dict:
 def kv_bytes_per_sequence(model: ModelSpec, *, tokens, tp, pp, kv_bytes):
     """KV-cache bytes one sequence of `tokens` keeps on one device (windows capped), plus a
     hybrid's linear-attention state (its heads split by TP, its layers by PP)."""
-    share = kv_share_per_device(n_kv_heads=model.n_kv_heads, tp=tp, is_mla=model.is_mla)
-    return kv_cache_bytes(batch=1.0, tokens_attended=model.attention_context(tokens),
-                          kv_elements_per_token_per_layer=model.kv_elements_per_token_per_layer,
-                          kv_bytes=kv_bytes, share=share, pp=pp) + model.linear_state_bytes_per_sequence / (tp * pp)
+    def per_key(sliding):  # each kind of softmax layer its KV heads' split over the TP ranks
+        heads = model.attention_shape(sliding=sliding)[1]
+        return model.kv_elements(sliding=sliding) * kv_share_per_device(n_kv_heads=heads, tp=tp, is_mla=model.is_mla)
+    return kv_cache_bytes(batch=1.0, tokens_attended=model.sum_over_kinds(tokens, per_key),
+                          kv_elements_per_token_per_layer=1.0, kv_bytes=kv_bytes,
+                          pp=pp) + model.linear_state_bytes_per_sequence / (tp * pp)
 
 
 def activation_bytes_per_token(model: ModelSpec, *, tp, stream_bytes):

@@ -155,9 +155,25 @@ def _with_linear(softmax: dict, hw, model, **kw) -> dict:
     return add(add(softmax, scale=model.n_full_attention_layers / model.n_layers), _linear_layers(hw, model, **kw))
 
 
+def _by_kind(model, cost) -> dict:
+    """A softmax layer's attention averaged over the model's kinds of them (full and
+    sliding-window layers, each its own head shapes and window): cost(shape, window)."""
+    n_soft = model.n_full_attention_layers
+    return add(*[add(cost(model.attention_shape(sliding=sl), w if np.isfinite(w) else 0.0), scale=n / n_soft)
+                 for n, w, sl in model.softmax_kinds])
+
+
 def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) -> dict:
     """Causal flash attention of `batch` prompts of `prompt` tokens on one TP rank (a
-    hybrid's linear layers: the chunked gated delta rule over the same tokens)."""
+    hybrid's linear layers: the chunked gated delta rule over the same tokens); sliding-
+    window layers over their band, each kind of layer its own shape."""
+    if model.n_sliding_layers and not model.is_mla:
+        att = _by_kind(model, lambda shape, w: attention_prefill(
+            hw=hw, batch=batch, seq_len=prompt, n_heads=shape[0] / tp, head_dim=shape[2], v_head_dim=shape[3],
+            n_kv_heads=np.maximum(shape[1] / tp, 1.0), causal=True, dtype=attention_math(math), act_bytes=a_bytes,
+            kv_bytes=kv_bytes, window=w))
+        return _with_linear(att, hw, model, tokens=batch * prompt, sequences=batch, tp=tp, math=math,
+                            a_bytes=a_bytes)
     att = attention_prefill(hw=hw, batch=batch, seq_len=prompt, n_heads=model.n_heads / tp,
                             head_dim=model.head_dim, v_head_dim=model.v_dim,
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
@@ -187,7 +203,13 @@ def _indexer(hw, model, *, queries, pairs, cached_keys, kv_bytes) -> dict:
 def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     """One query per sequence over its cache on one TP rank; MLA's latent (one per layer,
     shared by all heads, not split by TP: every rank reads it) instead of KV heads; a
-    hybrid's linear layers read and rewrite their state instead."""
+    hybrid's linear layers read and rewrite their state instead; sliding-window layers read
+    their window, each kind of layer its own shape."""
+    if model.n_sliding_layers and not model.is_mla:
+        att = _by_kind(model, lambda shape, w: attention_decode(
+            hw=hw, batch=batch, context=context, n_heads=shape[0] / tp, head_dim=shape[2], v_head_dim=shape[3],
+            n_kv_heads=np.maximum(shape[1] / tp, 1.0), dtype=attention_math(math), kv_bytes=kv_bytes, window=w))
+        return _with_linear(att, hw, model, tokens=batch, sequences=batch, tp=tp, math=math, a_bytes=2.0)
     held = model.attention_context(context) / model.n_full_attention_layers  # mean over softmax layers, windows capped
     ctx = model.attended_keys(held)  # DSA: the top-k of them
     indexer = _indexer(hw, model, queries=batch, pairs=batch * held, cached_keys=batch * held,

@@ -49,10 +49,11 @@ def attention_matmuls(model) -> list[Matmul]:
     (DeepSeek-V2/V3) the query down/up projections (or one query projection without a
     query rank), the shared KV latent with its rope key (replicated across TP ranks), the
     per-head K/V up-projection and the output projection."""
-    D, H, K, h, hv = model.d_model, model.n_heads, model.n_kv_heads, model.head_dim, model.v_dim
+    D = model.d_model
     full = model.n_full_attention_layers / model.n_layers
     linear = linear_attention_matmuls(model) if model.n_linear_layers else []
     if model.is_mla:
+        H, h, hv = model.n_heads, model.head_dim, model.v_dim
         rq, rkv, rope = model.q_lora_rank, model.kv_lora_rank, model.qk_rope_head_dim
         q = [Matmul("q_down", k=D, n=rq, split="none", share=full),
              Matmul("q_up", k=rq, n=H * h, split="n", share=full)] if rq \
@@ -60,9 +61,24 @@ def attention_matmuls(model) -> list[Matmul]:
         return q + [Matmul("kv_down", k=D, n=rkv + rope, split="none", share=full),
                     Matmul("kv_up", k=rkv, n=H * (h - rope + hv), split="n", share=full),
                     Matmul("attn_out", k=H * hv, n=D, split="k", share=full)] + indexer_matmuls(model) + linear
-    gate = H * h if model.attention_output_gate else 0  # a sigmoid gate as wide as the queries
-    return [Matmul("qkv", k=D, n=(H + 2 * K) * h + gate, split="n", share=full),
-            Matmul("attn_out", k=H * hv, n=D, split="k", share=full)] + linear
+    own = _own_shape(model)  # sliding layers with their own projections: a pair of matmuls per kind
+    out = []
+    for n, _, sliding in model.softmax_kinds or [(0, 0.0, False)]:  # full layers, then sliding ones
+        H, K, h, hv = model.attention_shape(sliding=sliding)
+        gate = H * h if model.attention_output_gate else 0  # a sigmoid gate as wide as the queries
+        v = 0 if (model.values_from_keys and not sliding) else K * hv  # Gemma 4's global layers: V = K
+        sfx, share = ("_sliding" if sliding else "", n / model.n_layers) if own else ("", full)
+        out += [Matmul("qkv" + sfx, k=D, n=H * h + K * h + v + gate, split="n", share=share),
+                Matmul("attn_out" + sfx, k=H * hv, n=D, split="k", share=share)]
+        if not own:
+            break
+    return out + linear
+
+
+def _own_shape(model) -> bool:
+    """Whether the sliding-window layers' projections differ from the full layers'."""
+    return bool(model.n_sliding_layers) and (model.attention_shape(sliding=True) != model.attention_shape()
+                                             or model.values_from_keys)
 
 
 def indexer_matmuls(model) -> list[Matmul]:

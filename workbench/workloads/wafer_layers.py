@@ -175,6 +175,9 @@ def layer_weight_matrices(model: ModelSpec, *, moe: bool | None = None, attentio
     linear = {mm.name for mm in ops.linear_attention_matmuls(model)} if model.n_linear_layers else set()
     mixer = [mm for mm in ops.attention_matmuls(model) if (mm.name in linear) == (attention == "linear" and
                                                                                    bool(linear))]
+    kinds = [[mm for mm in mixer if mm.name.endswith("_sliding") == sl] for sl in (False, True)]
+    if all(kinds):  # softmax layers of two shapes (ops.attention_matmuls): the larger kind's region
+        mixer = max(kinds, key=lambda mms: sum(mm.k * mm.n * mm.count for mm in mms))
     return [(mm.k, mm.n, mm.count) for mm in mixer + ops.mlp_matmuls(model, moe=moe)]
 
 
