@@ -55,7 +55,7 @@ def test_the_families_refused_are_the_unmodelled_ones():
             fields_from_hf_config(json.loads(path.read_text()), origin=path.name)
         except UnsupportedFamily as e:
             refused[hf_id(path)] = str(e)
-    for hf, key in [("deepseek-ai/DeepSeek-V4-Pro", "compress_ratios"), ("moonshotai/Kimi-K3", "linear_attn_config"),
+    for hf, key in [("deepseek-ai/DeepSeek-V4-Pro", "compress_ratios"),
                     ("MiniMaxAI/MiniMax-M3", "sparse_attention_config"),
                     ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "block_configs")]:
         assert key in refused[hf], (hf, refused.get(hf))
@@ -67,6 +67,8 @@ def test_the_families_refused_are_the_unmodelled_ones():
             "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"} <= imported
     # Softmax layers of two shapes are modelled (ModelSpec.sliding_* and values_from_keys)
     assert {"google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4", "XiaomiMiMo/MiMo-V2-Flash"} <= imported
+    # Kimi-K3: KDA with a full-rank output gate, gated MLA, latent experts (routed_expert_hidden_size)
+    assert "moonshotai/Kimi-K3" in imported
     # Latent MoE is modelled (ModelSpec.moe_latent_dim), Ultra's block list without num_hidden_layers too
     assert {"nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"} <= imported
     # DeepSeek Sparse Attention is modelled (ModelSpec.index_topk; layers._indexer, attended_keys)
@@ -226,7 +228,7 @@ def test_local_configs_reproduce_their_catalog_entries(name):
 @pytest.mark.parametrize("cfg, key", [
     ({"model_type": "nemotron_h", "hybrid_override_pattern": "M*-X"}, "hybrid_override_pattern"),
     ({"model_type": "nemotron_h", "layers_block_type": ["mamba", "cross"]}, "layers_block_type"),
-    ({"model_type": "kimi_linear", "linear_attn_config": {"use_full_rank_gate": True}}, "linear_attn_config"),
+    ({"model_type": "other", "linear_attn_config": {"kda_layers": [1]}}, "linear_attn_config"),
     ({"model_type": "other", "mamba_num_heads": 8}, "mamba_num_heads")])
 def test_unknown_block_kinds_are_refused_by_name(cfg, key):
     with pytest.raises(UnsupportedFamily, match=key):

@@ -42,3 +42,18 @@ def test_dispatch_moves_the_latent_not_the_hidden_state():
                                                                                                     a_bytes=2.0)
     # experts 4x narrower: the latent model has far fewer parameters than the same experts at d_model
     assert m.n_params < full.n_params / 3
+
+
+def test_kimi_k3_gates_and_latent_experts():
+    # Kimi-K3 config.json (text_config): hidden 7168, routed_expert_hidden_size 3584, KDA
+    # num_heads 96 x head_dim 128 with use_full_rank_gate, MLA with mla_use_output_gate
+    # (96 heads x v_head_dim 128)
+    m = load_model("kimi_k3")
+    D, H, d = 7168, 96, 128
+    assert m.moe_latent_dim == 3584 and m.expert_width == 3584
+    lin = {mm.name: mm for mm in ops.linear_attention_matmuls(m)}
+    assert lin["linear_qkvg"].n == 4 * H * d  # q, k, v and the full-rank output gate
+    assert (lin["linear_gate_down"].n, lin["linear_gate_up"].n) == (d, H * d)  # the forget gate's bottleneck only
+    assert m.linear_attn_params_per_layer == sum(mm.k * mm.n for mm in lin.values())
+    att = {mm.name: mm for mm in ops.attention_matmuls(m)}
+    assert att["attn_gate"].k == D and att["attn_gate"].n == H * 128

@@ -42,6 +42,7 @@ EXPLICIT_HEAD_DIM = {
     "kimi_k2": 192, "kimi_k2_5": 192, "kimi_k2_6": 192, "kimi_k2_7_code": 192,  # MLA, as DeepSeek-V3
     "gemma_4_26b_a4b": 512, "gemma_4_31b": 512,  # Gemma 4 config.json global_head_dim (its sliding layers: head_dim 256)
     "mimo_v2_flash": 192,  # MiMo-V2-Flash config.json head_dim (4096 / 64 would be 64); v_head_dim 128
+    "kimi_k3": 192,  # Kimi-K3 MLA: qk_nope_head_dim 128 + qk_rope_head_dim 64 (7168 / 96 is not whole)
     "kimi_linear_48b_a3b": 192,  # Kimi Linear's MLA layers: qk_nope_head_dim 128 + qk_rope_head_dim 64
     "qwen3_next_80b_a3b": 256,  # Qwen3-Next config.json head_dim (2048 / 16 would be 128)
     "nvidia_nemotron_3_nano_30b_a3b": 128, "nvidia_nemotron_3_5_lightning_30b_a3b": 128,  # config.json head_dim

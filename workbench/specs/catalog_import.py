@@ -146,6 +146,10 @@ def _notes(name: str, cfg: dict, spec: ModelSpec) -> str:
                      f"{spec.n_sliding_layers} RoPE layers, every 4th layer global (NoPE; transformers' default "
                      f"no_rope_layer_interval 4): modelled as a {spec.sliding_window}-token sliding window, an "
                      f"upper bound on what a chunk attends (exact up to {spec.sliding_window} tokens of context).")
+    if text.get("attn_res_block_size"):
+        parts.append(f"Attention residuals (attn_res_block_size {text['attn_res_block_size']}): each layer's input "
+                     "mixes the earlier blocks' outputs by attention over depth; its few weights and O(layers / block "
+                     "size) x d_model FLOPs per token are not counted.")
     mtp = int(text.get("num_nextn_predict_layers") or 0)
     if mtp and "MTP" not in EXTRA_NOTES.get(name, ""):
         parts.append(f"{mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) not counted, not modelled.")

@@ -75,9 +75,6 @@ _present = lambda v, cfg: v is not None  # noqa: E731
 _UNMODELLED = (
     ("linear_attn_config", lambda v, cfg: not _kimi_linear(cfg), "linear-attention layers of a family other "
      "than Kimi Linear's Kimi Delta Attention"),
-    ("linear_attn_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_full_rank_gate")),
-     "Kimi Delta Attention with a full-rank output gate (the workbench models Kimi Linear's rank-d_k gates)"),
-    ("routed_expert_hidden_size", _differs("hidden_size"), "experts in a narrower latent width than the model"),
     ("linear_num_key_heads", lambda v, cfg: not _gated_deltanet(cfg), "linear attention of another kind than the "
      "Gated DeltaNet of Qwen3-Next / Qwen3.5"),
     ("hybrid_override_pattern", lambda v, cfg: not _nemotron_h(cfg), "a Mamba-2 / attention hybrid of a family "
@@ -252,7 +249,10 @@ def _kda_layers(cfg: dict, n_layers: int, origin: str, prov: dict) -> dict:
         ("linear_key_heads", "num_heads"), ("linear_value_heads", "num_heads"), ("linear_key_head_dim", "head_dim"),
         ("linear_value_head_dim", "head_dim"), ("linear_conv_kernel", "short_conv_kernel_size"))},
         linear_state_bytes_per_element="fp32 state (the KDA kernels')", linear_kind="model_type kimi_linear")
+    if la.get("use_full_rank_gate"):
+        prov["linear_full_rank_gate"] = "linear_attn_config.use_full_rank_gate"
     return dict(n_linear_layers=n_linear, linear_kind="kda", linear_key_heads=heads, linear_value_heads=heads,
+                linear_full_rank_gate=bool(la.get("use_full_rank_gate")),
                 linear_key_head_dim=dim, linear_value_head_dim=dim, linear_state_bytes_per_element=4.0,
                 linear_conv_kernel=int(la.get("short_conv_kernel_size") or 4))
 
@@ -300,6 +300,8 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
                    v_head_dim=int(cfg.get("v_head_dim") or 0))
         prov.update(head_dim="qk_nope_head_dim + qk_rope_head_dim", qk_rope_head_dim="qk_rope_head_dim",
                     kv_lora_rank="kv_lora_rank", q_lora_rank="q_lora_rank", v_head_dim="v_head_dim")
+        if cfg.get("mla_use_output_gate"):  # Kimi-K3: a sigmoid gate on the heads' outputs
+            out["attention_output_gate"], prov["attention_output_gate"] = True, "mla_use_output_gate"
         if cfg.get("index_topk"):  # DeepSeek Sparse Attention on MLA (DeepSeek-V3.2, GLM-5)
             out.update(index_topk=int(cfg["index_topk"]), index_n_heads=int(cfg["index_n_heads"]),
                        index_head_dim=int(cfg["index_head_dim"]))
@@ -340,6 +342,9 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
         prov["n_dense_layers"] = f"num_hidden_layers - MoE layers ({moe_key})"
         if cfg.get("moe_latent_size"):  # latent MoE (Nemotron 3 Super / Ultra): experts in a narrower width
             out["moe_latent_dim"], prov["moe_latent_dim"] = int(cfg["moe_latent_size"]), "moe_latent_size"
+        elif cfg.get("routed_expert_hidden_size") and cfg["routed_expert_hidden_size"] != out["d_model"]:  # Kimi-K3
+            out["moe_latent_dim"] = int(cfg["routed_expert_hidden_size"])
+            prov["moe_latent_dim"] = "routed_expert_hidden_size"
     tied = cfg.get("tie_word_embeddings", False)
     if not isinstance(tied, bool):  # "false" (a string) must not read as true
         raise SpecError(origin, "tie_word_embeddings", tied, "true or false (a JSON boolean)")

@@ -79,6 +79,9 @@ class ModelSpec:
     linear_conv_kernel: int = 0
     linear_state_bytes_per_element: float = 4.0
     linear_kind: str = "gdn"
+    # Kimi Delta Attention with a full-rank output gate (Kimi-K3: use_full_rank_gate; Kimi
+    # Linear's goes through a rank-d_k bottleneck like its forget gate)
+    linear_full_rank_gate: bool = False
     # Blocks with a token mixer and no MLP (Nemotron-H's pattern has more mixer blocks, Mamba-2
     # or attention, than MLP blocks: each of these L layers pairs a mixer with an MLP but
     # n_mlp_free_layers of them, which cost their mixer only)
@@ -217,7 +220,8 @@ class ModelSpec:
             q = D * r_q + r_q * H * h if r_q else D * H * h
             kv_down = D * (r_kv + rope)  # compressed latent + shared rope key
             kv_up = r_kv * H * ((h - rope) + self.v_dim)  # per-head nope key and value
-            return q + kv_down + kv_up + H * self.v_dim * D + self.indexer_params_per_layer
+            gate = D * H * self.v_dim if self.attention_output_gate else 0  # Kimi-K3: mla_use_output_gate
+            return q + kv_down + kv_up + gate + H * self.v_dim * D + self.indexer_params_per_layer
         return sum(n * self.softmax_params(sliding=sl) for n, _, sl in self.softmax_kinds) \
             / max(self.n_full_attention_layers, 1)
 
@@ -250,6 +254,8 @@ class ModelSpec:
         head), o_proj. The short convolution's taps, like norm weights, are not counted."""
         D, H, dk = self.d_model, self.linear_value_heads, self.linear_key_head_dim
         hv = H * self.linear_value_head_dim
+        if self.linear_kind == "kda" and self.linear_full_rank_gate:
+            return D * (self.linear_qkv_width + hv) + D * dk + dk * H * dk + D * H + hv * D
         if self.linear_kind == "kda":
             return D * self.linear_qkv_width + D * 2 * dk + dk * (H * dk + hv) + D * H + hv * D
         gates = 2 * H if self.linear_kind == "gdn" else H

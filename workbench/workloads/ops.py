@@ -58,9 +58,10 @@ def attention_matmuls(model) -> list[Matmul]:
         q = [Matmul("q_down", k=D, n=rq, split="none", share=full),
              Matmul("q_up", k=rq, n=H * h, split="n", share=full)] if rq \
             else [Matmul("q", k=D, n=H * h, split="n", share=full)]
-        return q + [Matmul("kv_down", k=D, n=rkv + rope, split="none", share=full),
-                    Matmul("kv_up", k=rkv, n=H * (h - rope + hv), split="n", share=full),
-                    Matmul("attn_out", k=H * hv, n=D, split="k", share=full)] + indexer_matmuls(model) + linear
+        gate = [Matmul("attn_gate", k=D, n=H * hv, split="n", share=full)] if model.attention_output_gate else []
+        return q + gate + [Matmul("kv_down", k=D, n=rkv + rope, split="none", share=full),
+                           Matmul("kv_up", k=rkv, n=H * (h - rope + hv), split="n", share=full),
+                           Matmul("attn_out", k=H * hv, n=D, split="k", share=full)] + indexer_matmuls(model) + linear
     own = _own_shape(model)  # sliding layers with their own projections: a pair of matmuls per kind
     out = []
     for n, _, sliding in model.softmax_kinds or [(0, 0.0, False)]:  # full layers, then sliding ones
@@ -112,6 +113,11 @@ def linear_attention_matmuls(model, share=None) -> list[Matmul]:
     share = model.n_linear_layers / model.n_layers if share is None else share
     H, dk = model.linear_value_heads, model.linear_key_head_dim
     out = [Matmul("linear_out", k=hv, n=D, split="k", share=share)]
+    if model.linear_kind == "kda" and model.linear_full_rank_gate:  # Kimi-K3: the output gate beside q, k, v
+        return [Matmul("linear_qkvg", k=D, n=model.linear_qkv_width + hv, split="n", share=share),
+                Matmul("linear_gate_down", k=D, n=dk, split="none", share=share),  # f_a
+                Matmul("linear_gate_up", k=dk, n=H * dk, split="n", share=share),  # f_b
+                Matmul("linear_beta", k=D, n=H, split="n", share=share)] + out
     if model.linear_kind == "kda":
         return [Matmul("linear_qkv", k=D, n=model.linear_qkv_width, split="n", share=share),
                 Matmul("linear_gate_down", k=D, n=2 * dk, split="none", share=share),  # f_a, g_a
