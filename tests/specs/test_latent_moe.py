@@ -57,3 +57,13 @@ def test_kimi_k3_gates_and_latent_experts():
     assert m.linear_attn_params_per_layer == sum(mm.k * mm.n for mm in lin.values())
     att = {mm.name: mm for mm in ops.attention_matmuls(m)}
     assert att["attn_gate"].k == D and att["attn_gate"].n == H * 128
+
+
+def test_glm_5_2_shares_its_indexer_across_layers():
+    # GLM-5.2 config.json: index_topk_freq 4, index_skip_topk_offset 3, 78 layers: layers 0-2 and
+    # every 4th from 6 run the indexer (21, as aiconfigurator-core's deepseek_v32.py counts them);
+    # the others reuse its top-k and cache no indexer key (index_head_dim 128)
+    m, full = load_model("glm_5_2"), load_model("glm_5")
+    assert m.index_layers == 21 and full.index_layers == 0
+    assert m.kv_elements() == pytest.approx(512 + 64 + 128 * 21 / 78, rel=1e-12)
+    assert full.kv_elements() == 512 + 64 + 128

@@ -152,6 +152,22 @@ def _n_moe_layers(cfg: dict, n_layers: int, origin: str) -> tuple[int, str]:
             "first_k_dense_replace" if "first_k_dense_replace" in cfg else "no dense-layer key: every layer")
 
 
+def _index_layers(cfg: dict, n_layers: int) -> int:
+    """Layers that run DeepSeek Sparse Attention's indexer when a top-k is shared across
+    layers (GLM-5.2: index_topk_freq 4, index_skip_topk_offset 3), SGLang's rule as
+    aiconfigurator-core's deepseek_v32.py documents it: layer i skips when
+    index_topk_pattern[i] == 'S', else max(i - offset + 1, 0) % freq != 0 (with no offset,
+    max(i - 1, 0) % freq != 0); 0 when every layer runs it."""
+    freq, pattern, offset = int(cfg.get("index_topk_freq") or 1), cfg.get("index_topk_pattern"), \
+        cfg.get("index_skip_topk_offset")
+    if freq <= 1 and not pattern:
+        return 0
+    if pattern is not None:
+        return sum(1 for i in range(n_layers) if not (i < len(pattern) and pattern[i] == "S"))
+    start = int(offset) - 1 if offset is not None else 1
+    return sum(1 for i in range(n_layers) if max(i - start, 0) % freq == 0)
+
+
 def _attention_kinds(cfg: dict, out: dict, prov: dict) -> dict:
     """Head shapes of the two kinds of softmax layer where they differ: MiMo-V2-Flash's
     sliding layers (swa_num_key_value_heads, swa_head_dim) and its value width (v_head_dim);
@@ -306,6 +322,10 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
             out.update(index_topk=int(cfg["index_topk"]), index_n_heads=int(cfg["index_n_heads"]),
                        index_head_dim=int(cfg["index_head_dim"]))
             prov.update(index_topk="index_topk", index_n_heads="index_n_heads", index_head_dim="index_head_dim")
+            shared = _index_layers(cfg, out["n_layers"])
+            if shared:
+                out["index_layers"] = shared
+                prov["index_layers"] = "index_topk_freq, index_skip_topk_offset (layers that run the indexer)"
     else:
         out["head_dim"] = int(cfg.get("head_dim") or out["d_model"] // out["n_heads"])
         prov["head_dim"] = "head_dim" if cfg.get("head_dim") else "hidden_size / num_attention_heads"

@@ -93,6 +93,9 @@ class ModelSpec:
     index_topk: int = 0
     index_n_heads: int = 0
     index_head_dim: int = 0
+    # Layers that run the indexer (GLM-5.2 shares one top-k across index_topk_freq layers: the
+    # others reuse it and cache no indexer key); 0 = every softmax layer.
+    index_layers: int = 0
     # full-attention layers that also project a sigmoid output gate as wide as the queries
     # (Qwen3-Next, Qwen3.5: attn_output_gate)
     attention_output_gate: bool = False
@@ -113,7 +116,7 @@ class ModelSpec:
                        "n_sliding_layers", "n_linear_layers", "linear_key_heads", "linear_value_heads",
                        "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "index_topk",
                        "index_n_heads", "index_head_dim", "n_mlp_free_layers", "moe_latent_dim",
-                       "sliding_n_kv_heads", "sliding_head_dim", "sliding_v_head_dim"), "nonnegative_int")
+                       "sliding_n_kv_heads", "sliding_head_dim", "sliding_v_head_dim", "index_layers"), "nonnegative_int")
         if self.linear_kind not in LINEAR_KINDS:
             raise SpecError(self.name, "linear_kind", self.linear_kind, f"one of {', '.join(LINEAR_KINDS)}")
         if self.n_mlp_free_layers + self.n_dense_layers > self.n_layers:
@@ -136,6 +139,9 @@ class ModelSpec:
         if self.n_linear_layers + self.n_sliding_layers > self.n_layers:
             raise SpecError(self.name, "n_linear_layers", self.n_linear_layers,
                             f"<= n_layers - n_sliding_layers = {self.n_layers - self.n_sliding_layers}")
+        if self.index_layers > self.n_full_attention_layers:
+            raise SpecError(self.name, "index_layers", self.index_layers,
+                            f"<= the softmax-attention layers ({self.n_full_attention_layers})")
         if self.index_topk and not (self.index_n_heads and self.index_head_dim):
             raise SpecError(self.name, "index_n_heads/index_head_dim", 0, "> 0 when index_topk > 0")
         if self.n_linear_layers and not all((self.linear_key_heads, self.linear_value_heads, self.linear_key_head_dim,
@@ -233,6 +239,11 @@ class ModelSpec:
         gate = D * H * h if self.attention_output_gate else 0
         v = 0 if (self.values_from_keys and not sliding) else D * K * hv
         return D * H * h + gate + D * K * h + v + H * hv * D
+
+    @property
+    def index_share(self) -> float:
+        """Of the softmax layers, the share that runs DeepSeek Sparse Attention's indexer."""
+        return self.index_layers / max(self.n_full_attention_layers, 1) if self.index_layers else 1.0
 
     @property
     def indexer_params_per_layer(self) -> int:
@@ -361,7 +372,7 @@ class ModelSpec:
         """Cached elements per token in one softmax layer of that kind: K and V per KV head,
         or MLA's latent + rope key (and DeepSeek Sparse Attention's indexer key)."""
         if self.is_mla:
-            return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
+            return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim * self.index_share
         _, K, h, hv = self.attention_shape(sliding=sliding)
         return K * (h + hv) + self.index_head_dim
 
