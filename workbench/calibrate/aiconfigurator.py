@@ -7,7 +7,8 @@ keeping the package version, the framework version and the file it came from.
 
 Only the kernel tables under `systems/data/<gpu>/<class>/<framework>/<version>/` are read
 (GEMM, context and generation attention, MLA decode, MoE layers, NCCL and custom all-reduce,
-expert-parallel dispatch and combine, Gated DeltaNet); the package's
+expert-parallel dispatch and combine, Gated DeltaNet, DeepSeek Sparse Attention's
+attention block); the package's
 end-to-end serving measurements are never read: they are held out to judge the model.
 
 Units of the tables (checked against physics in tests/calibrate/test_aiconfigurator.py):
@@ -32,7 +33,7 @@ MS = 1e-3
 # Their directory name -> our catalog name (the GPUs without a catalog spec keep theirs).
 HARDWARE = {"a100_sxm": "a100_sxm", "h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200",
             "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300", "l40s": "l40s",
-            "rtx_pro_6000_server": "rtx_pro_6000"}
+            "rtx_pro_6000_server": "rtx_pro_6000", "b60": "b60"}
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8": "fp8", "fp8_block": "fp8_block",
           "nvfp4": "fp4", "int8": "int8", "int4_wo": "int4", "fp8_e4m3": "fp8"}
@@ -212,6 +213,41 @@ def _kda(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
     return _gdn(df[keep], hw, fw, origin, kind="kda")
 
 
+DSA_TABLES = ("dsa_generation_module_perf", "dsa_context_module_perf")
+# the block with its lightning indexer, as served (the tables' `_skip_indexer` rows time it without)
+DSA_OPS = ("dsa_generation_module", "dsa_context_module")
+
+
+def _dsa_module(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """A DeepSeek Sparse Attention layer's whole attention block (the MLA projections, the
+    lightning indexer and its top-k, top-k MLA attention) of DeepSeek-V3.2 or GLM-5:
+    `num_heads` are the heads on the GPU, `batch_size` sequences of `isl` new tokens (1 in
+    generation) after `step` cached ones. Each row carries its model's dimensions (read from
+    the catalog spec its Hugging Face id resolves to; rows of a model the catalog lacks are
+    left out), so one roofline serves every model."""
+    from ..specs import load_model
+    from .kernel_features import dsa_dims
+    df = df[df["op_name"].isin(DSA_OPS) & (df["mla_dtype"] == "bfloat16")]
+    dims = {}
+    for hf_id in sorted(set(df["model"])):
+        try:
+            m = load_model(hf_id)
+        except InputError:
+            continue
+        dims[hf_id] = dsa_dims(m)
+    df = df[df["model"].isin(list(dims))]
+    t = df["latency"].to_numpy(float) * MS
+    decode = df["op_name"] == DSA_OPS[0]
+    model = pd.DataFrame([dims[m] for m in df["model"]], index=df.index, columns=list(next(iter(dims.values()), {})))
+    return pd.DataFrame({
+        "kind": np.where(decode, "dsa_decode", "dsa_prefill"), "op": df["kernel_source"].astype(str), "hardware": hw,
+        "framework": fw, "dtype": df["gemm_type"].map(DTYPES).fillna(df["gemm_type"]),
+        "kv_dtype": df["kv_cache_dtype"].map(DTYPES).fillna(df["kv_cache_dtype"]), "batch": df["batch_size"],
+        "seq_len": np.where(decode, 1.0, df["isl"]), "context": df["step"], "n_heads": df["num_heads"],
+        "tp": df["tp_size"], **{c: model[c] for c in model.columns}, "time_s": t, "metric": "time_s",
+        "value_si": t, "source": origin})
+
+
 def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFrame | None:
     """One parquet table as schema rows (None for tables with no importer yet)."""
     import pyarrow.parquet as pq
@@ -225,8 +261,8 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
         return _mla_decode(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "moe_perf":
         return _moe(pq.read_table(path).to_pandas(), hw, fw, origin)
-    if name == "nccl_perf":
-        return _collective(pq.read_table(path).to_pandas(), hw, "nccl", origin, "op_name", "nccl_dtype")
+    if name in ("nccl_perf", "oneccl_perf"):  # NCCL; oneCCL on Intel GPUs (same columns)
+        return _collective(pq.read_table(path).to_pandas(), hw, name.split("_")[0], origin, "op_name", "nccl_dtype")
     if name == "gdn_perf":
         return _gdn(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "kda_perf":
@@ -235,6 +271,8 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
         return _moe_a2a(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name in ("wideep_deepep_ll_perf", "wideep_deepep_normal_perf"):
         return _deepep(pq.read_table(path).to_pandas(), hw, fw, origin)
+    if name in DSA_TABLES:
+        return _dsa_module(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "custom_allreduce_perf":  # the framework's own all-reduce kernels
         return _collective(pq.read_table(path).to_pandas(), hw, fw, origin, "op_name", "allreduce_dtype")
     return None
@@ -262,11 +300,13 @@ def import_kernels(*, hardware: str | None = None, framework: str | None = None,
         # non-gated ones): every version is read, each shape of each kernel kept from its newest
         versions = sorted(set(group["version"]), key=_version_key) if klass == "moe" else [newest]
         # the EP all-to-all tables sit in the `comm` directory, whose newest collection may
-        # re-time only the all-reduce: each of them is read from its own newest collection
+        # re-time only the all-reduce, the DSA module tables in `sparse_attention`, whose newest
+        # may time only DeepSeek-V4's: each of them is read from its own newest collection
         stem = group["file"].map(lambda f: Path(f).stem)
-        ep = group[stem.isin(EP_TABLES)]
+        own = stem.isin(EP_TABLES + DSA_TABLES)
+        ep = group[own]
         ep = ep[ep["version"] == ep.groupby(stem[ep.index])["version"].transform(lambda v: max(v, key=_version_key))]
-        group = pd.concat([group[~stem.isin(EP_TABLES) & group["version"].isin(versions)], ep])
+        group = pd.concat([group[~own & group["version"].isin(versions)], ep])
         frames = []
         for version in sorted(set(group["version"]), key=_version_key):
             for _, t in group[group["version"] == version].iterrows():

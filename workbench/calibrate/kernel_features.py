@@ -100,6 +100,37 @@ def gdn_features(df: pd.DataFrame, hw, variant: str):
 GDN_CONV_KERNEL = 4.0  # the short convolution's taps of every measured row (d_conv = 4)
 
 
+def dsa_features(df: pd.DataFrame, hw, variant: str):
+    """A DSA layer's attention block (kernel_fits.dsa_module_work) at each row's model
+    dimensions; variant 'decode|prefill/<GEMM format>/<KV dtype>' (decode rows: seq_len 1)."""
+    _, gemm, kv = variant.split("@")[0].split("/")
+    fp8 = hw.peak("fp8")
+    w, _, units = MOE_FORMATS[gemm]  # the format's weight bytes and math units (primitives/dsa.py reads the same)
+    return ROOFLINES["dsa_module"].roofline(
+        batch=_num(df, "batch"), new=_num(df, "seq_len"), prefix=_num(df, "context"), heads=_num(df, "n_heads"),
+        hidden=_num(df, "k"),
+        q_rank=_num(df, "q_lora_rank"), kv_rank=_num(df, "kv_lora_rank"), rope=_num(df, "rope_dim"),
+        nope=_num(df, "head_dim") - _num(df, "rope_dim"), v_dim=_num(df, "v_head_dim"),
+        index_heads=_num(df, "index_heads"), index_dim=_num(df, "index_head_dim"), topk=_num(df, "top_k"),
+        w_bytes=w, kv_bytes=ELEMENT_BYTES[kv], peak=hw.peak(units),
+        index_peak=fp8 if np.isfinite(fp8) else hw.peak("bf16"), attention_peak=hw.peak("bf16"),
+        bandwidth=hw.hbm.bandwidth_bytes_per_s)
+
+
+def _served_path(rows: pd.DataFrame) -> pd.DataFrame:
+    """DSA rows of one variant with the kernel sources that time disjoint shapes merged
+    into one source: each shape is timed on the one backend the framework serves it with
+    (SGLang's tables time dense MHA up to 2048 keys and the sparse kernels beyond; vLLM's
+    on Blackwell time FlashInfer's sparse MLA at 8 and 16 heads on the GPU and FlashMLA's
+    at 32 to 128 over a bf16 cache), so together they are its served block. Sources timing
+    the same shapes stay apart (variant@source)."""
+    key = ["k", "n_heads", "batch", "seq_len", "context"]
+    ops = sorted(set(rows["op"]))
+    shapes = [set(map(tuple, rows.loc[rows["op"] == op, key].to_numpy(float).tolist())) for op in ops]
+    disjoint = all(not (a & b) for i, a in enumerate(shapes) for b in shapes[i + 1:])
+    return rows.assign(op="+".join(ops)) if len(ops) > 1 and disjoint else rows
+
+
 # bytes per element an EP all-to-all sends (block-scaled formats carry their scales; the
 # primitive reads the same numbers: collectives.EP_ELEMENT_BYTES)
 EP_BYTES = {"bf16": 2.0, "fp16": 2.0, **EP_ELEMENT_BYTES, "fp4": 0.5 + 1.0 / 16}
@@ -167,6 +198,10 @@ def tables(df: pd.DataFrame) -> list[Table]:
     for (k, dt), rows in d.groupby([d["kind"], d["dtype"]]):  # GDN: 'prefill/bf16'; KDA: 'kda_prefill/bf16'
         if dt in ELEMENT_BYTES:
             out += _by_kernel(rows, "gdn", f"{k.removeprefix('gdn_')}/{dt}", gdn_features)
+    a = df[kind.isin(["dsa_decode", "dsa_prefill"])]
+    for (k, dt, kv), rows in a.groupby([a["kind"], a["dtype"], a["kv_dtype"]]):  # 'decode/fp8_block/fp8'
+        if dt in ("bf16", "fp8_block", "fp4") and kv in ELEMENT_BYTES:
+            out += _by_kernel(_served_path(rows), "dsa_module", f"{k.removeprefix('dsa_')}/{dt}/{kv}", dsa_features)
     e = df[kind.isin(["ep_dispatch", "ep_combine"])]
     for (k, dt), rows in e.groupby([e["kind"], e["dtype"]]):
         if dt in EP_BYTES:
@@ -181,6 +216,16 @@ def tables(df: pd.DataFrame) -> list[Table]:
             rows = rows[~rows["op"].str.contains("eager")]
         out.append(Table("collective", f"{fw}/{op}", rows, collective_features))
     return out
+
+
+DSA_KNOT_MODEL = "deepseek_v3_2"  # the model dimensions of a DSA surface's knots (the measured rows carry their own)
+
+
+def dsa_dims(model) -> dict:
+    """The table columns of a DSA model's dimensions (a catalog ModelSpec)."""
+    return {"k": model.d_model, "head_dim": model.head_dim, "q_lora_rank": model.q_lora_rank,
+            "kv_lora_rank": model.kv_lora_rank, "rope_dim": model.qk_rope_head_dim, "v_head_dim": model.v_dim,
+            "index_heads": model.index_n_heads, "index_head_dim": model.index_head_dim, "top_k": model.index_topk}
 
 
 def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
@@ -206,6 +251,11 @@ def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
     if kernel_class == "gdn":  # 128-wide heads, one key head per value head
         return pd.DataFrame({"batch": c["sequences"], "seq_len": c["per_seq"], "n_heads": c["heads"],
                              "n_kv_heads": c["heads"], "head_dim": 128.0, "k": 128.0})
+    if kernel_class == "dsa_module":  # DSA_KNOT_MODEL; the new tokens are keys too
+        from ..specs import load_model
+        return pd.DataFrame({"batch": c["sequences"], "seq_len": c["new"],
+                             "context": np.maximum(c["keys"] - c["new"], 0.0), "n_heads": c["heads"],
+                             **dsa_dims(load_model(DSA_KNOT_MODEL))})
     if kernel_class == "ep_a2a":
         return pd.DataFrame({"m": c["tokens"], "k": c["hidden"], "top_k": 8.0, "ep": c["ep"]})
     return pd.DataFrame({"size_bytes": c["size"], "devices": c["devices"]})

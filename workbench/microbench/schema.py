@@ -18,6 +18,12 @@ row (`to_frame`) and back (`to_dataset`).
                  GPU, head_dim the latent (kv_lora_rank), window unused
     n_experts top_k tp ep   moe: one MoE layer's routed experts (m tokens, k the hidden size, n
                  each expert's width), split tp-way within and ep-way across experts
+    q_lora_rank kv_lora_rank rope_dim v_head_dim index_heads index_head_dim
+                 dsa_decode / dsa_prefill: a DeepSeek Sparse Attention layer's attention block
+                 (batch sequences of seq_len new tokens after context cached ones; n_heads on
+                 the GPU, head_dim = nope + rope per head, k the hidden size, top_k the
+                 indexer's top-k): the model's MLA ranks, rope and value head dims, and its
+                 lightning indexer's heads and head dim
     size_bytes   memory: bytes moved (read + write); collectives: the per-device buffer
     devices      collectives: ranks; others 1
     time_s       median over repetitions; time_p25_s, time_p75_s, time_min_s the spread
@@ -36,11 +42,13 @@ from ..units import unit_attrs
 
 DIM = "measurement"
 KINDS = ("gemm", "attention", "decode_attention", "mla_decode", "moe", "memory", "launch", "all_reduce", "all_gather", "reduce_scatter",
-         "all_to_all", "ep_dispatch", "ep_combine", "gdn_prefill", "gdn_decode", "kda_prefill", "kda_decode")
+         "all_to_all", "ep_dispatch", "ep_combine", "gdn_prefill", "gdn_decode", "kda_prefill", "kda_decode",
+         "dsa_decode", "dsa_prefill")
 METRICS = ("flops_per_s", "bytes_per_s", "bus_bandwidth_bytes_per_s", "time_s")
 STRINGS = ("kind", "op", "hardware", "framework", "dtype", "kv_dtype", "metric", "source")
 NUMBERS = ("m", "n", "k", "batch", "seq_len", "n_heads", "n_kv_heads", "head_dim", "context", "window", "causal",
-           "size_bytes", "devices", "n_experts", "top_k", "tp", "ep",
+           "size_bytes", "devices", "n_experts", "top_k", "tp", "ep", "q_lora_rank", "kv_lora_rank", "rope_dim",
+           "v_head_dim", "index_heads", "index_head_dim",
            "time_s", "time_p25_s", "time_p75_s", "time_min_s", "n_reps", "value_si")
 COLUMNS = STRINGS + NUMBERS
 REQUIRED = ("kind", "hardware", "metric", "value_si")

@@ -319,6 +319,65 @@ def ep_a2a_roofline(*, tokens, hidden, top_k, ep, elem_bytes, bandwidth, **_):
     return nbytes / bandwidth, {"tokens": tokens, "hidden": hidden, "ep": ep}
 
 
+# DeepSeek Sparse Attention's indexer keys: FP8 with one FP32 scale per 128 elements
+# (DeepSeek-V3.2-Exp inference/model.py, Indexer: k_cache float8_e4m3fn, k_scale_cache
+# float32 per block_size = 128), whatever the latent cache's dtype.
+DSA_INDEX_KEY_BYTES = 1.0 + 4.0 / 128
+
+
+def _causal_topk_pairs(n, k):
+    """sum over j = 1..n of min(j, k): the keys the first n queries of a sequence attend
+    to when each keeps at most its top k."""
+    return where(n <= k, n * (n + 1.0) / 2.0, k * (k + 1.0) / 2.0 + (n - k) * k)
+
+
+def dsa_module_work(*, batch, new, prefix, heads, hidden, q_rank, kv_rank, rope, nope, v_dim, index_heads,
+                    index_dim, topk, w_bytes, kv_bytes, act_bytes=2.0, **_):
+    """[(FLOPs, bytes)] of the three parts of a DSA layer's attention block on one GPU, and
+    its coordinates: `batch` sequences, each adding `new` tokens after `prefix` cached ones
+    (decode: new = 1), `heads` query heads on the GPU.
+
+    - projections (weights read once, at w_bytes): replicated on every GPU the query and KV
+      down-projections (hidden x (q_rank + kv_rank + rope)) and the indexer's query
+      (q_rank x index_heads x index_dim), key (hidden x index_dim) and head weights
+      (hidden x index_heads); per head the query up-projection (q_rank x (nope + rope)), the
+      key/value up-projection or its absorbed pair (kv_rank x (nope + v_dim): the same
+      FLOPs per token either way) and the output (v_dim x hidden); the hidden state in and
+      out per token;
+    - the lightning indexer: every (query, visible key) pair scored by index_heads x
+      index_dim products; each sequence's index keys read once (FP8 + scale);
+    - MLA attention, absorbed (latent + rope per key, the latent summed: 2 (2 kv_rank +
+      rope) FLOPs per head and pair) over min(visible keys, topk) keys per query; the latent
+      cache read once per sequence (at most the keys the queries select), the queries and
+      outputs in the latent width.
+    Coordinates: sequences (batch) and new tokens each (their product the tokens: both, as
+    the frameworks' prefill costs grow with sequences x cached keys beyond this work, SGLang's
+    3.8-fold at 4096 tokens over 65,536 cached keys from 2 to 128 sequences on H200; decode:
+    new = 1), keys visible to the last token (new + prefix), heads on the GPU."""
+    tokens = batch * new
+    keys = new + prefix
+    replicated = hidden * (q_rank + kv_rank + rope + index_dim + index_heads) + q_rank * index_heads * index_dim
+    weights = replicated + heads * (q_rank * (nope + rope) + kv_rank * (nope + v_dim) + v_dim * hidden)
+    proj = (2.0 * tokens * weights, weights * w_bytes + tokens * 2.0 * hidden * act_bytes)
+    scored = batch * (new * prefix + new * (new + 1.0) / 2.0)
+    indexer = (2.0 * index_heads * index_dim * scored,
+               batch * keys * index_dim * DSA_INDEX_KEY_BYTES + tokens * index_heads * index_dim * act_bytes)
+    attended = batch * (_causal_topk_pairs(keys, topk) - _causal_topk_pairs(prefix, topk))
+    read = batch * np.minimum(keys, new * topk) * (kv_rank + rope) * kv_bytes
+    attention = (2.0 * heads * (2.0 * kv_rank + rope) * attended,
+                 read + tokens * heads * (2.0 * kv_rank + rope) * act_bytes)
+    coords = {"sequences": batch, "new": new, "keys": keys, "heads": heads}
+    return [proj, indexer, attention], {k: v + 0.0 * tokens for k, v in coords.items()}
+
+
+def dsa_module_roofline(*, peak, index_peak, attention_peak, bandwidth, **shape):
+    """The block's parts run one after another: the sum of their rooflines, the projections
+    at the GEMM format's peak, the indexer's scores at FP8 (`index_peak`), the attention at
+    its math's (`attention_peak`)."""
+    parts, coords = dsa_module_work(**shape)
+    return sum(_bound(f, b, p, bandwidth) for (f, b), p in zip(parts, (peak, index_peak, attention_peak))), coords
+
+
 @dataclass(frozen=True)
 class KernelClass:
     roofline: Callable
@@ -343,6 +402,11 @@ ROOFLINES = {
     "mla_decode": KernelClass(mla_decode_roofline, ("batch", "keys", "heads"),
                               {"batch": _span(0, 11), "keys": _span(0, 17), "heads": _span(0, 7)}.get,
                               ("batch", "keys")),
+    # a DSA layer's whole attention block (decode: one new token per sequence); the knots span
+    # the tables' 1-1024 sequences, 1-32,768 new tokens, up to 2^20 keys and 1-128 heads
+    "dsa_module": KernelClass(dsa_module_roofline, ("sequences", "new", "keys", "heads"),
+                              {"sequences": _span(0, 10), "new": _span(0, 15), "keys": _span(0, 20),
+                               "heads": _span(0, 7)}.get, ("sequences", "new", "keys")),
     "moe": KernelClass(moe_roofline, ("tokens_per_expert", "width", "hidden", "experts"),
                        {"tokens_per_expert": _span(-1, 14), "width": _span(5, 15), "hidden": _span(9, 14),
                         "experts": _span(0, 9)}.get, ("tokens_per_expert", "width", "hidden", "experts")),
@@ -362,7 +426,8 @@ class KernelFits:
     """The fitted surfaces of one GPU under one serving framework: (class, variant) ->
     EffGrid, where the variant is a dtype ('bf16', 'fp8', 'fp8_block', 'fp4'; MoE layers also
     'int4', 'mxfp4_w4a16', 'mxfp4_w4a8': MOE_FORMATS), a KV dtype
-    for attention ('bf16/fp8': math/KV), or a collective op ('nccl/all_reduce',
+    for attention ('bf16/fp8': math/KV), a phase and formats for a DSA block
+    ('decode/fp8_block/fp8': phase/GEMM format/KV), or a collective op ('nccl/all_reduce',
     'trtllm/all_reduce')."""
     hardware: str
     framework: str

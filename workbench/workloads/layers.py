@@ -12,6 +12,7 @@ import numpy as np
 from ..primitives._array import where
 from ..primitives.attention import attention_decode, attention_prefill, linear_attention, mla_decode, sparse_indexer
 from ..primitives.collectives import collective, ep_all_to_all
+from ..primitives.dsa import fitted_dsa
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.moe import fitted_moe
 from ..primitives.hardware_numbers import GpuNumbers
@@ -195,9 +196,11 @@ def _sparse_share(prompt, k):
 
 def _indexer(hw, model, *, queries, pairs, cached_keys, kv_bytes) -> dict:
     """The lightning indexer of a DSA layer (primitives/attention.sparse_indexer), its keys at
-    the KV-cache precision; replicated on every TP rank, as MLA's latent is."""
-    return sparse_indexer(hw=hw, queries=queries, pairs=pairs, cached_keys=cached_keys, n_heads=model.index_n_heads,
-                          head_dim=model.index_head_dim, key_bytes=kv_bytes)
+    the KV-cache precision; replicated on every TP rank, as MLA's latent is. A model that
+    shares one top-k across layers (GLM-5.2) runs it in its index_share of them."""
+    return add(sparse_indexer(hw=hw, queries=queries, pairs=pairs, cached_keys=cached_keys,
+                              n_heads=model.index_n_heads, head_dim=model.index_head_dim, key_bytes=kv_bytes),
+               scale=model.index_share)
 
 
 def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
@@ -232,13 +235,38 @@ def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     return _with_linear(att, hw, model, tokens=batch, sequences=batch, tp=tp, math=math, a_bytes=2.0)
 
 
+def dsa_block(hw, model, *, phase, batch, new, prefix, tp, math, w_bytes, kv_bytes) -> dict | None:
+    """A DSA layer's whole attention block (its projections, the lightning indexer and the
+    top-k MLA attention) from the framework's measured module tables (primitives/dsa.py),
+    or None: no surface for the phase and formats, not asked for (hw.measured_moe_mla), a
+    hybrid or 2:4-sparse weights. The caller then composes it: the attention projections
+    in layer_gemms, decode_attention / prefill_attention."""
+    if not (model.index_topk and model.is_mla and model.q_lora_rank) or model.n_linear_layers \
+            or model.n_sliding_layers or hw.sparse_weights:
+        return None
+    dims = dict(hidden=model.d_model, q_rank=model.q_lora_rank, kv_rank=model.kv_lora_rank,
+                rope=model.qk_rope_head_dim, nope=model.head_dim - model.qk_rope_head_dim, v_dim=model.v_dim,
+                index_heads=model.index_n_heads, index_dim=model.index_head_dim, topk=model.index_topk)
+    return fitted_dsa(hw=hw, phase=phase, batch=batch, new=new, prefix=prefix, heads=model.n_heads / tp, dims=dims,
+                      math=math, w_bytes=w_bytes, kv_bytes=kv_bytes)
+
+
+def _gemms_beside(block, model, moe):
+    """The matmuls layer_gemms costs beside an attention block: all of them (None) when the
+    block is composed, the MLP's alone when a measured block holds the projections."""
+    return None if block is None else ops.mlp_matmuls(model, moe=moe)
+
+
 def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
                   imbalance=1.0) -> dict:
     T = batch * prompt
-    att = prefill_attention(hw, model, batch=batch, prompt=prompt, tp=tp, math=math, a_bytes=a_bytes,
-                            kv_bytes=kv_bytes)
+    block = dsa_block(hw, model, phase="prefill", batch=batch, new=prompt, prefix=0.0, tp=tp, math=math,
+                       w_bytes=w_bytes, kv_bytes=kv_bytes)
+    att = block if block is not None else prefill_attention(hw, model, batch=batch, prompt=prompt, tp=tp, math=math,
+                                                            a_bytes=a_bytes, kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
-                                  moe=moe, ep=ep, imbalance=imbalance), "matmul"),
+                                  moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe)),
+                      "matmul"),
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe)]
@@ -250,9 +278,13 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
 def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
                  imbalance=1.0) -> dict:
     """One decode step of one layer: `batch` new tokens, each attending to `context`."""
-    att = decode_attention(hw, model, batch=batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
+    block = dsa_block(hw, model, phase="decode", batch=batch, new=1.0, prefix=context, tp=tp, math=math,
+                       w_bytes=w_bytes, kv_bytes=kv_bytes)
+    att = block if block is not None else decode_attention(hw, model, batch=batch, context=context, tp=tp, math=math,
+                                                           kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
-                                  moe=moe, ep=ep, imbalance=imbalance), "matmul"),
+                                  moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe)),
+                      "matmul"),
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe)]
@@ -272,14 +304,23 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
     devices, experts split `ep`-way (MoE TP = tp·attention_dp / ep)."""
     tokens = decode_batch + prefill_tokens
     g = dict(math=math, w_bytes=w_bytes, a_bytes=a_bytes)
-    attn_mm = _classed(layer_gemms(hw, model, tokens=tokens, tp=tp, moe=moe, matmuls=ops.attention_matmuls(model),
-                                   **g), "matmul")
+    blocks = dict(tp=tp, math=math, w_bytes=w_bytes, kv_bytes=kv_bytes)
+    dec_block = dsa_block(hw, model, phase="decode", batch=decode_batch, new=1.0, prefix=context, **blocks)
+    pre_block = dsa_block(hw, model, phase="prefill", batch=prefill_tokens / prompt, new=prompt, prefix=0.0, **blocks)
+    # the attention projections of the tokens whose block is composed (a measured block holds its own)
+    projected = (decode_batch if dec_block is None else 0.0) + (prefill_tokens if pre_block is None else 0.0)
+    attn_mm = {} if dec_block is not None and pre_block is not None else _classed(layer_gemms(
+        hw, model, tokens=projected, tp=tp, moe=moe, matmuls=ops.attention_matmuls(model), **g), "matmul")
+    if dec_block is not None or pre_block is not None:
+        attn_mm = {k: where(projected > 0, v, 0.0) for k, v in attn_mm.items()}
     replicas = attention_dp if moe else 1.0  # an MoE layer runs every replica's tokens over all their GPUs
     mlp = layer_gemms(hw, model, tokens=tokens * replicas, tp=tp * replicas, moe=moe, ep=ep, imbalance=imbalance,
                       matmuls=ops.mlp_matmuls(model, moe=moe), **g)
-    dec = decode_attention(hw, model, batch=decode_batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
-    pre = prefill_attention(hw, model, batch=prefill_tokens / prompt, prompt=prompt, tp=tp, math=math,
-                            a_bytes=a_bytes, kv_bytes=kv_bytes)
+    dec = dec_block if dec_block is not None else decode_attention(
+        hw, model, batch=decode_batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
+    pre = pre_block if pre_block is not None else prefill_attention(
+        hw, model, batch=prefill_tokens / prompt, prompt=prompt, tp=tp, math=math, a_bytes=a_bytes,
+        kv_bytes=kv_bytes)
     # no chunk (or no decoding sequence) in the iteration: no such kernel, not its fixed latency
     pre = {k: where(prefill_tokens > 0, v, 0.0) for k, v in pre.items() if k in PARTS}
     dec = {k: where(decode_batch > 0, v, 0.0) for k, v in dec.items() if k in PARTS}
