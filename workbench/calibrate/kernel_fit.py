@@ -290,7 +290,9 @@ def fit_folder(tables_dir: Path, *, hardware: str | None = None, framework: str 
     from ..errors import InputError
     from ..specs import load_hardware
     paths = []
-    files = sorted(p for p in Path(tables_dir).glob("*-*.nc") if not p.stem.endswith("-nccl"))
+    from ..primitives.collectives import COLLECTIVE_LIBRARIES
+    files = sorted(p for p in Path(tables_dir).glob("*-*.nc")
+                   if not p.stem.endswith(tuple(f"-{lib}" for lib in COLLECTIVE_LIBRARIES)))
     if not files:
         raise InputError(f"tables={str(tables_dir)!r} holds no <gpu>-<framework>.nc; allowed: the --out folder "
                          "of workbench calibrate import-kernels")
@@ -299,9 +301,9 @@ def fit_folder(tables_dir: Path, *, hardware: str | None = None, framework: str 
         if (hardware and hw_name != hardware) or (framework and fw != framework) or catalog_name(hw_name) is None:
             continue
         frames = [xr.open_dataset(path).to_dataframe()]
-        nccl = path.with_name(f"{hw_name}-nccl.nc")
-        if nccl.exists():
-            frames.append(xr.open_dataset(nccl).to_dataframe())
+        for lib in COLLECTIVE_LIBRARIES:  # that GPU's collective-library tables (NCCL, oneCCL)
+            if path.with_name(f"{hw_name}-{lib}.nc").exists():
+                frames.append(xr.open_dataset(path.with_name(f"{hw_name}-{lib}.nc")).to_dataframe())
         df = pd.concat(frames, ignore_index=True)
         source = sorted(set(df["source"].str.split(" ").str[:2].str.join(" ")))
         fits = fit_dataset(df, load_hardware(hw_name), classes=classes)

@@ -23,6 +23,10 @@ import numpy as np
 from .hardware_numbers import GpuNumbers, LinkNumbers
 from ._array import where
 
+# The collective libraries whose measured tables stand beside the frameworks' own kernels:
+# NCCL on NVIDIA GPUs, oneCCL on Intel's (aiconfigurator-core comm/nccl, comm/oneccl).
+COLLECTIVE_LIBRARIES = ("nccl", "oneccl")
+
 
 @dataclass(frozen=True)
 class Collective:
@@ -58,7 +62,7 @@ def fitted_link_time(*, hw: GpuNumbers, op: str, size, p):
     up = hw.link("scale_up")
     traffic = COLLECTIVES[op].traffic(size, p, False)
     best = None
-    for owner in ("nccl", getattr(hw.kernels, "framework", "")):
+    for owner in (*COLLECTIVE_LIBRARIES, getattr(hw.kernels, "framework", "")):
         grid, fixed_s = hw.fitted("collective", f"{owner}/{op}")
         if grid is not None:
             t = fixed_s + traffic / up.unidir_bytes_per_s / grid(size=size, devices=p)

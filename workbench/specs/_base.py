@@ -66,7 +66,11 @@ def build(cls, data: dict, *, origin: str):
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields), key=str)
     if unknown:
-        raise SpecError(origin, unknown[0], data[unknown[0]], f"one of the fields {sorted(fields)}")
+        import difflib
+        near = difflib.get_close_matches(str(unknown[0]), list(fields), n=3, cutoff=0.5)
+        raise SpecError(origin, unknown[0], data[unknown[0]],
+                        f"one of the {len(fields)} fields of {cls.__name__}"
+                        + (f" (closest: {', '.join(near)})" if near else f" ({', '.join(sorted(fields)[:12])}, ...)"))
     required = [n for n, f in fields.items()
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     missing = [n for n in required if n not in data]
