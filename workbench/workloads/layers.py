@@ -238,9 +238,11 @@ def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
 def dsa_block(hw, model, *, phase, batch, new, prefix, tp, math, w_bytes, kv_bytes) -> dict | None:
     """A DSA layer's whole attention block (its projections, the lightning indexer and the
     top-k MLA attention) from the framework's measured module tables (primitives/dsa.py),
-    or None: no surface for the phase and formats, not asked for (hw.measured_moe_mla), a
-    hybrid or 2:4-sparse weights. The caller then composes it: the attention projections
-    in layer_gemms, decode_attention / prefill_attention."""
+    or None: no surface for the phase and formats, a hybrid or 2:4-sparse weights. The
+    caller then composes it: the attention projections in layer_gemms, decode_attention /
+    prefill_attention. The tables time the block with its indexer: a model sharing one
+    top-k across layers (GLM-5.2) is charged the indexer on every layer here, on its
+    index_share of them when composed."""
     if not (model.index_topk and model.is_mla and model.q_lora_rank) or model.n_linear_layers \
             or model.n_sliding_layers or hw.sparse_weights:
         return None
