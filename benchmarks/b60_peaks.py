@@ -25,7 +25,7 @@ def main() -> None:
         print(f"gemm {name}: {best.tflops:.1f} of {peak:.1f} TFLOP/s = {best.tflops / peak:.3f} "
               f"({int(best.m)}x{int(best.n)}x{int(best.k)})")
     a = pd.read_parquet(root / "attention" / "vllm" / VERSION / "context_attention_perf.parquet")
-    a = a[(a.get("window_size", 0) == 0) & (a.attn_dtype == "bfloat16")] if "attn_dtype" in a else a
+    a = a[(a.window_size == 0) & (a.attn_dtype == "bfloat16")]
     flops = 4.0 * a.batch_size * a.num_heads * a.isl ** 2 * a.head_dim / 2.0  # causal: half the pairs
     a = a.assign(tflops=flops / (a.latency * 1e-3) / 1e12)
     best = a.sort_values("tflops").iloc[-1]

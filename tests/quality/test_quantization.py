@@ -117,27 +117,15 @@ def test_errors_name_the_argument_and_the_allowed_values(kwargs, arg):
         quality_delta(**args)
 
 
-def test_validate_rejects_bad_tables(df):
-    raw = pd.read_csv(q.CSV_PATH, dtype=str, keep_default_na=False)
-
-    def broken(col, value, row=0):
-        t = raw.copy()
-        t.loc[row, col] = value
-        return t
-
-    cases = [
-        (broken("kv", "int5"), r"row 1: kv='int5' is not known"),
-        (broken("source", " "), r"row 1: source is empty"),
-        (broken("delta", "0.5"), r"row 1: delta=.* is not quantized_value - baseline_value"),
-        (broken("relative_delta", "0.5"), r"row 1: relative_delta=.* is not delta / baseline_value"),
-        (broken("baseline_value", "n/a"), r"row 1: baseline_value='n/a' is not a finite number"),
-        (broken("notes", "read from a figure"), r"row 1: notes lack a conf tag"),
-        (pd.concat([raw, raw.iloc[[0]]], ignore_index=True), r"duplicate of an earlier row"),
-        (raw.drop(columns="notes"), r"columns are"),
-    ]
-    for table, msg in cases:
-        with pytest.raises(ValueError, match=msg):
-            q.validate(table, origin="test.csv")
+def test_validate_rejects_bad_tables(df, rejects_bad_tables):
+    rejects_bad_tables(q, [
+        ("kv", "int5", r"row 1: kv='int5' is not known"),
+        ("source", " ", r"row 1: source is empty"),
+        ("delta", "0.5", r"row 1: delta=.* is not quantized_value - baseline_value"),
+        ("relative_delta", "0.5", r"row 1: relative_delta=.* is not delta / baseline_value"),
+        ("baseline_value", "n/a", r"row 1: baseline_value='n/a' is not a finite number"),
+        ("notes", "read from a figure", r"row 1: notes lack a conf tag"),
+    ])
 
 
 def test_deltas_returns_a_copy():

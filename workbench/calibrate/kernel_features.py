@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..primitives.collectives import COLLECTIVES, EP_ELEMENT_BYTES
-from ..primitives.kernel_fits import MOE_FORMATS, ROOFLINES, EffGrid
+from ..primitives.kernel_fits import MOE_FORMATS, ROOFLINES, EffGrid, dsa_peaks
 from ..units import DTYPE_BYTES
 
 # Bytes per element of A, B (weights) and C for each GEMM format: block-scaled FP8 and NVFP4
@@ -104,7 +104,6 @@ def dsa_features(df: pd.DataFrame, hw, variant: str):
     """A DSA layer's attention block (kernel_fits.dsa_module_work) at each row's model
     dimensions; variant 'decode|prefill/<GEMM format>/<KV dtype>' (decode rows: seq_len 1)."""
     _, gemm, kv = variant.split("@")[0].split("/")
-    fp8 = hw.peak("fp8")
     w, _, units = MOE_FORMATS[gemm]  # the format's weight bytes and math units (primitives/dsa.py reads the same)
     return ROOFLINES["dsa_module"].roofline(
         batch=_num(df, "batch"), new=_num(df, "seq_len"), prefix=_num(df, "context"), heads=_num(df, "n_heads"),
@@ -112,9 +111,7 @@ def dsa_features(df: pd.DataFrame, hw, variant: str):
         q_rank=_num(df, "q_lora_rank"), kv_rank=_num(df, "kv_lora_rank"), rope=_num(df, "rope_dim"),
         nope=_num(df, "head_dim") - _num(df, "rope_dim"), v_dim=_num(df, "v_head_dim"),
         index_heads=_num(df, "index_heads"), index_dim=_num(df, "index_head_dim"), topk=_num(df, "top_k"),
-        w_bytes=w, kv_bytes=ELEMENT_BYTES[kv], peak=hw.peak(units),
-        index_peak=fp8 if np.isfinite(fp8) else hw.peak("bf16"), attention_peak=hw.peak("bf16"),
-        bandwidth=hw.hbm.bandwidth_bytes_per_s)
+        w_bytes=w, kv_bytes=ELEMENT_BYTES[kv], **dsa_peaks(hw, units), bandwidth=hw.hbm.bandwidth_bytes_per_s)
 
 
 def _served_path(rows: pd.DataFrame) -> pd.DataFrame:

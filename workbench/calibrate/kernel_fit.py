@@ -301,9 +301,8 @@ def fit_folder(tables_dir: Path, *, hardware: str | None = None, framework: str 
         if (hardware and hw_name != hardware) or (framework and fw != framework) or catalog_name(hw_name) is None:
             continue
         frames = [xr.open_dataset(path).to_dataframe()]
-        for lib in COLLECTIVE_LIBRARIES:  # that GPU's collective-library tables (NCCL, oneCCL)
-            if path.with_name(f"{hw_name}-{lib}.nc").exists():
-                frames.append(xr.open_dataset(path.with_name(f"{hw_name}-{lib}.nc")).to_dataframe())
+        libraries = (path.with_name(f"{hw_name}-{lib}.nc") for lib in COLLECTIVE_LIBRARIES)
+        frames += [xr.open_dataset(p).to_dataframe() for p in libraries if p.exists()]  # NCCL, oneCCL tables
         df = pd.concat(frames, ignore_index=True)
         source = sorted(set(df["source"].str.split(" ").str[:2].str.join(" ")))
         fits = fit_dataset(df, load_hardware(hw_name), classes=classes)

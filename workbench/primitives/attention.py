@@ -12,7 +12,7 @@ from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
 from ._array import where
-from .kernel_fits import (ATTENTION_TILE, attended_pairs, attribute, context_attention_roofline,
+from .kernel_fits import (attended_pairs, attribute, context_attention_roofline,
                           decode_attention_roofline, gdn_work, mla_decode_roofline, served_time)
 import numpy as np
 
@@ -102,9 +102,8 @@ def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv
     pairs = seq_len * seq_len * (0.5 if causal else 1.0) + seq_len * context
     keys = seq_len + context
     if np.any(np.asarray(window) > 0):  # the band's executed tiles; cached keys beyond w unread
-        w = np.asarray(window, float)
-        pairs = where((w > 0) & (keys > w), np.minimum(pairs, seq_len * (w + ATTENTION_TILE) + 0.0 * pairs), pairs)
-        keys = _window_keys(keys, where(w > 0, w + seq_len, 0.0))
+        pairs = np.minimum(pairs, attended_pairs(seq_len, context, window, causal))
+        keys = _window_keys(keys, where(np.asarray(window) > 0, window + seq_len, 0.0))
     flops = 2.0 * batch * n_heads * (head_dim + v_head_dim) * pairs
     nbytes = batch * (seq_len * n_heads * (head_dim + v_head_dim) * act_bytes
                       + keys * n_kv_heads * (head_dim + v_head_dim) * kv_bytes)

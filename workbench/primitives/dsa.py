@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hardware_numbers import GpuNumbers
-from .kernel_fits import MOE_FORMATS, attribute, dsa_module_roofline, dsa_module_work, served_time
+from .kernel_fits import MOE_FORMATS, attribute, dsa_module_roofline, dsa_module_work, dsa_peaks, served_time
 
 # Kernels the block launches, as the composition counts them: the eight weight GEMMs of an
 # MLA layer with an indexer (workloads/ops.attention_matmuls: q down/up, kv down/up, output,
@@ -49,9 +49,7 @@ def fitted_dsa(*, hw: GpuNumbers, phase: str, batch, new, prefix, heads, dims: d
     if not sources:
         return None
     wb, _, units = MOE_FORMATS[variant.split("/")[1]]
-    fp8, bw = hw.peak("fp8"), hw.hbm_bandwidth_bytes_per_s
-    peaks = dict(peak=hw.peak(units), index_peak=fp8 if np.isfinite(fp8) else hw.peak("bf16"),
-                 attention_peak=hw.peak("bf16"))
+    bw, peaks = hw.hbm_bandwidth_bytes_per_s, dsa_peaks(hw, units)
     shape = dict(batch=batch, new=new, prefix=prefix, heads=heads, w_bytes=wb, kv_bytes=kv_bytes, **dims)
     parts, _ = dsa_module_work(**shape)
     roof, coords = dsa_module_roofline(bandwidth=bw, **peaks, **shape)  # what was fitted

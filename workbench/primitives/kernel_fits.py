@@ -325,7 +325,7 @@ def ep_a2a_roofline(*, tokens, hidden, top_k, ep, elem_bytes, bandwidth, **_):
 DSA_INDEX_KEY_BYTES = 1.0 + 4.0 / 128
 
 
-def _causal_topk_pairs(n, k):
+def causal_topk_pairs(n, k):
     """sum over j = 1..n of min(j, k): the keys the first n queries of a sequence attend
     to when each keeps at most its top k."""
     return where(n <= k, n * (n + 1.0) / 2.0, k * (k + 1.0) / 2.0 + (n - k) * k)
@@ -362,12 +362,21 @@ def dsa_module_work(*, batch, new, prefix, heads, hidden, q_rank, kv_rank, rope,
     scored = batch * (new * prefix + new * (new + 1.0) / 2.0)
     indexer = (2.0 * index_heads * index_dim * scored,
                batch * keys * index_dim * DSA_INDEX_KEY_BYTES + tokens * index_heads * index_dim * act_bytes)
-    attended = batch * (_causal_topk_pairs(keys, topk) - _causal_topk_pairs(prefix, topk))
+    attended = batch * (causal_topk_pairs(keys, topk) - causal_topk_pairs(prefix, topk))
     read = batch * np.minimum(keys, new * topk) * (kv_rank + rope) * kv_bytes
     attention = (2.0 * heads * (2.0 * kv_rank + rope) * attended,
                  read + tokens * heads * (2.0 * kv_rank + rope) * act_bytes)
     coords = {"sequences": batch, "new": new, "keys": keys, "heads": heads}
     return [proj, indexer, attention], {k: v + 0.0 * tokens for k, v in coords.items()}
+
+
+def dsa_peaks(hw, units: str) -> dict:
+    """The peaks a DSA block's parts run at on `hw` (a spec or its numbers): the projections
+    at the GEMM format's math units, the indexer's scores in FP8 (16-bit where the chip has
+    no FP8 units), the attention in 16-bit."""
+    fp8 = hw.peak("fp8")
+    return dict(peak=hw.peak(units), index_peak=fp8 if np.isfinite(fp8) else hw.peak("bf16"),
+                attention_peak=hw.peak("bf16"))
 
 
 def dsa_module_roofline(*, peak, index_peak, attention_peak, bandwidth, **shape):

@@ -219,23 +219,27 @@ class ModelSpec:
 
     # ---- parameters per layer (matmul weights only) -----------------------------------
     @property
-    def attn_params_per_layer(self) -> int:
-        D, H, K, h = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
+    def attn_params_per_layer(self) -> float:
+        """Softmax-attention weights of one such layer (the mean over its kinds)."""
+        return self.softmax_attn_params / max(self.n_full_attention_layers, 1)
+
+    @property
+    def softmax_attn_params(self) -> int:
+        """Softmax-attention weights over all its layers, each kind its own shape."""
+        return sum(n * self.softmax_params(sliding=sl) for n, _, sl in self.softmax_kinds)
+
+    def softmax_params(self, *, sliding: bool) -> int:
+        """Weights of one softmax layer of that kind: MLA's projections, or Q, K, V (none where
+        values are the keys' projection), gate and output."""
+        D = self.d_model
+        H, K, h, hv = self.attention_shape(sliding=sliding)
         if self.is_mla:
             r_q, r_kv, rope = self.q_lora_rank, self.kv_lora_rank, self.qk_rope_head_dim
             q = D * r_q + r_q * H * h if r_q else D * H * h
             kv_down = D * (r_kv + rope)  # compressed latent + shared rope key
-            kv_up = r_kv * H * ((h - rope) + self.v_dim)  # per-head nope key and value
-            gate = D * H * self.v_dim if self.attention_output_gate else 0  # Kimi-K3: mla_use_output_gate
-            return q + kv_down + kv_up + gate + H * self.v_dim * D + self.indexer_params_per_layer
-        return sum(n * self.softmax_params(sliding=sl) for n, _, sl in self.softmax_kinds) \
-            / max(self.n_full_attention_layers, 1)
-
-    def softmax_params(self, *, sliding: bool) -> int:
-        """Q, K, V (none where values are the keys' projection), gate and output weights of
-        one softmax layer of that kind."""
-        D = self.d_model
-        H, K, h, hv = self.attention_shape(sliding=sliding)
+            kv_up = r_kv * H * ((h - rope) + hv)  # per-head nope key and value
+            gate = D * H * hv if self.attention_output_gate else 0  # Kimi-K3: mla_use_output_gate
+            return q + kv_down + kv_up + gate + H * hv * D + self.indexer_params_per_layer
         gate = D * H * h if self.attention_output_gate else 0
         v = 0 if (self.values_from_keys and not sliding) else D * K * hv
         return D * H * h + gate + D * K * h + v + H * hv * D
@@ -275,9 +279,7 @@ class ModelSpec:
     @property
     def attn_params(self) -> int:
         """Token-mixer parameters over all layers: softmax attention and linear attention."""
-        softmax = self.n_full_attention_layers * self.attn_params_per_layer if self.is_mla \
-            else sum(n * self.softmax_params(sliding=sl) for n, _, sl in self.softmax_kinds)
-        return softmax + self.n_linear_layers * self.linear_attn_params_per_layer
+        return self.softmax_attn_params + self.n_linear_layers * self.linear_attn_params_per_layer
 
     @property
     def dense_mlp_params_per_layer(self) -> int:

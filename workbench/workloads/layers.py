@@ -16,6 +16,7 @@ from ..primitives.dsa import fitted_dsa
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.moe import fitted_moe
 from ..primitives.hardware_numbers import GpuNumbers
+from ..primitives.kernel_fits import causal_topk_pairs
 from ..specs import ModelSpec
 from . import ops
 
@@ -190,8 +191,7 @@ def _sparse_share(prompt, k):
     """The share of a causal prompt's (query, key) pairs that top-k attention keeps:
     sum_i min(i, k) over sum_i i, i = 1..T."""
     T = np.asarray(prompt, float)
-    kept = np.where(T <= k, T * (T + 1.0) / 2.0, k * (k + 1.0) / 2.0 + (T - k) * k)
-    return kept / (T * (T + 1.0) / 2.0)
+    return causal_topk_pairs(T, k) / (T * (T + 1.0) / 2.0)
 
 
 def _indexer(hw, model, *, queries, pairs, cached_keys, kv_bytes) -> dict:
