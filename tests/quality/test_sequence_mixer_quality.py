@@ -73,11 +73,13 @@ def test_mixer_kind_of_catalog_specs(model, kind):
 
 
 def test_mixer_kind_reads_the_linear_kind():
-    base = dict(n_linear_layers=30, index_topk=0, is_mla=False, n_sliding_layers=0, n_kv_heads=2, n_heads=16)
+    base = dict(n_linear_layers=30, index_topk=0, is_mla=False, n_sliding_layers=0, n_kv_heads=2, n_heads=16,
+                is_compressed=False)
     assert sm.mixer_kind(SimpleNamespace(**base)) == "gdn_hybrid"  # a spec without linear_kind: Gated DeltaNet
     assert sm.mixer_kind(SimpleNamespace(**base, linear_kind="kda")) == "kda_hybrid"
     assert sm.mixer_kind(SimpleNamespace(**base, linear_kind="mamba2")) == "mamba2_hybrid"
     assert sm.mixer_kind(SimpleNamespace(**dict(base, n_linear_layers=0, n_kv_heads=1))) == "mqa"
+    assert sm.mixer_kind(load_model("deepseek_v4_flash")) == "compressed"  # CSA / HCA layers beside windows
     assert sm.mixer_label("kda_hybrid") == "KDA hybrid" and sm.mixer_label("new_kind") == "new_kind"
 
 

@@ -55,8 +55,7 @@ def test_the_families_refused_are_the_unmodelled_ones():
             fields_from_hf_config(json.loads(path.read_text()), origin=path.name)
         except UnsupportedFamily as e:
             refused[hf_id(path)] = str(e)
-    for hf, key in [("deepseek-ai/DeepSeek-V4-Pro", "compress_ratios"),
-                    ("MiniMaxAI/MiniMax-M3", "sparse_attention_config"),
+    for hf, key in [("MiniMaxAI/MiniMax-M3", "sparse_attention_config"),
                     ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "block_configs")]:
         assert key in refused[hf], (hf, refused.get(hf))
     imported = {hf_id(p) for p in FILES} - set(refused)
@@ -67,6 +66,9 @@ def test_the_families_refused_are_the_unmodelled_ones():
             "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"} <= imported
     # Softmax layers of two shapes are modelled (ModelSpec.sliding_* and values_from_keys)
     assert {"google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4", "XiaomiMiMo/MiMo-V2-Flash"} <= imported
+    # DeepSeek-V4: windows plus CSA / HCA compressed entries, shared-KV MQA, grouped output, mHC
+    assert {"deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro", "nvidia/DeepSeek-V4-Pro-NVFP4",
+            "sgl-project/DeepSeek-V4-Flash-FP8"} <= imported
     # Kimi-K3: KDA with a full-rank output gate, gated MLA, latent experts (routed_expert_hidden_size)
     assert "moonshotai/Kimi-K3" in imported
     # Latent MoE is modelled (ModelSpec.moe_latent_dim), Ultra's block list without num_hidden_layers too

@@ -40,6 +40,7 @@ EXPLICIT_HEAD_DIM = {
     "minimax_m2_7": 128,  # same layers as MiniMax-M2.5
     "gpt_oss_20b": 64,  # gpt-oss-20b config.json head_dim (2880 / 64 = 45)
     "kimi_k2": 192, "kimi_k2_5": 192, "kimi_k2_6": 192, "kimi_k2_7_code": 192,  # MLA, as DeepSeek-V3
+    "deepseek_v4_flash": 512, "deepseek_v4_pro": 512,  # DeepSeek-V4 config.json head_dim (shared-KV MQA)
     "gemma_4_26b_a4b": 512, "gemma_4_31b": 512,  # Gemma 4 config.json global_head_dim (its sliding layers: head_dim 256)
     "mimo_v2_flash": 192,  # MiMo-V2-Flash config.json head_dim (4096 / 64 would be 64); v_head_dim 128
     "kimi_k3": 192,  # Kimi-K3 MLA: qk_nope_head_dim 128 + qk_rope_head_dim 64 (7168 / 96 is not whole)

@@ -98,6 +98,10 @@ def test_layer_weight_matrices_conserve_the_parameter_count(name):
         mean = (m.n_full_attention_layers * soft + m.n_linear_layers * lin) / m.n_layers
         assert mean == pytest.approx(m.attn_params / m.n_layers + mlp, rel=1e-12)
         return
+    if m.is_compressed:  # DeepSeek-V4: a region holds a CSA layer's attention (its compressor and indexer)
+        csa = m.softmax_params(sliding=True) + m.compressor_params_csa + m.hyper_connection_params / m.n_layers
+        assert sum(k * n * c for k, n, c in layer_weight_matrices(m)) == csa + mlp
+        return
     # softmax layers of two shapes (Gemma 4, MiMo-V2-Flash): a region holds the larger kind's
     attn = max(m.softmax_params(sliding=False), m.softmax_params(sliding=True)) \
         if m.n_sliding_layers and not m.is_mla else m.attn_params_per_layer

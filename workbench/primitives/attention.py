@@ -203,6 +203,24 @@ def sparse_indexer(*, hw: GpuNumbers, queries, pairs, cached_keys, n_heads, head
             "compute_bound": compute_s >= memory_s}
 
 
+def gathered_attention(*, hw: GpuNumbers, queries, pairs, keys_read, n_heads, head_dim, key_bytes=1.0,
+                       act_bytes=2.0, dtype: str = "bf16") -> dict:
+    """Attention of `queries` new tokens over keys gathered per query (DeepSeek-V4's window
+    plus compressed entries: a sparse-MLA-style kernel), `pairs` (query, key) products in
+    all, one shared vector per key that is key and value (head_dim wide; 2 x 2 n_heads
+    head_dim FLOPs per pair). Bytes: the `keys_read` cached vectors at `key_bytes`, the
+    queries and outputs. No measured table has this kernel's head_dim of 512 and gather:
+    compute runs at the chip's attention peak efficiency for the dtype (the best its
+    framework's context-attention tables reach), the rule for kernels without tables."""
+    flops = 4.0 * pairs * n_heads * head_dim
+    nbytes = keys_read * head_dim * key_bytes + 2.0 * queries * n_heads * head_dim * act_bytes
+    compute_s = flops / (hw.peak(dtype) * hw.attention_peak_eff_for(dtype))
+    memory_s = memory_time(hw=hw, nbytes=nbytes)
+    return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
+            "overhead_s": hw.kernel_launch_s + 0.0 * flops, "time_s": np.maximum(compute_s, memory_s),
+            "compute_bound": compute_s >= memory_s}
+
+
 def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: str = "bf16", kv_bytes=2.0):
     """MLA decode attention from the framework's measured MLA kernels (absorbed weights:
     kernel_fits.mla_decode_roofline), or None where the numbers carry no such surface or

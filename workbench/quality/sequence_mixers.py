@@ -33,10 +33,10 @@ COLUMNS = ("model", "architecture", "mixer", "benchmark", "context_tokens", "sco
 KEY = ("model", "benchmark", "context_tokens", "comparison")
 # Kinds of sequence mixer. Hybrids keep a few softmax-attention layers beside linear layers
 # with a recurrent state; `mamba_hybrid` is Mamba (v1) layers, which no catalog spec declares.
-MIXERS = ("mha", "gqa", "mqa", "mla", "sliding_window", "dsa", "gdn_hybrid", "kda_hybrid", "mamba2_hybrid",
+MIXERS = ("mha", "gqa", "mqa", "mla", "sliding_window", "dsa", "compressed", "gdn_hybrid", "kda_hybrid", "mamba2_hybrid",
           "mamba_hybrid")
 MIXER_LABELS = {"mha": "full MHA", "gqa": "GQA", "mqa": "MQA", "mla": "MLA", "sliding_window": "sliding window",
-                "dsa": "DSA", "gdn_hybrid": "Gated DeltaNet hybrid", "kda_hybrid": "KDA hybrid",
+                "dsa": "DSA", "compressed": "compressed (CSA + HCA)", "gdn_hybrid": "Gated DeltaNet hybrid", "kda_hybrid": "KDA hybrid",
                 "mamba2_hybrid": "Mamba-2 hybrid", "mamba_hybrid": "Mamba hybrid"}
 # Long-context benchmarks (RULER and its RULER-100 variant, Artificial Analysis Long Context
 # Reasoning, LongBench v2) and the short-context ones the DSA comparison reports.
@@ -57,6 +57,8 @@ def mixer_kind(spec) -> str:
     if spec.n_linear_layers:
         kind = getattr(spec, "linear_kind", "gdn")
         return _LINEAR_MIXERS.get(kind, f"{kind}_hybrid")
+    if spec.is_compressed:  # DeepSeek-V4: windows plus compressed (CSA: indexed) entries
+        return "compressed"
     if spec.index_topk:
         return "dsa"
     if spec.is_mla:

@@ -60,6 +60,12 @@ PUBLISHED = {
                                                  "550B total, 55B active"),
     "mimo_v2_flash": (309e9, "MiMo-V2-Flash README (github.com/XiaomiMiMo/MiMo-V2-Flash): 309B total, 15B "
                              "active parameters"),
+    "deepseek_v4_flash": (284e9, "DeepSeek-V4 technical report and model card (huggingface.co/deepseek-ai/"
+                                 "DeepSeek-V4-Flash), as quoted by rishipython.github.io/2026/04/27/deepseek-v4-csa-"
+                                 "mhc.html: 284B total, 13B active"),
+    "deepseek_v4_pro": (1.6e12, "DeepSeek-V4 technical report and model card (huggingface.co/deepseek-ai/"
+                                "DeepSeek-V4-Pro), as quoted by rishipython.github.io/2026/04/27/deepseek-v4-csa-"
+                                "mhc.html: 1.6T total, 49B active"),
     "gemma_4_26b_a4b": (25.2e9, "Gemma 4 26B A4B, as the model card is quoted (vast.ai/model/gemma-4-26b-a4b-it, "
                                 "llmradar.eu): 25.2B total, 3.8B active"),
     "nemotron_h_56b_base_8k": (56e9, "Nemotron-H (NVIDIA, arXiv 2504.03624): Nemotron-H-56B-Base, 56B parameters"),

@@ -85,7 +85,8 @@ _UNMODELLED = (
      "blocks other than mamba, attention, mlp and moe"),
     ("mamba_num_heads", lambda v, cfg: not _nemotron_h(cfg), "Mamba-2 state-space layers outside Nemotron-H"),
     ("ssm_state_size", lambda v, cfg: not _nemotron_h(cfg), "state-space layers outside Nemotron-H"),
-    ("compress_ratios", _present, "compressed sparse attention (DeepSeek-V4)"),
+    ("compress_ratios", lambda v, cfg: not isinstance(v, list) or len({int(r) for r in v if r}) > 2,
+     "compressed attention of more than DeepSeek-V4's two ratios (CSA and HCA)"),
     ("sparse_attention_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_sparse_attention")),
      "block-sparse indexed attention"),
     ("block_configs", _present, "per-layer heterogeneous blocks (NAS-pruned attention and MLP widths)"),
@@ -191,6 +192,35 @@ def _attention_kinds(cfg: dict, out: dict, prov: dict) -> dict:
     if cfg.get("attention_k_eq_v"):
         got["values_from_keys"], prov["values_from_keys"] = True, "attention_k_eq_v"
     return got
+
+
+def _compressed_layers(cfg: dict, n_layers: int, origin: str, prov: dict) -> dict:
+    """DeepSeek-V4 (its technical report, section 2.3; transformers' modeling_deepseek_v4.py):
+    compress_ratios gives one ratio per layer (then the MTP layers'): 0 the window alone,
+    the smaller nonzero ratio Compressed Sparse Attention (4: the indexer picks index_topk
+    entries), the larger Heavily Compressed Attention (128: every entry attended); every
+    layer attends its last sliding_window tokens, through shared-KV MQA (one cached vector
+    is key and value), queries from a rank-q_lora_rank latent, a grouped low-rank output
+    projection (o_groups x o_lora_rank) and hc_mult hyper-connection streams."""
+    ratios = [int(r) for r in cfg["compress_ratios"]]
+    if len(ratios) < n_layers:
+        raise SpecError(origin, "compress_ratios", cfg["compress_ratios"], f"one ratio per layer ({n_layers})")
+    ratios = ratios[:n_layers]
+    kinds = sorted({r for r in ratios if r})
+    csa = kinds[0] if kinds and cfg.get("index_topk") else 0
+    hca = ([r for r in kinds if r != csa] or [0])[0]
+    keys = ("sliding_window", "q_lora_rank", "o_groups", "o_lora_rank", "hc_mult")
+    out = {f: int(_first(cfg, (f,), origin, f, prov=prov)) for f in keys}
+    if csa:
+        out.update(index_topk=int(cfg["index_topk"]), index_n_heads=int(_first(cfg, ("index_n_heads",), origin,
+                                                                                 "index_n_heads", prov=prov)),
+                   index_head_dim=int(_first(cfg, ("index_head_dim",), origin, "index_head_dim", prov=prov)))
+        prov["index_topk"] = "index_topk"
+    prov.update(n_sliding_layers="every layer (its window branch)", key_is_value="DeepSeek-V4: shared-KV MQA",
+                n_csa_layers=f"compress_ratios == {csa}", csa_ratio="compress_ratios (the smaller, with the indexer)",
+                n_hca_layers=f"compress_ratios == {hca}", hca_ratio="compress_ratios (the larger)")
+    return dict(out, n_sliding_layers=n_layers, key_is_value=True, n_csa_layers=ratios.count(csa) if csa else 0,
+                csa_ratio=csa, n_hca_layers=ratios.count(hca) if hca else 0, hca_ratio=hca)
 
 
 def _attention_windows(cfg: dict, n_layers: int, prov: dict) -> dict:
@@ -374,6 +404,8 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
             out["max_seq_len"], prov["max_seq_len"] = int(cfg[key]), key
             break
     out.update(_attention_windows(cfg, out["n_layers"], prov))
+    if cfg.get("compress_ratios") is not None:
+        out.update(_compressed_layers(cfg, out["n_layers"], origin, prov))
     out.update(_linear_layers(cfg, out["n_layers"], origin, prov))
     if _kimi_linear(cfg):
         out.update(_kda_layers(cfg, out["n_layers"], origin, prov))

@@ -96,6 +96,28 @@ class ModelSpec:
     # Layers that run the indexer (GLM-5.2 shares one top-k across index_topk_freq layers: the
     # others reuse it and cache no indexer key); 0 = every softmax layer.
     index_layers: int = 0
+    # DeepSeek-V4's compressed attention (its technical report, section 2.3; transformers'
+    # modeling_deepseek_v4.py). Every layer attends to its last `sliding_window` tokens
+    # (n_sliding_layers = n_layers); n_csa_layers also pool every csa_ratio tokens into one
+    # compressed entry (Compressed Sparse Attention: overlapping windows of 2 x csa_ratio) of
+    # which each query attends the index_topk that a lightning indexer (index_n_heads x
+    # index_head_dim, scoring compressed index keys) selects; n_hca_layers pool every hca_ratio
+    # tokens (Heavily Compressed Attention) and attend all those entries. The compressors keep
+    # a buffer of the not-yet-pooled tokens per sequence (compressor_state_bytes_per_sequence).
+    n_csa_layers: int = 0
+    csa_ratio: int = 0
+    n_hca_layers: int = 0
+    hca_ratio: int = 0
+    # one cached vector per token and KV head serves as key and value (DeepSeek-V4's shared-KV MQA)
+    key_is_value: bool = False
+    # grouped low-rank output projection (DeepSeek-V4): the heads in o_groups groups, each
+    # projected to o_lora_rank, the o_groups x o_lora_rank vector then to d_model; 0 = one matrix
+    o_groups: int = 0
+    o_lora_rank: int = 0
+    # manifold-constrained hyper-connections (DeepSeek-V4, Xie et al. 2026): the residual stream
+    # is hc_mult streams of d_model, collapsed into a block's input and expanded from its output
+    # by weights a small projection of all streams computes, twice per layer; 0 = plain residual
+    hc_mult: int = 0
     # full-attention layers that also project a sigmoid output gate as wide as the queries
     # (Qwen3-Next, Qwen3.5: attn_output_gate)
     attention_output_gate: bool = False
@@ -116,7 +138,9 @@ class ModelSpec:
                        "n_sliding_layers", "n_linear_layers", "linear_key_heads", "linear_value_heads",
                        "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "index_topk",
                        "index_n_heads", "index_head_dim", "n_mlp_free_layers", "moe_latent_dim",
-                       "sliding_n_kv_heads", "sliding_head_dim", "sliding_v_head_dim", "index_layers"), "nonnegative_int")
+                       "sliding_n_kv_heads", "sliding_head_dim", "sliding_v_head_dim", "index_layers",
+                       "n_csa_layers", "csa_ratio", "n_hca_layers", "hca_ratio", "o_groups", "o_lora_rank",
+                       "hc_mult"), "nonnegative_int")
         if self.linear_kind not in LINEAR_KINDS:
             raise SpecError(self.name, "linear_kind", self.linear_kind, f"one of {', '.join(LINEAR_KINDS)}")
         if self.n_mlp_free_layers + self.n_dense_layers > self.n_layers:
@@ -151,6 +175,17 @@ class ModelSpec:
         if self.sliding_n_kv_heads and self.n_heads % self.sliding_n_kv_heads:
             raise SpecError(self.name, "sliding_n_kv_heads", self.sliding_n_kv_heads,
                             f"a divisor of n_heads={self.n_heads}")
+        for n, ratio in (("n_csa_layers", "csa_ratio"), ("n_hca_layers", "hca_ratio")):
+            if getattr(self, n) and not getattr(self, ratio):
+                raise SpecError(self.name, ratio, 0, f"> 0 when {n} > 0")
+        if self.n_csa_layers + self.n_hca_layers > self.n_layers:
+            raise SpecError(self.name, "n_csa_layers + n_hca_layers", self.n_csa_layers + self.n_hca_layers,
+                            f"<= n_layers={self.n_layers}")
+        if self.n_csa_layers and not self.index_topk:
+            raise SpecError(self.name, "index_topk", 0, "> 0 when n_csa_layers > 0 (the indexer's top-k)")
+        if bool(self.o_groups) != bool(self.o_lora_rank) or (self.o_groups and self.n_heads % self.o_groups):
+            raise SpecError(self.name, "o_groups", self.o_groups,
+                            f"a divisor of n_heads={self.n_heads}, set with o_lora_rank (both or neither)")
         if self.n_sliding_layers and not self.sliding_window:
             raise SpecError(self.name, "sliding_window", 0, "> 0 when n_sliding_layers > 0")
 
@@ -162,6 +197,23 @@ class ModelSpec:
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
+
+    @property
+    def is_compressed(self) -> bool:
+        """DeepSeek-V4's compressed attention: CSA / HCA layers beside their windows."""
+        return bool(self.n_csa_layers or self.n_hca_layers)
+
+    @property
+    def is_dsa(self) -> bool:
+        """DeepSeek Sparse Attention: every softmax layer's keys chosen by the indexer's top-k."""
+        return bool(self.index_topk) and not self.is_compressed
+
+    @property
+    def compressed_kinds(self) -> list[tuple[int, int, float]]:
+        """(layers, tokens pooled per compressed entry, entries a query attends at most (inf:
+        all)) of the compressed layers: CSA's (the indexer's top-k), then HCA's."""
+        return [(n, r, k) for n, r, k in ((self.n_csa_layers, self.csa_ratio, float(self.index_topk)),
+                                           (self.n_hca_layers, self.hca_ratio, np.inf)) if n]
 
     @property
     def n_moe_layers(self) -> int:
@@ -241,8 +293,11 @@ class ModelSpec:
             gate = D * H * hv if self.attention_output_gate else 0  # Kimi-K3: mla_use_output_gate
             return q + kv_down + kv_up + gate + H * hv * D + self.indexer_params_per_layer
         gate = D * H * h if self.attention_output_gate else 0
-        v = 0 if (self.values_from_keys and not sliding) else D * K * hv
-        return D * H * h + gate + D * K * h + v + H * hv * D
+        v = 0 if ((self.values_from_keys and not sliding) or self.key_is_value) else D * K * hv
+        r_q, r_o, g = self.q_lora_rank, self.o_lora_rank, self.o_groups
+        q = D * r_q + r_q * H * h if r_q else D * H * h  # DeepSeek-V4: queries through a rank-r_q latent
+        out = H * hv * r_o + g * r_o * D if g else H * hv * D  # grouped low-rank output projection
+        return q + gate + D * K * h + v + out
 
     @property
     def index_share(self) -> float:
@@ -277,9 +332,34 @@ class ModelSpec:
         return D * (self.linear_qkv_width + hv) + D * gates + hv * D
 
     @property
+    def compressor_params(self) -> int:
+        """DeepSeek-V4's compressors over all layers: a CSA layer's pooled key-value and its
+        gate, two series of head_dim each (D x 4h), and its indexer (queries from the query
+        latent, two series of index keys and their gate: D x 4 index_head_dim, per-head
+        weights); an HCA layer's key-value and gate (D x 2h)."""
+        return self.n_csa_layers * self.compressor_params_csa + self.n_hca_layers * self.d_model * 2 * self.head_dim
+
+    @property
+    def compressor_params_csa(self) -> int:
+        """One CSA layer's compressor and indexer weights (compressor_params)."""
+        D, h, nh, dh = self.d_model, self.head_dim, self.index_n_heads, self.index_head_dim
+        return D * 4 * h + (self.q_lora_rank or D) * nh * dh + D * 4 * dh + D * nh
+
+    @property
+    def hyper_connection_params(self) -> int:
+        """Manifold-constrained hyper-connections: per layer two projections of the hc_mult
+        streams (hc_mult x D) to the pre, post and mixing weights ((2 + hc_mult) x hc_mult).
+        The final collapse's hc_mult x hc_mult D weights (65,536 in V4-Flash), like norm
+        weights, are not counted."""
+        n, D = self.hc_mult, self.d_model
+        return 2 * self.n_layers * (2 + n) * n * n * D
+
+    @property
     def attn_params(self) -> int:
-        """Token-mixer parameters over all layers: softmax attention and linear attention."""
-        return self.softmax_attn_params + self.n_linear_layers * self.linear_attn_params_per_layer
+        """Token-mixer parameters over all layers: softmax attention (with DeepSeek-V4's
+        compressors) and linear attention."""
+        return self.softmax_attn_params + self.n_linear_layers * self.linear_attn_params_per_layer \
+            + self.compressor_params
 
     @property
     def dense_mlp_params_per_layer(self) -> int:
@@ -317,7 +397,7 @@ class ModelSpec:
     def n_params(self) -> int:
         """Total parameters (all experts), embeddings included."""
         return (self.attn_params + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
-                + self.n_moe_layers * self.moe_params_per_layer + self.embedding_params)
+                + self.n_moe_layers * self.moe_params_per_layer + self.embedding_params + self.hyper_connection_params)
 
     @property
     def moe_params_per_layer(self) -> int:
@@ -332,7 +412,7 @@ class ModelSpec:
         moe = (self.n_active_experts * self.expert_params + self.n_shared_experts * self.shared_expert_params
                + self.router_params_per_layer + self.latent_proj_params_per_layer)
         return (self.attn_params + self.n_dense_mlp_layers * self.dense_mlp_params_per_layer
-                + self.n_moe_layers * moe + self.embedding_params)
+                + self.n_moe_layers * moe + self.embedding_params + self.hyper_connection_params)
 
     @property
     def n_matmul_params_active(self) -> int:
@@ -353,13 +433,29 @@ class ModelSpec:
         context = np.asarray(getattr(context, "values", context), dtype=float) if not hasattr(context, "dims") else context
         return self.sum_over_kinds(context, lambda sliding: 1.0)
 
-    def sum_over_kinds(self, context, per_key):
-        """Sum over the softmax layers of (keys the layer holds at `context`) x per_key(sliding)."""
+    def keys_held(self, context):
+        """Summed over layers, the keys each softmax layer caches at `context` (windows
+        capped, DeepSeek-V4's compressed entries all counted); attention_context counts the
+        keys attended."""
+        return self.sum_over_kinds(context, lambda sliding: 1.0, held=True)
+
+    def sum_over_kinds(self, context, per_key, *, held=False):
+        """Sum over the softmax layers of (keys the layer attends at `context`, or holds
+        with held=True) x per_key(sliding); a compressed layer's entries (context / ratio,
+        CSA's top-k of them attended) count as keys of its window's shape."""
         context = np.asarray(getattr(context, "values", context), dtype=float) if not hasattr(context, "dims") else context
         total = 0.0 * context
         for n, w, sliding in self.softmax_kinds:  # linear layers attend to none
             total = total + n * (np.minimum(context, w) if np.isfinite(w) else context) * per_key(sliding)
+        for n, ratio, topk in self.compressed_kinds:
+            entries = context / ratio
+            total = total + n * (entries if held or not np.isfinite(topk) else np.minimum(entries, topk)) * per_key(True)
         return total
+
+    def index_keys_held(self, context):
+        """DeepSeek-V4's cached index keys of one sequence at `context` tokens over its CSA
+        layers: one of index_head_dim per compressed entry (elements)."""
+        return self.n_csa_layers * self.index_head_dim * context / max(self.csa_ratio, 1)
 
     def attention_flops_per_token(self, context):
         """Forward attention FLOPs (QK^T and PV) of one new token attending to `context`
@@ -376,6 +472,8 @@ class ModelSpec:
         if self.is_mla:
             return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim * self.index_share
         _, K, h, hv = self.attention_shape(sliding=sliding)
+        if self.key_is_value:  # DeepSeek-V4: one vector per KV head (its CSA index keys: index_keys_held)
+            return K * h
         return K * (h + hv) + self.index_head_dim
 
     @property
@@ -387,12 +485,28 @@ class ModelSpec:
     def kv_elements_held(self, context):
         """Cached elements of one sequence at `context` tokens over all softmax layers
         (sliding windows capped, each kind its shape)."""
-        return self.sum_over_kinds(context, lambda sliding: self.kv_elements(sliding=sliding))
+        return self.sum_over_kinds(context, lambda sliding: self.kv_elements(sliding=sliding), held=True) \
+            + self.index_keys_held(context)
 
     def attended_keys(self, context):
         """Keys one query of a softmax layer reads at `context` past tokens: all of them, or
-        DeepSeek Sparse Attention's top-k."""
-        return np.minimum(context, self.index_topk) if self.index_topk else context
+        DeepSeek Sparse Attention's top-k (DeepSeek-V4's selection is in attention_context)."""
+        return np.minimum(context, self.index_topk) if self.is_dsa else context
+
+    @property
+    def compressor_state_bytes_per_sequence(self) -> float:
+        """DeepSeek-V4's compressor buffers of one sequence: the tokens of a window not yet
+        pooled, their key-values and gates in fp32 (ratio x 2 x series x width x 4 bytes: two
+        series in CSA, of head_dim and of index_head_dim, one of head_dim in HCA), as
+        aiconfigurator-core's sdk/models/deepseek_v4.py sizes them."""
+        csa = self.csa_ratio * 2 * 2 * (self.head_dim + self.index_head_dim) * 4.0
+        return self.n_csa_layers * csa + self.n_hca_layers * self.hca_ratio * 2 * self.head_dim * 4.0
+
+    @property
+    def fixed_state_bytes_per_sequence(self) -> float:
+        """State a sequence keeps whatever its length: linear layers' recurrent state and
+        DeepSeek-V4's compressor buffers."""
+        return self.linear_state_bytes_per_sequence + self.compressor_state_bytes_per_sequence
 
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
         """KV-cache bytes per token summed over the softmax-attention layers (no
@@ -402,4 +516,4 @@ class ModelSpec:
     def kv_cache_bytes(self, *, context, dtype: str = "bf16"):
         """KV bytes of one sequence holding `context` tokens, sliding windows capped, plus
         the linear-attention layers' fixed state."""
-        return self.kv_elements_held(context) * dtype_bytes(dtype, arg="kv") + self.linear_state_bytes_per_sequence
+        return self.kv_elements_held(context) * dtype_bytes(dtype, arg="kv") + self.fixed_state_bytes_per_sequence

@@ -65,9 +65,11 @@ def kv_bytes_per_sequence(model: ModelSpec, *, tokens, tp, pp, kv_bytes):
     def per_key(sliding):  # each kind of softmax layer its KV heads' split over the TP ranks
         heads = model.attention_shape(sliding=sliding)[1]
         return model.kv_elements(sliding=sliding) * kv_share_per_device(n_kv_heads=heads, tp=tp, is_mla=model.is_mla)
-    return kv_cache_bytes(batch=1.0, tokens_attended=model.sum_over_kinds(tokens, per_key),
-                          kv_elements_per_token_per_layer=1.0, kv_bytes=kv_bytes,
-                          pp=pp) + model.linear_state_bytes_per_sequence / (tp * pp)
+    # DeepSeek-V4: its compressed entries and CSA index keys, replicated on the TP ranks as the one KV head is
+    held = model.sum_over_kinds(tokens, per_key, held=True) + model.index_keys_held(tokens)
+    return kv_cache_bytes(batch=1.0, tokens_attended=held, kv_elements_per_token_per_layer=1.0, kv_bytes=kv_bytes,
+                          pp=pp) + (model.linear_state_bytes_per_sequence / tp
+                                    + model.compressor_state_bytes_per_sequence) / pp
 
 
 def activation_bytes_per_token(model: ModelSpec, *, tp, stream_bytes):

@@ -108,8 +108,13 @@ def layer_elementwise(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, 
     F = ops.mlp_width(model, moe=moe)
     qk = ops.qk_width(model) / tp
     blocks = 1.0 if moe is None else 2.0
-    per_token = blocks * 5 * model.d_model + 2 * qk + model.mlp_matrices * F / tp
-    return elementwise(hw=hw, nbytes=tokens * per_token * a_bytes, count=2.0 * blocks + 1.0)
+    n = model.hc_mult
+    # a block's norm (2 D), then its residual add (3 D) or, with hc_mult hyper-connection
+    # streams (DeepSeek-V4), their norm and collapse before it (read 2 n D, write D) and the
+    # expand-and-mix after it (read n D and D, write n D): two more kernels
+    residual = (4 * n + 2) * model.d_model if n else 3 * model.d_model
+    per_token = blocks * (2 * model.d_model + residual) + 2 * qk + model.mlp_matrices * F / tp
+    return elementwise(hw=hw, nbytes=tokens * per_token * a_bytes, count=(4.0 if n else 2.0) * blocks + 1.0)
 
 
 def tp_allreduce(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, moe=False) -> dict:
@@ -168,7 +173,12 @@ def _by_kind(model, cost) -> dict:
 def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) -> dict:
     """Causal flash attention of `batch` prompts of `prompt` tokens on one TP rank (a
     hybrid's linear layers: the chunked gated delta rule over the same tokens); sliding-
-    window layers over their band, each kind of layer its own shape."""
+    window layers over their band, each kind of layer its own shape; DeepSeek-V4's
+    compressed layers in workloads/compressed.py."""
+    if model.is_compressed:
+        from .compressed import compressed_prefill  # it builds on this module's parts
+        return compressed_prefill(hw, model, batch=batch, prompt=prompt, tp=tp, math=math, a_bytes=a_bytes,
+                                  kv_bytes=kv_bytes)
     if model.n_sliding_layers and not model.is_mla:
         att = _by_kind(model, lambda shape, w: attention_prefill(
             hw=hw, batch=batch, seq_len=prompt, n_heads=shape[0] / tp, head_dim=shape[2], v_head_dim=shape[3],
@@ -180,7 +190,7 @@ def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) 
                             head_dim=model.head_dim, v_head_dim=model.v_dim,
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
                             dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
-    if model.index_topk:  # DSA: query i attends min(i, k) keys, and the indexer scores all i
+    if model.is_dsa:  # DSA: query i attends min(i, k) keys, and the indexer scores all i
         att = add(add(att, scale=_sparse_share(prompt, model.index_topk)),
                   _indexer(hw, model, queries=batch * prompt, pairs=batch * prompt * (prompt + 1.0) / 2.0,
                            cached_keys=batch * prompt, kv_bytes=kv_bytes))
@@ -207,7 +217,11 @@ def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     """One query per sequence over its cache on one TP rank; MLA's latent (one per layer,
     shared by all heads, not split by TP: every rank reads it) instead of KV heads; a
     hybrid's linear layers read and rewrite their state instead; sliding-window layers read
-    their window, each kind of layer its own shape."""
+    their window, each kind of layer its own shape; DeepSeek-V4's compressed layers in
+    workloads/compressed.py."""
+    if model.is_compressed:
+        from .compressed import compressed_decode  # it builds on this module's parts
+        return compressed_decode(hw, model, batch=batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
     if model.n_sliding_layers and not model.is_mla:
         att = _by_kind(model, lambda shape, w: attention_decode(
             hw=hw, batch=batch, context=context, n_heads=shape[0] / tp, head_dim=shape[2], v_head_dim=shape[3],
@@ -216,7 +230,7 @@ def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     held = model.attention_context(context) / model.n_full_attention_layers  # mean over softmax layers, windows capped
     ctx = model.attended_keys(held)  # DSA: the top-k of them
     indexer = _indexer(hw, model, queries=batch, pairs=batch * held, cached_keys=batch * held,
-                       kv_bytes=kv_bytes) if model.index_topk else None
+                       kv_bytes=kv_bytes) if model.is_dsa else None
     if model.is_mla:
         fitted = mla_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, latent=model.kv_lora_rank,
                             rope=model.qk_rope_head_dim, dtype=attention_math(math), kv_bytes=kv_bytes)
@@ -243,7 +257,7 @@ def dsa_block(hw, model, *, phase, batch, new, prefix, tp, math, w_bytes, kv_byt
     prefill_attention. The tables time the block with its indexer: a model sharing one
     top-k across layers (GLM-5.2) is charged the indexer on every layer here, on its
     index_share of them when composed."""
-    if not (model.index_topk and model.is_mla and model.q_lora_rank) or model.n_linear_layers \
+    if not (model.is_dsa and model.is_mla and model.q_lora_rank) or model.n_linear_layers \
             or model.n_sliding_layers or hw.sparse_weights:
         return None
     dims = dict(hidden=model.d_model, q_rank=model.q_lora_rank, kv_rank=model.kv_lora_rank,

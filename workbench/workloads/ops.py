@@ -62,6 +62,8 @@ def attention_matmuls(model) -> list[Matmul]:
         return q + gate + [Matmul("kv_down", k=D, n=rkv + rope, split="none", share=full),
                            Matmul("kv_up", k=rkv, n=H * (h - rope + hv), split="n", share=full),
                            Matmul("attn_out", k=H * hv, n=D, split="k", share=full)] + indexer_matmuls(model) + linear
+    if model.is_compressed:
+        return compressed_attention_matmuls(model) + linear
     own = _own_shape(model)  # sliding layers with their own projections: a pair of matmuls per kind
     out = []
     for n, _, sliding in model.softmax_kinds or [(0, 0.0, False)]:  # full layers, then sliding ones
@@ -74,6 +76,37 @@ def attention_matmuls(model) -> list[Matmul]:
         if not own:
             break
     return out + linear
+
+
+def compressed_attention_matmuls(model) -> list[Matmul]:
+    """DeepSeek-V4's attention projections (transformers' modeling_deepseek_v4.py): queries
+    through a rank-r_q latent (q_a, q_b), the one shared key-value vector (kv_proj, replicated
+    on the TP ranks as MLA's latent is), the grouped low-rank output (o_a: each of o_groups
+    groups of heads to o_lora_rank, whole groups per TP rank; o_b, row-parallel); the CSA
+    layers' compressor (kv and gate of two series, D x 4h) and indexer (queries from the query
+    latent, its compressor D x 4 index_head_dim, head weights), the HCA layers' compressor
+    (D x 2h), each on its share of the layers, replicated; the hyper-connections' two
+    projections of the hc_mult streams to their (2 + hc_mult) x hc_mult weights."""
+    D, H, h, L = model.d_model, model.n_heads, model.head_dim, model.n_layers
+    rq, g, ro, nh, dh, hc = (model.q_lora_rank, model.o_groups, model.o_lora_rank, model.index_n_heads,
+                             model.index_head_dim, model.hc_mult)
+    kv = model.n_kv_heads * h * (1 if model.key_is_value else 2)
+    out = [Matmul("q_down", k=D, n=rq, split="none"), Matmul("q_up", k=rq, n=H * h, split="n")] if rq \
+        else [Matmul("q", k=D, n=H * h, split="n")]
+    out += [Matmul("kv", k=D, n=kv, split="none")]
+    out += [Matmul("attn_out_group", k=H * h // g, n=g * ro, split="n"), Matmul("attn_out", k=g * ro, n=D, split="k")] \
+        if g else [Matmul("attn_out", k=H * h, n=D, split="k")]
+    csa, hca = model.n_csa_layers / L, model.n_hca_layers / L
+    if csa:
+        out += [Matmul("compress_kv", k=D, n=4 * h, split="none", share=csa),
+                Matmul("index_q", k=rq or D, n=nh * dh, split="none", share=csa),
+                Matmul("index_compress_kv", k=D, n=4 * dh, split="none", share=csa),
+                Matmul("index_w", k=D, n=nh, split="none", share=csa)]
+    if hca:
+        out += [Matmul("compress_kv_heavy", k=D, n=2 * h, split="none", share=hca)]
+    if hc:
+        out += [Matmul("hc_mix", k=hc * D, n=2 * (2 + hc) * hc, split="none")]
+    return out
 
 
 def _own_shape(model) -> bool:

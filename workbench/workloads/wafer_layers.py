@@ -20,6 +20,7 @@ from ..primitives.kernel_fits import KEY_PASSES, LINEAR_CHUNK
 from ..primitives.mesh import elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv, tiles, vector_cycles
 from ..specs import ModelSpec
 from . import ops
+from .compressed import prefill_pairs
 from ..primitives.hardware_numbers import WaferNumbers
 
 REDUCE_BYTES = 4.0  # fp32 row statistics (norm sums, softmax max/sum)
@@ -97,8 +98,11 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
     ctx = model.attended_keys(held)  # DSA: the top-k of them
     scores = mesh_gemv(w, k=H * h, n=ctx, **gemv)
     pv = mesh_gemv(w, k=ctx, n=H * hv, **gemv)
-    # DSA's lightning indexer scores every held key: a GEMV over its heads' dims
-    indexer = [(soft, mesh_gemv(w, k=model.index_n_heads * model.index_head_dim, n=held, **gemv))] \
+    # DSA's lightning indexer scores every held key: a GEMV over its heads' dims (DeepSeek-V4's
+    # CSA layers: every compressed entry)
+    index_keys, index_share = (held, soft) if model.is_dsa else (context / max(model.csa_ratio, 1),
+                                                                 model.n_csa_layers / model.n_layers)
+    indexer = [(index_share, mesh_gemv(w, k=model.index_n_heads * model.index_head_dim, n=index_keys, **gemv))] \
         if model.index_topk else []
     # row statistics allreduced: two norms' sums (every layer), the softmax max and sum
     # (softmax layers)
@@ -135,10 +139,15 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
     keys = prompt if context is None else context
     soft = model.n_full_attention_layers / model.n_layers  # layers with softmax attention
     att_keys = model.attended_keys(keys)  # DSA: each query's top-k
+    index_keys, index_share = keys, soft
+    if model.is_compressed:  # DeepSeek-V4: a query's mean window and compressed keys; CSA's index keys
+        att_keys = prefill_pairs(model, keys) / np.maximum(keys, 1.0)
+        index_keys, index_share = keys / model.csa_ratio, model.n_csa_layers / model.n_layers
     att = [(soft, mesh_gemm(w, m=prompt, k=H * h, n=att_keys, **ga)),
            (soft, mesh_gemm(w, m=prompt, k=att_keys, n=H * hv, **ga))]
     if model.index_topk:  # the lightning indexer scores every key
-        att.append((soft, mesh_gemm(w, m=prompt, k=model.index_n_heads * model.index_head_dim, n=keys, **ga)))
+        att.append((index_share, mesh_gemm(w, m=prompt, k=model.index_n_heads * model.index_head_dim, n=index_keys,
+                                           **ga)))
     att += linear_mixing_prefill(w, model, P=Pa, prompt=prompt, mapping=mapping)  # per sequence, as attention
     rows = tiles(M, P)
     reductions = [(2.0, line_allreduce(w, P=P, nbytes=rows * REDUCE_BYTES, mapping=mapping)),  # two norms
@@ -176,6 +185,8 @@ def layer_weight_matrices(model: ModelSpec, *, moe: bool | None = None, attentio
     mixer = [mm for mm in ops.attention_matmuls(model) if (mm.name in linear) == (attention == "linear" and
                                                                                    bool(linear))]
     kinds = [[mm for mm in mixer if mm.name.endswith("_sliding") == sl] for sl in (False, True)]
+    if model.n_csa_layers:  # DeepSeek-V4: a region holds a CSA layer's compressor and indexer, the larger kind's
+        mixer = [mm for mm in mixer if mm.name != "compress_kv_heavy"]
     if all(kinds):  # softmax layers of two shapes (ops.attention_matmuls): the larger kind's region
         mixer = max(kinds, key=lambda mms: sum(mm.k * mm.n * mm.count for mm in mms))
     return [(mm.k, mm.n, mm.count) for mm in mixer + ops.mlp_matmuls(model, moe=moe)]
@@ -200,7 +211,7 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
                                   for _, moe in ops.layer_kinds(model)]) * w_bytes
     weights = weights_of("softmax")
     per_token = model.kv_elements_per_token_per_layer * kv_bytes
-    ctx = model.attention_context(tokens) / max(model.n_full_attention_layers, 1)  # keys per softmax layer
+    ctx = model.keys_held(tokens) / max(model.n_full_attention_layers, 1)  # keys cached per softmax layer
     if kv_spread(mapping):
         kv = batch * ctx * per_token / (P * P)
     else:
