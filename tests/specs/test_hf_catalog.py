@@ -55,8 +55,7 @@ def test_the_families_refused_are_the_unmodelled_ones():
             fields_from_hf_config(json.loads(path.read_text()), origin=path.name)
         except UnsupportedFamily as e:
             refused[hf_id(path)] = str(e)
-    for hf, key in [("MiniMaxAI/MiniMax-M3", "sparse_attention_config"),
-                    ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "block_configs")]:
+    for hf, key in [("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "block_configs")]:
         assert key in refused[hf], (hf, refused.get(hf))
     imported = {hf_id(p) for p in FILES} - set(refused)
     # Gated DeltaNet hybrids are modelled (workloads/layers, primitives/attention.linear_attention)
@@ -66,6 +65,8 @@ def test_the_families_refused_are_the_unmodelled_ones():
             "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"} <= imported
     # Softmax layers of two shapes are modelled (ModelSpec.sliding_* and values_from_keys)
     assert {"google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4", "XiaomiMiMo/MiMo-V2-Flash"} <= imported
+    # MiniMax-M3: block-sparse attention as DSA fields, its dense layers attending every key
+    assert {"MiniMaxAI/MiniMax-M3", "nvidia/MiniMax-M3-NVFP4"} <= imported
     # DeepSeek-V4: windows plus CSA / HCA compressed entries, shared-KV MQA, grouped output, mHC
     assert {"deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro", "nvidia/DeepSeek-V4-Pro-NVFP4",
             "sgl-project/DeepSeek-V4-Flash-FP8"} <= imported

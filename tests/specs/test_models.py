@@ -38,6 +38,7 @@ EXPLICIT_HEAD_DIM = {
     "glm_5": 256, "glm_5_1": 256, "glm_5_2": 256, "glm_5_3": 256,  # GLM-5 MLA: qk_nope 192 + qk_rope 64
     "minimax_m2_5": 128,  # MiniMax-M2.5 config.json head_dim (3072 / 48 would be 64)
     "minimax_m2_7": 128,  # same layers as MiniMax-M2.5
+    "minimax_m3": 128,  # MiniMax-M3 config.json head_dim (6144 / 64 would be 96)
     "gpt_oss_20b": 64,  # gpt-oss-20b config.json head_dim (2880 / 64 = 45)
     "kimi_k2": 192, "kimi_k2_5": 192, "kimi_k2_6": 192, "kimi_k2_7_code": 192,  # MLA, as DeepSeek-V3
     "deepseek_v4_flash": 512, "deepseek_v4_pro": 512,  # DeepSeek-V4 config.json head_dim (shared-KV MQA)

@@ -105,6 +105,8 @@ def test_layer_weight_matrices_conserve_the_parameter_count(name):
     # softmax layers of two shapes (Gemma 4, MiMo-V2-Flash): a region holds the larger kind's
     attn = max(m.softmax_params(sliding=False), m.softmax_params(sliding=True)) \
         if m.n_sliding_layers and not m.is_mla else m.attn_params_per_layer
+    if m.dense_unindexed_layers:  # MiniMax-M3: a region holds a sparse layer's, with its indexer
+        attn += m.indexer_params_per_layer * (1.0 - m.index_share)
     assert sum(k * n * c for k, n, c in layer_weight_matrices(m)) == attn + mlp
 
 

@@ -87,8 +87,8 @@ _UNMODELLED = (
     ("ssm_state_size", lambda v, cfg: not _nemotron_h(cfg), "state-space layers outside Nemotron-H"),
     ("compress_ratios", lambda v, cfg: not isinstance(v, list) or len({int(r) for r in v if r}) > 2,
      "compressed attention of more than DeepSeek-V4's two ratios (CSA and HCA)"),
-    ("sparse_attention_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_sparse_attention")),
-     "block-sparse indexed attention"),
+    ("sparse_attention_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_sparse_attention"))
+     and str(v.get("sparse_score_type", "max")) != "max", "block-sparse attention scored other than by its keys' max"),
     ("block_configs", _present, "per-layer heterogeneous blocks (NAS-pruned attention and MLP widths)"),
     ("swa_num_attention_heads", _differs("num_attention_heads"), "sliding-window layers with their own query heads"),
     ("swa_v_head_dim", lambda v, cfg: v is not None and v != cfg.get("v_head_dim", cfg.get("head_dim")),
@@ -221,6 +221,32 @@ def _compressed_layers(cfg: dict, n_layers: int, origin: str, prov: dict) -> dic
                 n_hca_layers=f"compress_ratios == {hca}", hca_ratio="compress_ratios (the larger)")
     return dict(out, n_sliding_layers=n_layers, key_is_value=True, n_csa_layers=ratios.count(csa) if csa else 0,
                 csa_ratio=csa, n_hca_layers=ratios.count(hca) if hca else 0, hca_ratio=hca)
+
+
+def _block_sparse(cfg: dict, n_layers: int, origin: str, prov: dict) -> dict:
+    """MiniMax-M3's sparse attention (sparse_attention_config, as aiconfigurator-core's
+    sdk/models/minimax_m3.py reads it): in the layers sparse_attention_freq flags, an indexer
+    of sparse_num_index_heads x sparse_index_dim scores every cached key, a block of
+    sparse_block_size keys scores its best key's (sparse_score_type max), and each query
+    attends its sparse_topk_blocks best blocks plus the sparse_local_block latest and
+    sparse_init_block first ones; the other layers attend every key. As DeepSeek Sparse
+    Attention's fields: a top-k of that many keys, the indexer's layers, dense_unindexed_layers."""
+    sa = cfg["sparse_attention_config"]
+    freq = list(sa.get("sparse_attention_freq") or [1] * n_layers)
+    if len(freq) != n_layers:
+        raise SpecError(origin, "sparse_attention_config.sparse_attention_freq", freq, f"one flag per layer ({n_layers})")
+    get = lambda k: int(_first(sa, (k,), origin, f"sparse_attention_config.{k}"))  # noqa: E731
+    blocks = get("sparse_topk_blocks") + int(sa.get("sparse_local_block") or 0) + int(sa.get("sparse_init_block") or 0)
+    n_sparse = sum(1 for f in freq if f)
+    prov.update(index_topk="sparse_attention_config: (sparse_topk_blocks + sparse_local_block + sparse_init_block) "
+                           "x sparse_block_size", index_n_heads="sparse_attention_config.sparse_num_index_heads",
+                index_head_dim="sparse_attention_config.sparse_index_dim",
+                dense_unindexed_layers="sparse_attention_config.sparse_attention_freq: 0 = every key")
+    out = dict(index_topk=blocks * get("sparse_block_size"), index_n_heads=get("sparse_num_index_heads"),
+               index_head_dim=get("sparse_index_dim"), dense_unindexed_layers=n_sparse < n_layers)
+    if n_sparse < n_layers:
+        out["index_layers"], prov["index_layers"] = n_sparse, "sparse_attention_config.sparse_attention_freq"
+    return out
 
 
 def _attention_windows(cfg: dict, n_layers: int, prov: dict) -> dict:
@@ -404,6 +430,9 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
             out["max_seq_len"], prov["max_seq_len"] = int(cfg[key]), key
             break
     out.update(_attention_windows(cfg, out["n_layers"], prov))
+    sparse = cfg.get("sparse_attention_config")
+    if isinstance(sparse, dict) and sparse.get("use_sparse_attention"):
+        out.update(_block_sparse(cfg, out["n_layers"], origin, prov))
     if cfg.get("compress_ratios") is not None:
         out.update(_compressed_layers(cfg, out["n_layers"], origin, prov))
     out.update(_linear_layers(cfg, out["n_layers"], origin, prov))

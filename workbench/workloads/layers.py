@@ -191,7 +191,8 @@ def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) 
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
                             dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=kv_bytes)
     if model.is_dsa:  # DSA: query i attends min(i, k) keys, and the indexer scores all i
-        att = add(add(att, scale=_sparse_share(prompt, model.index_topk)),
+        s = model.selected_share  # the layers a top-k selects; the others attend every key
+        att = add(add(att, scale=s * _sparse_share(prompt, model.index_topk) + 1.0 - s),
                   _indexer(hw, model, queries=batch * prompt, pairs=batch * prompt * (prompt + 1.0) / 2.0,
                            cached_keys=batch * prompt, kv_bytes=kv_bytes))
     return _with_linear(att, hw, model, tokens=batch * prompt, sequences=batch, tp=tp, math=math, a_bytes=a_bytes)

@@ -75,7 +75,7 @@ def attention_matmuls(model) -> list[Matmul]:
                 Matmul("attn_out" + sfx, k=H * hv, n=D, split="k", share=share)]
         if not own:
             break
-    return out + linear
+    return out + indexer_matmuls(model, share=full * model.index_share) + linear
 
 
 def compressed_attention_matmuls(model) -> list[Matmul]:
@@ -115,14 +115,14 @@ def _own_shape(model) -> bool:
                                              or model.values_from_keys)
 
 
-def indexer_matmuls(model) -> list[Matmul]:
+def indexer_matmuls(model, share=None) -> list[Matmul]:
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2 inference code): queries
     from the query latent, one key and the per-head weights from the hidden state; small,
     replicated on every TP rank."""
     if not model.index_topk:
         return []
     nh, dh, D = model.index_n_heads, model.index_head_dim, model.d_model
-    full = model.n_full_attention_layers / model.n_layers
+    full = model.n_full_attention_layers / model.n_layers if share is None else share
     return [Matmul("index_q", k=model.q_lora_rank or D, n=nh * dh, split="none", share=full),
             Matmul("index_k", k=D, n=dh, split="none", share=full),
             Matmul("index_w", k=D, n=nh, split="none", share=full)]

@@ -100,7 +100,7 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
     pv = mesh_gemv(w, k=ctx, n=H * hv, **gemv)
     # DSA's lightning indexer scores every held key: a GEMV over its heads' dims (DeepSeek-V4's
     # CSA layers: every compressed entry)
-    index_keys, index_share = (held, soft) if model.is_dsa else (context / max(model.csa_ratio, 1),
+    index_keys, index_share = (held, soft * model.index_share) if model.is_dsa else (context / max(model.csa_ratio, 1),
                                                                  model.n_csa_layers / model.n_layers)
     indexer = [(index_share, mesh_gemv(w, k=model.index_n_heads * model.index_head_dim, n=index_keys, **gemv))] \
         if model.index_topk else []
@@ -139,7 +139,7 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
     keys = prompt if context is None else context
     soft = model.n_full_attention_layers / model.n_layers  # layers with softmax attention
     att_keys = model.attended_keys(keys)  # DSA: each query's top-k
-    index_keys, index_share = keys, soft
+    index_keys, index_share = keys, soft * model.index_share
     if model.is_compressed:  # DeepSeek-V4: a query's mean window and compressed keys; CSA's index keys
         att_keys = prefill_pairs(model, keys) / np.maximum(keys, 1.0)
         index_keys, index_share = keys / model.csa_ratio, model.n_csa_layers / model.n_layers
