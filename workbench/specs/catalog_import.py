@@ -66,6 +66,8 @@ PUBLISHED = {
     "deepseek_v4_pro": (1.6e12, "DeepSeek-V4 technical report and model card (huggingface.co/deepseek-ai/"
                                 "DeepSeek-V4-Pro), as quoted by rishipython.github.io/2026/04/27/deepseek-v4-csa-"
                                 "mhc.html: 1.6T total, 49B active"),
+    "llama_3_3_nemotron_super_49b_v1": (49e9, "Llama-3.3-Nemotron-Super-49B-v1 model card (huggingface.co/nvidia/"
+                                              "Llama-3_3-Nemotron-Super-49B-v1): a 49B derivative of Llama-3.3-70B"),
     "gemma_4_26b_a4b": (25.2e9, "Gemma 4 26B A4B, as the model card is quoted (vast.ai/model/gemma-4-26b-a4b-it, "
                                 "llmradar.eu): 25.2B total, 3.8B active"),
     "nemotron_h_56b_base_8k": (56e9, "Nemotron-H (NVIDIA, arXiv 2504.03624): Nemotron-H-56B-Base, 56B parameters"),

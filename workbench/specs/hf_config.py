@@ -89,7 +89,8 @@ _UNMODELLED = (
      "compressed attention of more than DeepSeek-V4's two ratios (CSA and HCA)"),
     ("sparse_attention_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_sparse_attention"))
      and str(v.get("sparse_score_type", "max")) != "max", "block-sparse attention scored other than by its keys' max"),
-    ("block_configs", _present, "per-layer heterogeneous blocks (NAS-pruned attention and MLP widths)"),
+    ("block_configs", lambda v, cfg: not _nas_modelled(v), "NAS blocks other than GQA-or-no-op attention with an "
+     "MLP (one KV-head count, no linear replacements, windows or MLP-free blocks)"),
     ("swa_num_attention_heads", _differs("num_attention_heads"), "sliding-window layers with their own query heads"),
     ("swa_v_head_dim", lambda v, cfg: v is not None and v != cfg.get("v_head_dim", cfg.get("head_dim")),
      "sliding-window layers with their own value width"),
@@ -249,6 +250,38 @@ def _block_sparse(cfg: dict, n_layers: int, origin: str, prov: dict) -> dict:
     return out
 
 
+def _nas_modelled(blocks) -> bool:
+    """Whether Llama-Nemotron NAS blocks are of the kinds _nas_blocks imports."""
+    if not isinstance(blocks, list) or not blocks:
+        return False
+    att, ffn = [b.get("attention") or {} for b in blocks], [b.get("ffn") or {} for b in blocks]
+    odd = any(a.get("replace_with_linear") or a.get("window_length") or a.get("sparsify") or f.get("no_op")
+              or f.get("replace_with_linear") or f.get("sparsify") for a, f in zip(att, ffn))
+    return not odd and len({a.get("n_heads_in_group") for a in att if not a.get("no_op")}) == 1
+
+
+def _nas_width(ffn_mult: float, d_model: int) -> int:
+    """A NAS block's MLP width: int(2 ffn_mult D / 3) rounded up to a multiple of 256
+    (modeling_decilm.py, as aiconfigurator-core's sdk/models/nemotron_nas.py quotes it)."""
+    width = int(2 * ffn_mult * d_model / 3)
+    return width + (-width) % 256
+
+
+def _nas_blocks(cfg: dict, prov: dict) -> dict:
+    """Llama-3.3-Nemotron-Super (model_type nemotron-nas): block_configs gives each layer's
+    attention, a no-op or GQA with n_heads_in_group query heads per KV head, and its MLP
+    width (ffn_mult). The attention-free layers are n_mixer_free_layers; d_ff is the widths'
+    mean (weights and FLOPs are linear in the width, so exact but for rounding; the GEMM
+    efficiency is taken at the mean width)."""
+    blocks, D, H = cfg["block_configs"], int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
+    group = next(int(b["attention"]["n_heads_in_group"]) for b in blocks if not b["attention"].get("no_op"))
+    widths = [_nas_width(float(b["ffn"]["ffn_mult"]), D) for b in blocks]
+    prov.update(n_layers="block_configs (one per layer)", n_kv_heads="num_attention_heads / n_heads_in_group",
+                d_ff="mean of the block_configs' ffn_mult widths", n_mixer_free_layers="block_configs: attention no_op")
+    return dict(n_layers=len(blocks), n_kv_heads=H // group, d_ff=round(sum(widths) / len(widths)),
+                n_mixer_free_layers=sum(1 for b in blocks if b["attention"].get("no_op")))
+
+
 def _attention_windows(cfg: dict, n_layers: int, prov: dict) -> dict:
     """sliding_window / n_sliding_layers: gpt-oss, Step and Gemma `layer_types`, Qwen's
     use_sliding_window, Llama-4's chunked attention (a window bounding each chunk)."""
@@ -361,6 +394,10 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
     cfg, prov = text_config(cfg), (provenance if provenance is not None else {})
     if _nemotron_h(cfg) and "num_hidden_layers" not in cfg:  # Nemotron 3 Ultra: the block list only
         cfg = {**cfg, "num_hidden_layers": len(_nemotron_pattern(cfg))}
+    nas = _nas_blocks(cfg, {}) if cfg.get("block_configs") else {}
+    if nas:  # Llama-Nemotron NAS: per-layer heads and widths stated in block_configs, not at the top
+        cfg = {**cfg, "num_hidden_layers": nas["n_layers"], "num_key_value_heads": nas["n_kv_heads"],
+               "intermediate_size": nas["d_ff"]}
     out = {k: int(_first(cfg, keys, origin, k, prov=prov)) for k, keys in _KEYS.items()}
     blocks = _nemotron_blocks(cfg, origin, prov) if _nemotron_h(cfg) else {}
     out["n_layers"] = blocks.get("n_layers", out["n_layers"])
@@ -439,6 +476,9 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
     if _kimi_linear(cfg):
         out.update(_kda_layers(cfg, out["n_layers"], origin, prov))
     out.update({k: v for k, v in blocks.items() if k != "n_layers"})
+    if nas:
+        _nas_blocks(cfg, prov)  # the provenance of its fields
+        out["n_mixer_free_layers"] = nas["n_mixer_free_layers"]
     act = str(_first(cfg, ("mlp_hidden_act", "hidden_act", "hidden_activation", "activation_function"), origin,
                      "gated_mlp", "silu", prov=prov))
     # experts are gated (SwiGLU) in every MoE family here but Nemotron-H's (squared ReLU, no gate)

@@ -86,6 +86,10 @@ class ModelSpec(ContextCounts):
     # or attention, than MLP blocks: each of these L layers pairs a mixer with an MLP but
     # n_mlp_free_layers of them, which cost their mixer only)
     n_mlp_free_layers: int = 0
+    # Layers with an MLP and no token mixer (Llama-3.3-Nemotron-Super's NAS-pruned blocks whose
+    # attention is a no-op); such a model's MLP widths differ per layer and d_ff holds their mean
+    # (hf_config._nas_blocks: exact for weights and FLOPs, linear in the width)
+    n_mixer_free_layers: int = 0
     # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5; on MLA): a lightning indexer of
     # index_n_heads x index_head_dim scores every cached token with its own small key, and
     # each query attends only to the index_topk best; 0 = dense attention. The indexer's key
@@ -140,7 +144,7 @@ class ModelSpec(ContextCounts):
                        "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "sliding_window",
                        "n_sliding_layers", "n_linear_layers", "linear_key_heads", "linear_value_heads",
                        "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "index_topk",
-                       "index_n_heads", "index_head_dim", "n_mlp_free_layers", "moe_latent_dim",
+                       "index_n_heads", "index_head_dim", "n_mlp_free_layers", "n_mixer_free_layers", "moe_latent_dim",
                        "sliding_n_kv_heads", "sliding_head_dim", "sliding_v_head_dim", "index_layers",
                        "n_csa_layers", "csa_ratio", "n_hca_layers", "hca_ratio", "o_groups", "o_lora_rank",
                        "hc_mult"), "nonnegative_int")
@@ -163,9 +167,13 @@ class ModelSpec(ContextCounts):
             raise SpecError(self.name, "n_dense_layers/n_sliding_layers",
                             max(self.n_dense_layers, self.n_sliding_layers),
                             f"<= n_layers={self.n_layers}")
-        if self.n_linear_layers + self.n_sliding_layers > self.n_layers:
+        if self.n_linear_layers + self.n_sliding_layers + self.n_mixer_free_layers > self.n_layers:
             raise SpecError(self.name, "n_linear_layers", self.n_linear_layers,
-                            f"<= n_layers - n_sliding_layers = {self.n_layers - self.n_sliding_layers}")
+                            f"<= n_layers - n_sliding_layers - n_mixer_free_layers = "
+                            f"{self.n_layers - self.n_sliding_layers - self.n_mixer_free_layers}")
+        if self.n_mixer_free_layers + self.n_mlp_free_layers > self.n_layers:
+            raise SpecError(self.name, "n_mixer_free_layers", self.n_mixer_free_layers,
+                            f"<= n_layers - n_mlp_free_layers = {self.n_layers - self.n_mlp_free_layers}")
         if self.index_layers > self.n_full_attention_layers:
             raise SpecError(self.name, "index_layers", self.index_layers,
                             f"<= the softmax-attention layers ({self.n_full_attention_layers})")
@@ -253,8 +261,9 @@ class ModelSpec(ContextCounts):
 
     @property
     def n_full_attention_layers(self) -> int:
-        """Layers with softmax attention (full or sliding-window): all but the linear ones."""
-        return self.n_layers - self.n_linear_layers
+        """Layers with softmax attention (full or sliding-window): all but the linear ones and
+        those without a token mixer."""
+        return self.n_layers - self.n_linear_layers - self.n_mixer_free_layers
 
     @property
     def linear_qkv_width(self) -> int:

@@ -106,8 +106,8 @@ def layer_elementwise(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, 
     on Q and K (read + write), the gated activation (read 2F, write F) per token; a block
     without an MLP (moe None) one norm and one residual add."""
     F = ops.mlp_width(model, moe=moe)
-    qk = ops.qk_width(model) / tp
-    blocks = 1.0 if moe is None else 2.0
+    qk = ops.qk_width(model) / tp * (1.0 - _mixer_free_share(model, moe))
+    blocks = (1.0 if moe is None else 2.0) - _mixer_free_share(model, moe)
     n = model.hc_mult
     # a block's norm (2 D), then its residual add (3 D) or, with hc_mult hyper-connection
     # streams (DeepSeek-V4), their norm and collapse before it (read 2 n D, write D) and the
@@ -123,8 +123,14 @@ def tp_allreduce(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, moe=F
     MLP (moe None)."""
     c = collective(hw=hw, op="all_reduce", size=ops.tp_allreduce_bytes(model, tokens=tokens, a_bytes=a_bytes),
                    devices=tp)
-    n = 1.0 if moe is None else 2.0
+    n = (1.0 if moe is None else 2.0) - _mixer_free_share(model, moe)  # a layer without a mixer: its MLP's
     return {"comm_s": n * c["time_s"], "time_s": n * c["time_s"]}
+
+
+def _mixer_free_share(model, moe) -> float:
+    """Of the layers with an MLP (moe not None), the share without a token mixer (Llama-
+    Nemotron's NAS-pruned ones)."""
+    return 0.0 if moe is None else model.n_mixer_free_layers / (model.n_layers - model.n_mlp_free_layers)
 
 
 def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) -> dict:
@@ -156,9 +162,11 @@ def _linear_layers(hw, model, *, tokens, sequences, tp, math, a_bytes) -> dict:
 
 def _with_linear(softmax: dict, hw, model, **kw) -> dict:
     """Softmax attention over its share of the layers plus the linear layers' (hybrids);
-    the softmax part alone for every other model."""
+    the softmax part alone for every other model (over its share of the layers where some
+    have no token mixer)."""
     if not model.n_linear_layers:
-        return softmax
+        return add(softmax, scale=model.n_full_attention_layers / model.n_layers) if model.n_mixer_free_layers \
+            else softmax
     return add(add(softmax, scale=model.n_full_attention_layers / model.n_layers), _linear_layers(hw, model, **kw))
 
 
