@@ -215,7 +215,7 @@ def test_the_pcie_cards_have_all_three_frameworks():
 def test_pcie_held_out_scores_within_bounds(path):
     doc = json.loads(path.read_text())
     assert doc["source"].startswith("aiconfigurator-core 0.12.0")
-    assert path.stat().st_size < 1_000_000  # sized like the datacenter GPUs' files (70-820 kB)
+    assert path.stat().st_size < 1_200_000  # smaller than the datacenter GPUs' files (0.07-2.2 MB)
     for s in doc["surfaces"]:
         bound = PCIE_BOUNDS.get((s["class"], s["variant"]))
         if bound:

@@ -8,7 +8,7 @@ keeping the package version, the framework version and the file it came from.
 Only the kernel tables under `systems/data/<gpu>/<class>/<framework>/<version>/` are read
 (GEMM, context and generation attention, MLA decode, MoE layers, NCCL and custom all-reduce,
 expert-parallel dispatch and combine, Gated DeltaNet, DeepSeek Sparse Attention's
-attention block); the package's
+attention block, DeepSeek-V4's attention block and hyper-connections); the package's
 end-to-end serving measurements are never read: they are held out to judge the model.
 
 Units of the tables (checked against physics in tests/calibrate/test_aiconfigurator.py):
@@ -248,6 +248,57 @@ def _dsa_module(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame
         "value_si": t, "source": origin})
 
 
+# DeepSeek-V4's attention block, one table per compress ratio and phase (the vLLM tables'
+# dsv4_hca_attn_module, the attention alone, and the sparse kernels' tables are not read)
+DSV4_TABLES = tuple(f"dsv4_{r}_{p}_module_perf" for r in ("csa", "hca") for p in ("generation", "context"))
+
+
+def _dsv4_module(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """A DeepSeek-V4 layer's whole attention block (query latent and up-projection, the
+    shared key-value vector, the compressor, in CSA layers the indexer and its top-k,
+    attention over the sliding window and the compressed entries, the grouped output
+    projection), of DeepSeek-V4-Flash or -Pro: `num_heads` are the heads on the GPU
+    (the model's heads over `tp_size`), `batch_size` sequences of `isl` new tokens (1 in
+    generation) after `step` cached ones, `compress_ratio` 4 (CSA) or 128 (HCA). Each row
+    carries its model's dimensions (the catalog spec its Hugging Face id resolves to; rows
+    of a model the catalog lacks are left out)."""
+    from ..specs import load_model
+    from .kernel_features import dsv4_table_dims
+    df = df[df["op_name"].astype(str).str.fullmatch(r"dsv4_(csa|hca)_(generation|context)_module")]
+    dims = {}
+    for hf_id in sorted(set(df["model"])):
+        try:
+            dims[hf_id] = dsv4_table_dims(load_model(hf_id))
+        except InputError:
+            continue
+    df = df[df["model"].isin(list(dims))]
+    t = df["latency"].to_numpy(float) * MS
+    decode = df["op_name"].astype(str).str.contains("generation").to_numpy()
+    model = pd.DataFrame([dims[m] for m in df["model"]], index=df.index, columns=list(next(iter(dims.values()), {})))
+    return pd.DataFrame({
+        "kind": np.where(decode, "dsv4_decode", "dsv4_prefill"), "op": df["kernel_source"].astype(str),
+        "hardware": hw, "framework": fw, "dtype": df["gemm_type"].map(DTYPES).fillna(df["gemm_type"]),
+        "kv_dtype": df["kv_cache_dtype"].map(DTYPES).fillna(df["kv_cache_dtype"]), "batch": df["batch_size"],
+        "seq_len": np.where(decode, 1.0, df["isl"]), "context": df["step"], "n_heads": df["num_heads"],
+        "tp": df["tp_size"], "compress_ratio": df["compress_ratio"], **{c: model[c] for c in model.columns},
+        "time_s": t, "metric": "time_s", "value_si": t, "source": origin})
+
+
+MHC_SITES = 2  # the hyper-connection sites of a layer (before the attention and the MoE), as every row times
+
+
+def _mhc(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """DeepSeek-V4's manifold-constrained hyper-connections: one row times one layer's `pre`
+    (norm, projection, Sinkhorn, collapse) or `post` (expand and mix) at both its sites
+    (num_sites 2: aiconfigurator-core's sdk/models/deepseek_v4.py counts one pre and one
+    post per layer), `num_tokens` tokens, hc_mult streams of `hidden_size`."""
+    df = df[(df["num_sites"] == MHC_SITES) & df["op_name"].isin(["pre", "post"])]
+    t = df["latency"].to_numpy(float) * MS
+    return pd.DataFrame({"kind": "mhc", "op": df["kernel_source"].astype(str), "hardware": hw, "framework": fw,
+                         "dtype": "bf16", "m": df["num_tokens"], "k": df["hidden_size"], "hc_mult": df["hc_mult"],
+                         "time_s": t, "metric": "time_s", "value_si": t, "source": origin})
+
+
 def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFrame | None:
     """One parquet table as schema rows (None for tables with no importer yet)."""
     import pyarrow.parquet as pq
@@ -273,6 +324,10 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
         return _deepep(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name in DSA_TABLES:
         return _dsa_module(pq.read_table(path).to_pandas(), hw, fw, origin)
+    if name in DSV4_TABLES:
+        return _dsv4_module(pq.read_table(path).to_pandas(), hw, fw, origin)
+    if name == "mhc_module_perf":
+        return _mhc(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "custom_allreduce_perf":  # the framework's own all-reduce kernels
         return _collective(pq.read_table(path).to_pandas(), hw, fw, origin, "op_name", "allreduce_dtype")
     return None
@@ -303,7 +358,7 @@ def import_kernels(*, hardware: str | None = None, framework: str | None = None,
         # re-time only the all-reduce, the DSA module tables in `sparse_attention`, whose newest
         # may time only DeepSeek-V4's: each of them is read from its own newest collection
         stem = group["file"].map(lambda f: Path(f).stem)
-        own = stem.isin(EP_TABLES + DSA_TABLES)
+        own = stem.isin(EP_TABLES + DSA_TABLES + DSV4_TABLES)
         ep = group[own]
         ep = ep[ep["version"] == ep.groupby(stem[ep.index])["version"].transform(lambda v: max(v, key=_version_key))]
         group = pd.concat([group[~own & group["version"].isin(versions)], ep])

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..primitives.collectives import COLLECTIVES, EP_ELEMENT_BYTES
+from ..primitives.dsv4 import RATIOS, dsv4_dims
 from ..primitives.kernel_fits import MOE_FORMATS, ROOFLINES, EffGrid, dsa_peaks
 from ..units import DTYPE_BYTES
 
@@ -114,14 +115,41 @@ def dsa_features(df: pd.DataFrame, hw, variant: str):
         w_bytes=w, kv_bytes=ELEMENT_BYTES[kv], **dsa_peaks(hw, units), bandwidth=hw.hbm.bandwidth_bytes_per_s)
 
 
-def _served_path(rows: pd.DataFrame) -> pd.DataFrame:
+# a DeepSeek-V4 block's variant name of its compress ratio (primitives/dsv4.RATIOS, inverted)
+DSV4_RATIOS = {name: ratio for ratio, name in RATIOS.items()}
+
+
+def dsv4_features(df: pd.DataFrame, hw, variant: str):
+    """A DeepSeek-V4 layer's attention block (dsv4_work.dsv4_module_work) at each row's model
+    dimensions; variant 'decode|prefill/csa|hca/<GEMM format>/<KV dtype>'. The model's total
+    heads are the heads on the GPU times the GPUs they are split over (the tables' tp_size)."""
+    _, name, gemm, kv = variant.split("@")[0].split("/")
+    w, _, units = MOE_FORMATS[gemm]  # the format's weight bytes and math units (primitives/dsv4.py reads the same)
+    return ROOFLINES["dsv4_module"].roofline(
+        batch=_num(df, "batch"), new=_num(df, "seq_len"), prefix=_num(df, "context"), heads=_num(df, "n_heads"),
+        n_heads=_num(df, "n_heads") * _num(df, "tp"), ratio=DSV4_RATIOS[name],
+        **{arg: _num(df, col) for arg, col in DSV4_COLUMNS.items()},
+        w_bytes=w, kv_bytes=ELEMENT_BYTES[kv], **dsa_peaks(hw, units), bandwidth=hw.hbm.bandwidth_bytes_per_s)
+
+
+def mhc_features(df: pd.DataFrame, hw, variant: str):
+    """One layer's hyper-connection pre or post (variant 'pre' | 'post') at both sites: `m`
+    tokens, `k` the hidden size, hc_mult streams; 16-bit math."""
+    return ROOFLINES["mhc"].roofline(tokens=_num(df, "m"), hidden=_num(df, "k"), hc_mult=_num(df, "hc_mult"),
+                                     op=variant.split("@")[0], peak=hw.peak("bf16"),
+                                     bandwidth=hw.hbm.bandwidth_bytes_per_s)
+
+
+SERVED_KEY = ["k", "n_heads", "batch", "seq_len", "context"]  # a DSA row's shape
+
+
+def _served_path(rows: pd.DataFrame, key=SERVED_KEY) -> pd.DataFrame:
     """DSA rows of one variant with the kernel sources that time disjoint shapes merged
     into one source: each shape is timed on the one backend the framework serves it with
     (SGLang's tables time dense MHA up to 2048 keys and the sparse kernels beyond; vLLM's
     on Blackwell time FlashInfer's sparse MLA at 8 and 16 heads on the GPU and FlashMLA's
     at 32 to 128 over a bf16 cache), so together they are its served block. Sources timing
     the same shapes stay apart (variant@source)."""
-    key = ["k", "n_heads", "batch", "seq_len", "context"]
     ops = sorted(set(rows["op"]))
     shapes = [set(map(tuple, rows.loc[rows["op"] == op, key].to_numpy(float).tolist())) for op in ops]
     disjoint = all(not (a & b) for i, a in enumerate(shapes) for b in shapes[i + 1:])
@@ -199,6 +227,14 @@ def tables(df: pd.DataFrame) -> list[Table]:
     for (k, dt, kv), rows in a.groupby([a["kind"], a["dtype"], a["kv_dtype"]]):  # 'decode/fp8_block/fp8'
         if dt in ("bf16", "fp8_block", "fp4") and kv in ELEMENT_BYTES:
             out += _by_kernel(_served_path(rows), "dsa_module", f"{k.removeprefix('dsa_')}/{dt}/{kv}", dsa_features)
+    a = df[kind.isin(["dsv4_decode", "dsv4_prefill"])]
+    ratio = a["compress_ratio"].map(RATIOS)
+    for (k, r, dt, kv), rows in a.groupby([a["kind"], ratio, a["dtype"], a["kv_dtype"]]):  # 'decode/csa/fp8_block/fp8'
+        if dt in ("bf16", "fp8_block", "fp4") and kv in ELEMENT_BYTES:
+            out += _by_kernel(rows, "dsv4_module", f"{k.removeprefix('dsv4_')}/{r}/{dt}/{kv}", dsv4_features)
+    h = df[kind == "mhc"]
+    for op, rows in h.groupby(np.where(h["op"].str.contains("post"), "post", "pre")):  # TRT-LLM: one source a size
+        out += _by_kernel(_served_path(rows, ["k", "m"]), "mhc", op, mhc_features)
     e = df[kind.isin(["ep_dispatch", "ep_combine"])]
     for (k, dt), rows in e.groupby([e["kind"], e["dtype"]]):
         if dt in EP_BYTES:
@@ -223,6 +259,19 @@ def dsa_dims(model) -> dict:
     return {"k": model.d_model, "head_dim": model.head_dim, "q_lora_rank": model.q_lora_rank,
             "kv_lora_rank": model.kv_lora_rank, "rope_dim": model.qk_rope_head_dim, "v_head_dim": model.v_dim,
             "index_heads": model.index_n_heads, "index_head_dim": model.index_head_dim, "top_k": model.index_topk}
+
+
+DSV4_KNOT_MODEL = "deepseek_v4_flash"  # the model dimensions of a DeepSeek-V4 surface's knots
+# dsv4_module_work's model arguments -> the table columns holding them (primitives/dsv4.dsv4_dims)
+DSV4_COLUMNS = {"hidden": "k", "q_rank": "q_lora_rank", "head_dim": "head_dim", "o_groups": "o_groups",
+                "o_rank": "o_lora_rank", "index_heads": "index_heads", "index_dim": "index_head_dim",
+                "topk": "top_k", "window": "window"}
+
+
+def dsv4_table_dims(model) -> dict:
+    """The table columns of a DeepSeek-V4 model's dimensions (a catalog ModelSpec)."""
+    dims = dsv4_dims(model)
+    return {col: dims[arg] for arg, col in DSV4_COLUMNS.items()}
 
 
 def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
@@ -253,6 +302,14 @@ def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
         return pd.DataFrame({"batch": c["sequences"], "seq_len": c["new"],
                              "context": np.maximum(c["keys"] - c["new"], 0.0), "n_heads": c["heads"],
                              **dsa_dims(load_model(DSA_KNOT_MODEL))})
+    if kernel_class == "dsv4_module":  # DSV4_KNOT_MODEL's dimensions and heads; the new tokens are keys too
+        from ..specs import load_model
+        m = load_model(DSV4_KNOT_MODEL)
+        return pd.DataFrame({"batch": c["sequences"], "seq_len": c["new"],
+                             "context": np.maximum(c["keys"] - c["new"], 0.0), "n_heads": c["heads"],
+                             "tp": m.n_heads / c["heads"], **dsv4_table_dims(m)})
+    if kernel_class == "mhc":  # DeepSeek-V4's four streams (config.json hc_mult)
+        return pd.DataFrame({"m": c["tokens"], "k": c["hidden"], "hc_mult": 4.0})
     if kernel_class == "ep_a2a":
         return pd.DataFrame({"m": c["tokens"], "k": c["hidden"], "top_k": 8.0, "ep": c["ep"]})
     return pd.DataFrame({"size_bytes": c["size"], "devices": c["devices"]})

@@ -24,6 +24,14 @@ row (`to_frame`) and back (`to_dataset`).
                  the GPU, head_dim = nope + rope per head, k the hidden size, top_k the
                  indexer's top-k): the model's MLA ranks, rope and value head dims, and its
                  lightning indexer's heads and head dim
+    compress_ratio o_groups o_lora_rank
+                 dsv4_decode / dsv4_prefill: a DeepSeek-V4 layer's attention block (as dsa_*:
+                 n_heads on the GPU, tp the GPUs the model's heads are split over, k the hidden
+                 size, head_dim the shared key-value width, q_lora_rank, index_heads,
+                 index_head_dim, top_k, window the sliding window): its compress ratio (4:
+                 CSA, 128: HCA) and grouped output projection (o_groups groups to o_lora_rank)
+    hc_mult      mhc: one layer's hyper-connection pre or post at both its sites (op the
+                 kernel, m tokens, k the hidden size), hc_mult residual streams
     size_bytes   memory: bytes moved (read + write); collectives: the per-device buffer
     devices      collectives: ranks; others 1
     time_s       median over repetitions; time_p25_s, time_p75_s, time_min_s the spread
@@ -43,12 +51,12 @@ from ..units import unit_attrs
 DIM = "measurement"
 KINDS = ("gemm", "attention", "decode_attention", "mla_decode", "moe", "memory", "launch", "all_reduce", "all_gather", "reduce_scatter",
          "all_to_all", "ep_dispatch", "ep_combine", "gdn_prefill", "gdn_decode", "kda_prefill", "kda_decode",
-         "dsa_decode", "dsa_prefill")
+         "dsa_decode", "dsa_prefill", "dsv4_decode", "dsv4_prefill", "mhc")
 METRICS = ("flops_per_s", "bytes_per_s", "bus_bandwidth_bytes_per_s", "time_s")
 STRINGS = ("kind", "op", "hardware", "framework", "dtype", "kv_dtype", "metric", "source")
 NUMBERS = ("m", "n", "k", "batch", "seq_len", "n_heads", "n_kv_heads", "head_dim", "context", "window", "causal",
            "size_bytes", "devices", "n_experts", "top_k", "tp", "ep", "q_lora_rank", "kv_lora_rank", "rope_dim",
-           "v_head_dim", "index_heads", "index_head_dim",
+           "v_head_dim", "index_heads", "index_head_dim", "compress_ratio", "o_groups", "o_lora_rank", "hc_mult",
            "time_s", "time_p25_s", "time_p75_s", "time_min_s", "n_reps", "value_si")
 COLUMNS = STRINGS + NUMBERS
 REQUIRED = ("kind", "hardware", "metric", "value_si")

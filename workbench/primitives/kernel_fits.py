@@ -387,6 +387,9 @@ def dsa_module_roofline(*, peak, index_peak, attention_peak, bandwidth, **shape)
     return sum(_bound(f, b, p, bandwidth) for (f, b), p in zip(parts, (peak, index_peak, attention_peak))), coords
 
 
+from .dsv4_work import dsv4_module_roofline, mhc_roofline  # noqa: E402  (DeepSeek-V4's block and mHC)
+
+
 @dataclass(frozen=True)
 class KernelClass:
     roofline: Callable
@@ -416,6 +419,14 @@ ROOFLINES = {
     "dsa_module": KernelClass(dsa_module_roofline, ("sequences", "new", "keys", "heads"),
                               {"sequences": _span(0, 10), "new": _span(0, 15), "keys": _span(0, 20),
                                "heads": _span(0, 7)}.get, ("sequences", "new", "keys")),
+    # a DeepSeek-V4 layer's whole attention block (dsv4_work.py), one surface per phase and
+    # compress ratio; the tables span 1-1024 sequences, 1-65,536 new tokens, up to 2^20 keys, 8-128 heads
+    "dsv4_module": KernelClass(dsv4_module_roofline, ("sequences", "new", "keys", "heads"),
+                               {"sequences": _span(0, 10), "new": _span(0, 16), "keys": _span(0, 21),
+                                "heads": _span(0, 7)}.get, ("sequences", "new", "keys")),
+    # one layer's hyper-connection pre or post (both sites); the tables span 1-524,288 tokens
+    "mhc": KernelClass(mhc_roofline, ("tokens", "hidden"), {"tokens": _span(0, 19), "hidden": _span(11, 14)}.get,
+                       ("tokens",)),
     "moe": KernelClass(moe_roofline, ("tokens_per_expert", "width", "hidden", "experts"),
                        {"tokens_per_expert": _span(-1, 14), "width": _span(5, 15), "hidden": _span(9, 14),
                         "experts": _span(0, 9)}.get, ("tokens_per_expert", "width", "hidden", "experts")),
@@ -436,7 +447,8 @@ class KernelFits:
     EffGrid, where the variant is a dtype ('bf16', 'fp8', 'fp8_block', 'fp4'; MoE layers also
     'int4', 'mxfp4_w4a16', 'mxfp4_w4a8': MOE_FORMATS), a KV dtype
     for attention ('bf16/fp8': math/KV), a phase and formats for a DSA block
-    ('decode/fp8_block/fp8': phase/GEMM format/KV), or a collective op ('nccl/all_reduce',
+    ('decode/fp8_block/fp8': phase/GEMM format/KV), a phase, compress ratio and formats for a
+    DeepSeek-V4 block ('decode/csa/fp8_block/fp8'), an mHC op ('pre', 'post'), or a collective op ('nccl/all_reduce',
     'trtllm/all_reduce')."""
     hardware: str
     framework: str
