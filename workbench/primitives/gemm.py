@@ -108,13 +108,39 @@ def sparse_speed(hw: GpuNumbers, dtype: str):
     return math, hw.sparse_speedup_for(math) * SPARSE_GEMM_EFFICIENCY
 
 
+# The most fixed latency a GEMM keeps in a served iteration. The GEMM surfaces' fixed
+# latencies (workbench/specs/kernels/*.json, score.fixed_s) are 1.5-10.5 us for every
+# framework and format on H100, H200 and B200 (TensorRT-LLM's FP8 with its activation
+# quantization the largest), the same DeepGEMM block-FP8 kernel 3.6-4.0 us under SGLang and
+# TensorRT-LLM; vLLM's block-FP8 tables alone carry 47-131 us, the host side of its Python
+# call path (per-call activation quantization and scale layout), which the CUDA graph of a
+# served decode iteration replays without. Beyond this bound a table's fixed latency is host
+# time, not kernel time: such a table is not read for a served GEMM; the same framework's
+# table of the format's tensor-core math is (block-FP8 runs the FP8 MMA, its scales 1/16384
+# of the weight bytes), else the fixed latency is cut to this bound.
+SERVED_GEMM_FIXED_MAX_S = 10.5e-6
+# The tensor-core math of a scaled format, whose table stands in for a host-bound one.
+SCALED_FORMAT_MATH = {"fp8_block": "fp8"}
+
+
+def _served_surface(hw: GpuNumbers, variant: str):
+    """(grid, fixed_s) of the GEMM table a served iteration reads (SERVED_GEMM_FIXED_MAX_S)."""
+    grid, fixed_s = hw.fitted("gemm", variant)
+    if grid is None or fixed_s <= SERVED_GEMM_FIXED_MAX_S:
+        return grid, fixed_s
+    alt, alt_fixed_s = hw.fitted("gemm", SCALED_FORMAT_MATH.get(variant, variant))
+    if alt is not None and alt_fixed_s <= SERVED_GEMM_FIXED_MAX_S:
+        return alt, alt_fixed_s
+    return grid, SERVED_GEMM_FIXED_MAX_S
+
+
 def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     """(compute_s, memory_s, time_s) of one GEMM from the framework's fitted surface: each
     roofline term over the efficiency of the shape, plus the table's fixed latency; None
     where the numbers carry no surface for this GEMM. A 2:4-sparse GEMM reads the dense
     format's surface, its compute term divided by the sparse speedup (sparse_speed)."""
     math, speed = sparse_speed(hw, dtype)
-    grid, fixed_s = hw.fitted("gemm", math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
+    grid, fixed_s = _served_surface(hw, math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
     if grid is None:
         return None
     eff = grid(m=m, n=n, k=k)  # kernel_fits.gemm_roofline's coordinates

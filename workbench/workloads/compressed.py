@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives.attention import attention_decode, gathered_attention, mla_decode, sparse_indexer
+from ..primitives.dsv4 import dsv4_dims, fitted_dsv4, fitted_mhc
 from ..primitives.kernel_fits import causal_topk_pairs
-from .layers import add, attention_math
+from .parts import add, attention_math
 
 
 def _indexer(hw, model, *, queries, pairs, cached_keys, kv_bytes) -> dict:
@@ -75,3 +76,35 @@ def compressed_decode(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     entries = np.asarray(context, float) / model.csa_ratio
     return add(att, _indexer(hw, model, queries=batch, pairs=batch * entries, cached_keys=batch * entries,
                              kv_bytes=kv_bytes))
+
+
+def dsv4_block(hw, model, *, phase, batch, new, prefix, tp, math, w_bytes, kv_bytes) -> dict | None:
+    """A DeepSeek-V4 layer's whole attention block (projections, compressor, indexer, window
+    and compressed attention, grouped output), the mean over the layers, from the framework's
+    measured module tables (primitives/dsv4.py), or None where a kind of layer has no
+    surface (the caller composes: ops.compressed_attention_matmuls, compressed_prefill /
+    compressed_decode). A window-only layer has no table: it is timed as an HCA layer, as
+    aiconfigurator-core's deepseek_v4.py does (its compressed entries, one per 128 tokens,
+    are what it lacks)."""
+    if not model.is_compressed or hw.sparse_weights:
+        return None
+    L, dims = model.n_layers, dsv4_dims(model)
+    hca = model.n_layers - model.n_csa_layers  # HCA layers and the window-only ones
+    parts = []
+    for n, ratio in ((model.n_csa_layers, model.csa_ratio), (hca, model.hca_ratio)):
+        if not n:
+            continue
+        r = fitted_dsv4(hw=hw, phase=phase, ratio=ratio, batch=batch, new=new, prefix=prefix, heads=model.n_heads / tp,
+                        dims=dims, math=math, w_bytes=w_bytes, kv_bytes=kv_bytes)
+        if r is None:
+            return None
+        parts.append(add(r, scale=n / L))
+    return add(*parts)
+
+
+def hyper_connections(hw, model, *, tokens) -> dict | None:
+    """One layer's mHC (pre and post at both sites) from the framework's measured tables, or
+    None (no hyper-connections, or no surface: layers.layer_elementwise composes them)."""
+    if not model.hc_mult:
+        return None
+    return fitted_mhc(hw=hw, tokens=tokens, hidden=model.d_model, hc_mult=model.hc_mult)

@@ -19,37 +19,12 @@ from ..primitives.hardware_numbers import GpuNumbers
 from ..primitives.kernel_fits import causal_topk_pairs
 from ..specs import ModelSpec
 from . import ops
-
-# Attention runs in 16-bit even when the GEMMs run in FP8/INT8/FP4: TensorRT-LLM's
-# context FMHA and vLLM's default attention backends take bf16/fp16 Q, K, V (an FP8 KV
-# cache is dequantized on load). FP8 attention is an opt-in variant not modelled here.
-WIDE_MATH = ("fp32", "tf32", "bf16", "fp16")
-
-
-def attention_math(math: str) -> str:
-    return math if math in WIDE_MATH else "bf16"
-
-
-PARTS = ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "comm_s", "time_s",
-         "matmul_s", "attention_s", "elementwise_s")  # the last three: time per operation class
-
+from .compressed import compressed_decode, compressed_prefill, dsv4_block, hyper_connections
+from .parts import PARTS, WIDE_MATH, add, attention_math  # noqa: F401  (re-exported)
 
 def _classed(part: dict, op_class: str) -> dict:
     """Tag a part's time (kernel + launch overhead) with its operation class."""
     return dict(part, **{f"{op_class}_s": part["time_s"] + part.get("overhead_s", 0.0)})
-
-
-def add(*parts: dict, scale=1.0) -> dict:
-    """Sum named parts (missing keys count as zero), times `scale`."""
-    out = {}
-    for k in PARTS:
-        total = 0.0
-        for p in parts:
-            v = p.get(k)
-            if v is not None:
-                total = total + v
-        out[k] = total * scale
-    return out
 
 
 def _gemm(hw, *, m, n, k, math, w_bytes, a_bytes, count=1.0, grouped=False):
@@ -108,13 +83,17 @@ def layer_elementwise(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, 
     F = ops.mlp_width(model, moe=moe)
     qk = ops.qk_width(model) / tp * (1.0 - _mixer_free_share(model, moe))
     blocks = (1.0 if moe is None else 2.0) - _mixer_free_share(model, moe)
-    n = model.hc_mult
+    mhc = hyper_connections(hw, model, tokens=tokens)  # DeepSeek-V4's mHC, as the framework measured it
+    n = model.hc_mult if mhc is None else 0
     # a block's norm (2 D), then its residual add (3 D) or, with hc_mult hyper-connection
     # streams (DeepSeek-V4), their norm and collapse before it (read 2 n D, write D) and the
     # expand-and-mix after it (read n D and D, write n D): two more kernels
     residual = (4 * n + 2) * model.d_model if n else 3 * model.d_model
     per_token = blocks * (2 * model.d_model + residual) + 2 * qk + model.mlp_matrices * F / tp
-    return elementwise(hw=hw, nbytes=tokens * per_token * a_bytes, count=(4.0 if n else 2.0) * blocks + 1.0)
+    out = elementwise(hw=hw, nbytes=tokens * per_token * a_bytes, count=(4.0 if n else 2.0) * blocks + 1.0)
+    if mhc is not None:  # in place of the plain residual adds counted above
+        out = add(out, {k: v for k, v in mhc.items() if k in PARTS})
+    return out
 
 
 def tp_allreduce(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, a_bytes, moe=False) -> dict:
@@ -184,7 +163,6 @@ def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) 
     window layers over their band, each kind of layer its own shape; DeepSeek-V4's
     compressed layers in workloads/compressed.py."""
     if model.is_compressed:
-        from .compressed import compressed_prefill  # it builds on this module's parts
         return compressed_prefill(hw, model, batch=batch, prompt=prompt, tp=tp, math=math, a_bytes=a_bytes,
                                   kv_bytes=kv_bytes)
     if model.n_sliding_layers and not model.is_mla:
@@ -229,7 +207,6 @@ def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     their window, each kind of layer its own shape; DeepSeek-V4's compressed layers in
     workloads/compressed.py."""
     if model.is_compressed:
-        from .compressed import compressed_decode  # it builds on this module's parts
         return compressed_decode(hw, model, batch=batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
     if model.n_sliding_layers and not model.is_mla:
         att = _by_kind(model, lambda shape, w: attention_decode(
@@ -276,6 +253,14 @@ def dsa_block(hw, model, *, phase, batch, new, prefix, tp, math, w_bytes, kv_byt
                       math=math, w_bytes=w_bytes, kv_bytes=kv_bytes)
 
 
+def attention_block(hw, model, **kw) -> dict | None:
+    """A layer's whole attention block from the framework's measured module tables: DSA's
+    (dsa_block) or DeepSeek-V4's (compressed.dsv4_block); None where the caller composes it."""
+    if model.is_compressed:
+        return dsv4_block(hw, model, **kw)
+    return dsa_block(hw, model, **kw)
+
+
 def _gemms_beside(block, model, moe):
     """The matmuls layer_gemms costs beside an attention block: all of them (None) when the
     block is composed, the MLP's alone when a measured block holds the projections."""
@@ -285,7 +270,7 @@ def _gemms_beside(block, model, moe):
 def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
                   imbalance=1.0) -> dict:
     T = batch * prompt
-    block = dsa_block(hw, model, phase="prefill", batch=batch, new=prompt, prefix=0.0, tp=tp, math=math,
+    block = attention_block(hw, model, phase="prefill", batch=batch, new=prompt, prefix=0.0, tp=tp, math=math,
                        w_bytes=w_bytes, kv_bytes=kv_bytes)
     att = block if block is not None else prefill_attention(hw, model, batch=batch, prompt=prompt, tp=tp, math=math,
                                                             a_bytes=a_bytes, kv_bytes=kv_bytes)
@@ -303,7 +288,7 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
 def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
                  imbalance=1.0) -> dict:
     """One decode step of one layer: `batch` new tokens, each attending to `context`."""
-    block = dsa_block(hw, model, phase="decode", batch=batch, new=1.0, prefix=context, tp=tp, math=math,
+    block = attention_block(hw, model, phase="decode", batch=batch, new=1.0, prefix=context, tp=tp, math=math,
                        w_bytes=w_bytes, kv_bytes=kv_bytes)
     att = block if block is not None else decode_attention(hw, model, batch=batch, context=context, tp=tp, math=math,
                                                            kv_bytes=kv_bytes)
@@ -330,8 +315,8 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
     tokens = decode_batch + prefill_tokens
     g = dict(math=math, w_bytes=w_bytes, a_bytes=a_bytes)
     blocks = dict(tp=tp, math=math, w_bytes=w_bytes, kv_bytes=kv_bytes)
-    dec_block = dsa_block(hw, model, phase="decode", batch=decode_batch, new=1.0, prefix=context, **blocks)
-    pre_block = dsa_block(hw, model, phase="prefill", batch=prefill_tokens / prompt, new=prompt, prefix=0.0, **blocks)
+    dec_block = attention_block(hw, model, phase="decode", batch=decode_batch, new=1.0, prefix=context, **blocks)
+    pre_block = attention_block(hw, model, phase="prefill", batch=prefill_tokens / prompt, new=prompt, prefix=0.0, **blocks)
     # the attention projections of the tokens whose block is composed (a measured block holds its own)
     projected = (decode_batch if dec_block is None else 0.0) + (prefill_tokens if pre_block is None else 0.0)
     attn_mm = {} if dec_block is not None and pre_block is not None else _classed(layer_gemms(
