@@ -81,3 +81,10 @@ def test_wafer_regions_hold_every_expert_and_the_router():
 def test_a_matmul_split_must_be_known():
     with pytest.raises(ValueError, match="split"):
         ops.Matmul("x", k=1, n=1, split="rows")
+
+
+def test_training_attention_flops_count_only_softmax_layers():
+    # Llama-3.3-Nemotron-Super-49B: 49 of its 80 layers have attention (config.json block_configs)
+    m = load_model("llama_3_3_nemotron_super_49b_v1")
+    _, attention = ops.training_model_flops(m, tokens=1000.0, seq_len=2048.0)
+    assert attention == 12.0 * 49 * 64 * 128 * 2048.0 * 1000.0

@@ -252,7 +252,8 @@ def expert_dispatch_bytes(model, *, tokens, a_bytes):
 def training_model_flops(model, *, tokens, seq_len):
     """Model FLOPs of a training step over `tokens` tokens of sequences `seq_len` long:
     6·N·tokens + 12·L·H·h·S·tokens (PaLM Appendix B / llm-foundry: attention counted
-    without causal halving); N = parameters touched per token, embeddings included.
-    Returns (model FLOPs, attention FLOPs)."""
-    attention = 12.0 * model.n_layers * model.n_heads * model.head_dim * seq_len * tokens
+    without causal halving); N = parameters touched per token, embeddings included; the
+    attention term over the layers with softmax attention (a hybrid's linear layers and
+    Llama-Nemotron's attention-free ones have none). Returns (model FLOPs, attention FLOPs)."""
+    attention = 12.0 * model.n_full_attention_layers * model.n_heads * model.head_dim * seq_len * tokens
     return 6.0 * model.n_params_active * tokens + attention, attention
