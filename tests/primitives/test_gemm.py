@@ -213,16 +213,16 @@ def test_predict_gemm_matches_primitive_and_sweeps():
 
 
 def test_host_bound_gemm_tables_are_not_read_for_served_gemms():
-    # vLLM's block-FP8 GEMM tables carry 47-131 us of fixed latency (workbench/specs/kernels/*-vllm.json,
+    # vLLM's block-FP8 GEMM tables carry 47-240 us of fixed latency (workbench/specs/kernels/*-vllm.json,
     # score.fixed_s) where the same DeepGEMM kernel under SGLang and TensorRT-LLM carries 3.6-4.0 us: host
     # time a CUDA-graph replay leaves out. A served GEMM reads vLLM's FP8 table instead (same tensor-core math)
     import json
     from pathlib import Path
     from workbench.backends import numbers
-    from workbench.primitives.gemm import SERVED_GEMM_FIXED_MAX_S
+    from workbench.primitives.gemm import HOST_BOUND_FACTOR
     doc = json.loads((Path(__file__).resolve().parents[2] / "workbench/specs/kernels/b200-vllm.json").read_text())
     fixed = {s["variant"]: s["score"]["fixed_s"] for s in doc["surfaces"] if s["class"] == "gemm"}
-    assert fixed["fp8_block"] > 4 * SERVED_GEMM_FIXED_MAX_S and fixed["fp8"] <= SERVED_GEMM_FIXED_MAX_S
+    assert fixed["fp8_block"] > 5 * HOST_BOUND_FACTOR * fixed["fp8"]  # 128 us against 4.2 us
     shape = dict(m=1, n=4096, k=4096, dtype="fp8_block", a_bytes=1.0, b_bytes=1.0, c_bytes=1.0)
     vllm, sglang = (float(gemm(hw=numbers("b200", framework=fw), **shape)["time_s"]) for fw in ("vllm", "sglang"))
     assert vllm < 2.0 * sglang and vllm < fixed["fp8_block"]
