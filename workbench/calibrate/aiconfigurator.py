@@ -8,7 +8,8 @@ keeping the package version, the framework version and the file it came from.
 Only the kernel tables under `systems/data/<gpu>/<class>/<framework>/<version>/` are read
 (GEMM, context and generation attention, MLA decode, MoE layers, NCCL and custom all-reduce,
 expert-parallel dispatch and combine, Gated DeltaNet, DeepSeek Sparse Attention's
-attention block, DeepSeek-V4's attention block and hyper-connections); the package's
+attention block, DeepSeek-V4's attention block and hyper-connections, MiniMax-M3's sparse
+attention block); the package's
 end-to-end serving measurements are never read: they are held out to judge the model.
 
 Units of the tables (checked against physics in tests/calibrate/test_aiconfigurator.py):
@@ -284,6 +285,45 @@ def _dsv4_module(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFram
         "time_s": t, "metric": "time_s", "value_si": t, "source": origin})
 
 
+MSA_TABLES = ("msa_generation_module_perf", "msa_context_module_perf")
+
+
+def _msa_module(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+    """A MiniMax-M3 sparse layer's whole attention block (MiniMax Sparse Attention: Q, K, V
+    and output projections, the indexer's projections, block scoring and top-k, GQA attention
+    over the selected blocks): `num_heads` are the query heads on the GPU (SGLang's rows: the
+    model's 64 over `tp_size`; TensorRT-LLM's and vLLM's: 1-128 at tp_size 1, the GPU's share
+    as a sweep), `batch_size` sequences of `isl` new tokens (1 in generation) after `step`
+    cached ones. Each row carries its model's dimensions (the catalog spec its Hugging Face id
+    resolves to; rows of a model the catalog lacks are left out) and, as `n_kv_heads`, the KV
+    heads on its GPU: the GPU's share of the model's, at least one (msa_work.msa_kv_heads)."""
+    from ..primitives.msa_work import msa_kv_heads
+    from ..specs import load_model
+    from .kernel_features import msa_table_dims
+    df = df[df["op_name"].isin(["msa_generation_module", "msa_context_module"])]
+    dims, models = {}, {}
+    for hf_id in sorted(set(df["model"])):
+        try:
+            models[hf_id] = load_model(hf_id)
+        except InputError:
+            continue
+        dims[hf_id] = msa_table_dims(models[hf_id])
+    df = df[df["model"].isin(list(dims))]
+    t = df["latency"].to_numpy(float) * MS
+    decode = (df["op_name"] == "msa_generation_module").to_numpy()
+    model = pd.DataFrame([dims[m] for m in df["model"]], index=df.index, columns=list(next(iter(dims.values()), {})))
+    heads = df["num_heads"].to_numpy(float)
+    kv = msa_kv_heads(heads, np.array([models[m].n_heads for m in df["model"]], float),
+                      np.array([models[m].n_kv_heads for m in df["model"]], float))
+    return pd.DataFrame({
+        "kind": np.where(decode, "msa_decode", "msa_prefill"), "op": df["kernel_source"].astype(str), "hardware": hw,
+        "framework": fw, "dtype": df["gemm_type"].map(DTYPES).fillna(df["gemm_type"]),
+        "kv_dtype": df["kv_cache_dtype"].map(DTYPES).fillna(df["kv_cache_dtype"]), "batch": df["batch_size"],
+        "seq_len": np.where(decode, 1.0, df["isl"]), "context": df["step"], "n_heads": heads, "n_kv_heads": kv,
+        "tp": df["tp_size"], **{c: model[c] for c in model.columns}, "time_s": t, "metric": "time_s",
+        "value_si": t, "source": origin})
+
+
 MHC_SITES = 2  # the hyper-connection sites of a layer (before the attention and the MoE), as every row times
 
 
@@ -326,6 +366,8 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
         return _dsa_module(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name in DSV4_TABLES:
         return _dsv4_module(pq.read_table(path).to_pandas(), hw, fw, origin)
+    if name in MSA_TABLES:
+        return _msa_module(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "mhc_module_perf":
         return _mhc(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "custom_allreduce_perf":  # the framework's own all-reduce kernels

@@ -11,7 +11,9 @@ import pandas as pd
 
 from ..primitives.collectives import COLLECTIVES, EP_ELEMENT_BYTES
 from ..primitives.dsv4 import RATIOS, dsv4_dims
+from ..primitives.msa import msa_dims
 from ..primitives.kernel_fits import MOE_FORMATS, ROOFLINES, EffGrid, dsa_peaks
+from ..primitives.msa_work import msa_kv_heads, msa_peaks
 from ..units import DTYPE_BYTES
 
 # Bytes per element of A, B (weights) and C for each GEMM format: block-scaled FP8 and NVFP4
@@ -132,6 +134,18 @@ def dsv4_features(df: pd.DataFrame, hw, variant: str):
         w_bytes=w, kv_bytes=ELEMENT_BYTES[kv], **dsa_peaks(hw, units), bandwidth=hw.hbm.bandwidth_bytes_per_s)
 
 
+def msa_features(df: pd.DataFrame, hw, variant: str):
+    """A MiniMax-M3 layer's sparse attention block (msa_work.msa_module_work) at each row's
+    model dimensions, `n_kv_heads` the KV heads on its GPU; variant 'decode|prefill/<GEMM
+    format>/<KV dtype>'."""
+    _, gemm, kv = variant.split("@")[0].split("/")
+    w, _, units = MOE_FORMATS[gemm]  # the format's weight bytes and math units (primitives/msa.py reads the same)
+    return ROOFLINES["msa_module"].roofline(
+        batch=_num(df, "batch"), new=_num(df, "seq_len"), prefix=_num(df, "context"), heads=_num(df, "n_heads"),
+        kv_heads=_num(df, "n_kv_heads"), **{arg: _num(df, col) for arg, col in MSA_COLUMNS.items()},
+        w_bytes=w, kv_bytes=ELEMENT_BYTES[kv], **msa_peaks(hw, units), bandwidth=hw.hbm.bandwidth_bytes_per_s)
+
+
 def mhc_features(df: pd.DataFrame, hw, variant: str):
     """One layer's hyper-connection pre or post (variant 'pre' | 'post') at both sites: `m`
     tokens, `k` the hidden size, hc_mult streams; 16-bit math."""
@@ -232,6 +246,11 @@ def tables(df: pd.DataFrame) -> list[Table]:
     for (k, r, dt, kv), rows in a.groupby([a["kind"], ratio, a["dtype"], a["kv_dtype"]]):  # 'decode/csa/fp8_block/fp8'
         if dt in ("bf16", "fp8_block", "fp4") and kv in ELEMENT_BYTES:
             out += _by_kernel(rows, "dsv4_module", f"{k.removeprefix('dsv4_')}/{r}/{dt}/{kv}", dsv4_features)
+    a = df[kind.isin(["msa_decode", "msa_prefill"])]
+    a = a[~(a["kind"] + " " + a["op"]).isin(MSA_UNFIT)]
+    for (k, dt, kv), rows in a.groupby([a["kind"], a["dtype"], a["kv_dtype"]]):  # 'decode/fp8_block/fp8'
+        if dt in ("bf16", "fp8_block", "fp4") and kv in ELEMENT_BYTES:  # SGLang's two decode top-k kernels: one path
+            out += _by_kernel(_served_path(rows), "msa_module", f"{k.removeprefix('msa_')}/{dt}/{kv}", msa_features)
     h = df[kind == "mhc"]
     for op, rows in h.groupby(np.where(h["op"].str.contains("post"), "post", "pre")):  # TRT-LLM: one source a size
         out += _by_kernel(_served_path(rows, ["k", "m"]), "mhc", op, mhc_features)
@@ -274,6 +293,24 @@ def dsv4_table_dims(model) -> dict:
     return {col: dims[arg] for arg, col in DSV4_COLUMNS.items()}
 
 
+# MSA rows left out of the fit: TensorRT-LLM 1.3.0rc23's Blackwell prefill (msa_fmha_sm100) was
+# timed eager and host-bound under 8 concurrent collection workers (its collection_meta.yaml:
+# solo reruns ~2x lower, "sibling gemm-type rows of identical attention shapes vary widely"):
+# on B200 at one sequence of 64 heads, bf16, 3072 new tokens take 54 ms and 10,240 take 5.5 ms;
+# a surface fitted to them misses held-out rows by 64% (median). Such a layer's prefill is composed.
+MSA_UNFIT = ("msa_prefill msa_fmha_sm100",)
+MSA_KNOT_MODEL = "minimax_m3"  # the model dimensions of an MSA surface's knots
+# msa_module_work's model arguments -> the table columns holding them (primitives/msa.msa_dims)
+MSA_COLUMNS = {"hidden": "k", "head_dim": "head_dim", "index_heads": "index_heads", "index_dim": "index_head_dim",
+               "topk": "top_k"}
+
+
+def msa_table_dims(model) -> dict:
+    """The table columns of an MSA model's dimensions (a catalog ModelSpec)."""
+    dims = msa_dims(model)
+    return {col: dims[arg] for arg, col in MSA_COLUMNS.items()}
+
+
 def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
     """The knots of a grid as table rows of its kernel class (the columns its features
     read), so their roofline is computed exactly as the measured rows' is."""
@@ -308,6 +345,12 @@ def knot_frame(kernel_class: str, grid: EffGrid) -> pd.DataFrame:
         return pd.DataFrame({"batch": c["sequences"], "seq_len": c["new"],
                              "context": np.maximum(c["keys"] - c["new"], 0.0), "n_heads": c["heads"],
                              "tp": m.n_heads / c["heads"], **dsv4_table_dims(m)})
+    if kernel_class == "msa_module":  # MSA_KNOT_MODEL's dimensions and KV heads; the new tokens are keys too
+        from ..specs import load_model
+        m = load_model(MSA_KNOT_MODEL)
+        return pd.DataFrame({"batch": c["sequences"], "seq_len": c["new"],
+                             "context": np.maximum(c["keys"] - c["new"], 0.0), "n_heads": c["heads"],
+                             "n_kv_heads": msa_kv_heads(c["heads"], m.n_heads, m.n_kv_heads), **msa_table_dims(m)})
     if kernel_class == "mhc":  # DeepSeek-V4's four streams (config.json hc_mult)
         return pd.DataFrame({"m": c["tokens"], "k": c["hidden"], "hc_mult": 4.0})
     if kernel_class == "ep_a2a":

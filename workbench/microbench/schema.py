@@ -30,6 +30,9 @@ row (`to_frame`) and back (`to_dataset`).
                  size, head_dim the shared key-value width, q_lora_rank, index_heads,
                  index_head_dim, top_k, window the sliding window): its compress ratio (4:
                  CSA, 128: HCA) and grouped output projection (o_groups groups to o_lora_rank)
+    n_kv_heads (msa_decode / msa_prefill: a MiniMax-M3 layer's sparse attention block, as
+                 dsa_*: n_heads and n_kv_heads the query and KV heads on the GPU, k the hidden
+                 size, head_dim, index_heads, index_head_dim, top_k the keys each query attends)
     hc_mult      mhc: one layer's hyper-connection pre or post at both its sites (op the
                  kernel, m tokens, k the hidden size), hc_mult residual streams
     size_bytes   memory: bytes moved (read + write); collectives: the per-device buffer
@@ -51,7 +54,7 @@ from ..units import unit_attrs
 DIM = "measurement"
 KINDS = ("gemm", "attention", "decode_attention", "mla_decode", "moe", "memory", "launch", "all_reduce", "all_gather", "reduce_scatter",
          "all_to_all", "ep_dispatch", "ep_combine", "gdn_prefill", "gdn_decode", "kda_prefill", "kda_decode",
-         "dsa_decode", "dsa_prefill", "dsv4_decode", "dsv4_prefill", "mhc")
+         "dsa_decode", "dsa_prefill", "dsv4_decode", "dsv4_prefill", "mhc", "msa_decode", "msa_prefill")
 METRICS = ("flops_per_s", "bytes_per_s", "bus_bandwidth_bytes_per_s", "time_s")
 STRINGS = ("kind", "op", "hardware", "framework", "dtype", "kv_dtype", "metric", "source")
 NUMBERS = ("m", "n", "k", "batch", "seq_len", "n_heads", "n_kv_heads", "head_dim", "context", "window", "causal",
