@@ -143,3 +143,4 @@ def test_measured_block_where_the_framework_has_one():
                                        moe=True)
         composed = layer_elementwise(numbers("b200"), FLASH, tokens=tokens, tp=8, a_bytes=1.0, moe=True)
         assert low < float(with_table["time_s"]) / float(composed["time_s"]) < high, tokens
+

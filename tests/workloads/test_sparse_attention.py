@@ -74,3 +74,21 @@ def test_wafer_decode_counts_the_indexer_and_top_k():
     indexer = 2 * 32768 * 64 * 128
     extra = sum(2 * mm.k * mm.n for mm in ops.indexer_matmuls(V32))
     assert float(out["flops"]) == pytest.approx(float(base["flops"]) + indexer + extra, rel=1e-9)
+
+
+def test_minimax_m3_block_measured_with_its_dense_layers_composed():
+    # MiniMax-M3 (layers.msa_block): its 57 sparse layers from vLLM's MSA
+    # tables on B200, its 3 layers that attend every key composed; SGLang's MSA tables time bf16 GEMMs only
+    from workbench.backends import numbers
+    from workbench.primitives.msa import fitted_msa, msa_dims
+    from workbench.workloads.layers import attention_block
+    from workbench.specs import load_model
+    m3 = load_model("minimax_m3")
+    shape = dict(phase="decode", batch=16, new=1.0, tp=8, math="fp8_block", w_bytes=1.0, kv_bytes=1.0)
+    vllm = numbers("b200", framework="vllm")
+    assert attention_block(numbers("b200", framework="sglang"), m3, prefix=8192.0, **shape) is None
+    t = {c: float(attention_block(vllm, m3, prefix=c, **shape)["time_s"]) for c in (8192.0, 131072.0)}
+    sparse = {c: float(fitted_msa(hw=vllm, prefix=c, heads=8.0, dims=msa_dims(m3),
+                                  **{k: v for k, v in shape.items() if k != "tp"})["time_s"]) for c in t}
+    # the dense layers read all 131k keys: the layer mean grows more than the sparse block's
+    assert t[131072.0] / t[8192.0] > sparse[131072.0] / sparse[8192.0]

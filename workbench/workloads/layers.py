@@ -7,12 +7,15 @@ communication time; overhead_s (kernel launch gaps) is kept apart. Sizes are arr
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..primitives._array import where
 from ..primitives.attention import attention_decode, attention_prefill, linear_attention, mla_decode, sparse_indexer
 from ..primitives.collectives import collective, ep_all_to_all
 from ..primitives.dsa import fitted_dsa
+from ..primitives.msa import fitted_msa, msa_dims
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.moe import fitted_moe
 from ..primitives.hardware_numbers import GpuNumbers
@@ -253,11 +256,37 @@ def dsa_block(hw, model, *, phase, batch, new, prefix, tp, math, w_bytes, kv_byt
                       math=math, w_bytes=w_bytes, kv_bytes=kv_bytes)
 
 
-def attention_block(hw, model, **kw) -> dict | None:
+def msa_block(hw, model, *, phase, batch, new, prefix, tp, math, w_bytes, kv_bytes, a_bytes=2.0) -> dict | None:
+    """MiniMax-M3's attention block, the mean over its layers: the sparse layers' whole block
+    from the framework's measured MSA module tables (primitives/msa.py), its layers that
+    attend every key composed beside them (the model without its indexer: projections and
+    attention); None where the framework has no surface for the phase and formats."""
+    if not (model.is_dsa and not model.is_mla and model.dense_unindexed_layers) or model.n_linear_layers \
+            or model.n_sliding_layers or hw.sparse_weights:
+        return None
+    sparse = fitted_msa(hw=hw, phase=phase, batch=batch, new=new, prefix=prefix, heads=model.n_heads / tp,
+                        dims=msa_dims(model), math=math, w_bytes=w_bytes, kv_bytes=kv_bytes)
+    if sparse is None:
+        return None
+    dense = replace(model, index_topk=0, index_n_heads=0, index_head_dim=0, index_layers=0,
+                    dense_unindexed_layers=False)
+    proj = layer_gemms(hw, dense, tokens=batch * new, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, moe=False,
+                       matmuls=ops.attention_matmuls(dense))
+    att = decode_attention(hw, dense, batch=batch, context=prefix, tp=tp, math=math, kv_bytes=kv_bytes) \
+        if phase == "decode" else prefill_attention(hw, dense, batch=batch, prompt=new, tp=tp, math=math,
+                                                    a_bytes=a_bytes, kv_bytes=kv_bytes)
+    s = model.selected_share
+    return add(add(sparse, scale=s), add(proj, att, scale=1.0 - s))
+
+
+def attention_block(hw, model, *, a_bytes=2.0, **kw) -> dict | None:
     """A layer's whole attention block from the framework's measured module tables: DSA's
-    (dsa_block) or DeepSeek-V4's (compressed.dsv4_block); None where the caller composes it."""
+    (dsa_block), DeepSeek-V4's (compressed.dsv4_block) or MiniMax-M3's (msa_block); None
+    where the caller composes it."""
     if model.is_compressed:
         return dsv4_block(hw, model, **kw)
+    if model.is_dsa and not model.is_mla:
+        return msa_block(hw, model, a_bytes=a_bytes, **kw)
     return dsa_block(hw, model, **kw)
 
 
@@ -271,7 +300,7 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
                   imbalance=1.0) -> dict:
     T = batch * prompt
     block = attention_block(hw, model, phase="prefill", batch=batch, new=prompt, prefix=0.0, tp=tp, math=math,
-                       w_bytes=w_bytes, kv_bytes=kv_bytes)
+                            w_bytes=w_bytes, kv_bytes=kv_bytes, a_bytes=a_bytes)
     att = block if block is not None else prefill_attention(hw, model, batch=batch, prompt=prompt, tp=tp, math=math,
                                                             a_bytes=a_bytes, kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
@@ -289,7 +318,7 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
                  imbalance=1.0) -> dict:
     """One decode step of one layer: `batch` new tokens, each attending to `context`."""
     block = attention_block(hw, model, phase="decode", batch=batch, new=1.0, prefix=context, tp=tp, math=math,
-                       w_bytes=w_bytes, kv_bytes=kv_bytes)
+                            w_bytes=w_bytes, kv_bytes=kv_bytes, a_bytes=a_bytes)
     att = block if block is not None else decode_attention(hw, model, batch=batch, context=context, tp=tp, math=math,
                                                            kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
@@ -314,7 +343,7 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
     devices, experts split `ep`-way (MoE TP = tp·attention_dp / ep)."""
     tokens = decode_batch + prefill_tokens
     g = dict(math=math, w_bytes=w_bytes, a_bytes=a_bytes)
-    blocks = dict(tp=tp, math=math, w_bytes=w_bytes, kv_bytes=kv_bytes)
+    blocks = dict(tp=tp, math=math, w_bytes=w_bytes, kv_bytes=kv_bytes, a_bytes=a_bytes)
     dec_block = attention_block(hw, model, phase="decode", batch=decode_batch, new=1.0, prefix=context, **blocks)
     pre_block = attention_block(hw, model, phase="prefill", batch=prefill_tokens / prompt, new=prompt, prefix=0.0, **blocks)
     # the attention projections of the tokens whose block is composed (a measured block holds its own)
