@@ -29,8 +29,11 @@ from workbench.specs import load_model
 from workbench.workloads import ops
 from workbench.workloads.layers import add, decode_attention, dsa_block, layer_gemms, prefill_attention
 
+from _module_check import summary
+
 GPUS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "gb200": "gb200", "b300_sxm": "b300",
         "gb300": "gb300"}
+LABELS = ("median", "median |err|")  # the error summary's labels of the signed and the absolute median
 
 
 def composed_s(hw, model, rows: pd.DataFrame, phase: str) -> np.ndarray:
@@ -69,14 +72,6 @@ def surface_s(hw, model, rows: pd.DataFrame, phase: str) -> np.ndarray:
     return np.full(b.shape, np.nan) if block is None else np.broadcast_to(block["time_s"], b.shape)
 
 
-def _summary(err: np.ndarray) -> str:
-    err = err[np.isfinite(err)]
-    if not len(err):
-        return "no surface"
-    return (f"median {np.median(err):+.1%}, median |err| {np.median(np.abs(err)):.1%}, "
-            f"p90 {np.quantile(np.abs(err), 0.9):.1%}")
-
-
 def main(phase: str = "generation") -> None:
     root = data_root()
     model = load_model("deepseek_v3_2")
@@ -95,8 +90,8 @@ def main(phase: str = "generation") -> None:
             measured = [g.latency.to_numpy(float) * 1e-3 for g in groups]
             composed = np.concatenate([composed_s(hw, model, g, phase) / m - 1 for g, m in zip(groups, measured)])
             surface = np.concatenate([surface_s(hw, model, g, phase) / m - 1 for g, m in zip(groups, measured)])
-            print(f"{hw_name:9s} {fw:7s} {phase}: {len(d)} rows, composed vs measured {_summary(composed)}; "
-                  f"surface {_summary(surface)}")
+            print(f"{hw_name:9s} {fw:7s} {phase}: {len(d)} rows, composed vs measured {summary(composed, *LABELS)}; "
+                  f"surface {summary(surface, *LABELS)}")
 
 
 if __name__ == "__main__":

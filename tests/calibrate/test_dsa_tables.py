@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import pytest
 
 pytest.importorskip("aiconfigurator_core")
@@ -18,19 +17,8 @@ from workbench.calibrate import aiconfigurator  # noqa: E402
 from workbench.primitives.dsa import dsa_variant, fitted_dsa  # noqa: E402
 
 
-def _table(gpu: str, framework: str, stem: str):
-    """(imported rows, raw parquet rows) of the newest collection of one DSA table."""
-    root = aiconfigurator.data_root()
-    tables = aiconfigurator.available(root)
-    t = tables[(tables.gpu == gpu) & (tables.framework == framework) & tables.file.str.endswith(f"/{stem}.parquet")]
-    newest = max(t.version, key=aiconfigurator._version_key)
-    path = root.parents[1] / t[t.version == newest].iloc[0].file
-    rows = aiconfigurator._read(path, aiconfigurator.HARDWARE.get(gpu, gpu), framework, newest, root)
-    return rows, pd.read_parquet(path)
-
-
 def test_import_keeps_the_served_block_with_each_models_dims():
-    rows, raw = _table("b200_sxm", "sglang", "dsa_generation_module_perf")
+    rows, raw = aiconfigurator.newest_table("b200_sxm", "sglang", "dsa_generation_module_perf")
     assert set(rows.kind) == {"dsa_decode"} and not rows.op.str.contains("skip").any()
     assert (raw.op_name == "dsa_generation_module_skip_indexer").any()  # present in the table, left out
     assert len(rows) == int((raw.op_name == "dsa_generation_module").sum())  # every served row's model is known
@@ -53,7 +41,7 @@ def test_surface_reproduces_the_measured_rows(gpu, framework, stem):
     """In-sample: every measured row of the table against the block the primitive times
     from the committed surface (no CUDA-graph saving: the table's own launch path), within
     the surface's held-out median |error| (and 10%)."""
-    rows, _ = _table(gpu, framework, stem)
+    rows, _ = aiconfigurator.newest_table(gpu, framework, stem)
     hw = dataclasses.replace(numbers(aiconfigurator.HARDWARE.get(gpu, gpu), framework=framework), graph_saving_s=0.0,
                              measured_moe_mla=True)
     phase = "decode" if stem.startswith("dsa_generation") else "prefill"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import pytest
 
 pytest.importorskip("aiconfigurator_core")
@@ -16,22 +15,11 @@ pytest.importorskip("pyarrow")
 
 from workbench.backends import numbers  # noqa: E402
 from workbench.calibrate import aiconfigurator  # noqa: E402
-from workbench.primitives.dsv4 import dsv4_variant, fitted_dsv4, fitted_mhc  # noqa: E402
-
-
-def _table(gpu: str, framework: str, stem: str):
-    """(imported rows, raw parquet rows) of the newest collection of one table."""
-    root = aiconfigurator.data_root()
-    tables = aiconfigurator.available(root)
-    t = tables[(tables.gpu == gpu) & (tables.framework == framework) & tables.file.str.endswith(f"/{stem}.parquet")]
-    newest = max(t.version, key=aiconfigurator._version_key)
-    path = root.parents[1] / t[t.version == newest].iloc[0].file
-    rows = aiconfigurator._read(path, aiconfigurator.HARDWARE.get(gpu, gpu), framework, newest, root)
-    return rows, pd.read_parquet(path)
+from workbench.primitives.dsv4 import dsv4_row_dims, dsv4_variant, fitted_dsv4, fitted_mhc  # noqa: E402
 
 
 def test_import_gives_each_row_its_models_dims():
-    rows, raw = _table("h200_sxm", "vllm", "dsv4_csa_generation_module_perf")
+    rows, raw = aiconfigurator.newest_table("h200_sxm", "vllm", "dsv4_csa_generation_module_perf")
     assert set(rows.kind) == {"dsv4_decode"} and len(rows) == len(raw)
     assert set(rows.compress_ratio) == {4} and set(rows.seq_len) == {1.0}
     flash = rows[rows.k == 4096].iloc[0]  # DeepSeek-V4-Flash config.json
@@ -41,13 +29,13 @@ def test_import_gives_each_row_its_models_dims():
     assert (pro.q_lora_rank, pro.o_groups, pro.top_k) == (1536, 16, 1024)
     # the heads on the GPU are the model's over tp_size, on every row
     assert np.all(rows.n_heads * rows.tp == np.where(rows.k == 4096, 64, 128))
-    ctx, _ = _table("h200_sxm", "sglang", "dsv4_hca_context_module_perf")
+    ctx, _ = aiconfigurator.newest_table("h200_sxm", "sglang", "dsv4_hca_context_module_perf")
     assert set(ctx.kind) == {"dsv4_prefill"} and set(ctx.compress_ratio) == {128} and ctx.seq_len.max() > 1
     assert set(ctx.dtype) == {"bf16", "fp8_block"} and set(ctx.kv_dtype) == {"fp8"}
 
 
 def test_import_keeps_both_hyper_connection_ops():
-    rows, raw = _table("h200_sxm", "trtllm", "mhc_module_perf")
+    rows, raw = aiconfigurator.newest_table("h200_sxm", "trtllm", "mhc_module_perf")
     assert set(rows.kind) == {"mhc"} and len(rows) == len(raw) and set(rows.hc_mult) == {4}
     assert rows.op.str.contains("post").sum() == (raw.op_name == "post").sum()
 
@@ -57,7 +45,7 @@ def test_a_row_times_the_block_of_its_heads():
     size, query rank, top-k; the same heads per output group): decode at 64 sequences over
     4096 cached tokens takes longer by about the block's roofline ratio, and within one model
     the time grows with the heads on the GPU (its per-head projections and attention)."""
-    rows, _ = _table("h200_sxm", "vllm", "dsv4_csa_generation_module_perf")
+    rows, _ = aiconfigurator.newest_table("h200_sxm", "vllm", "dsv4_csa_generation_module_perf")
     r = rows[(rows.batch == 64) & (rows.context == 4096)].set_index(["k", "n_heads"]).time_s
     assert r[(4096, 8)] < r[(4096, 16)] < r[(4096, 32)] < r[(4096, 64)]
     assert r[(7168, 16)] < r[(7168, 32)] < r[(7168, 64)] < r[(7168, 128)]
@@ -75,7 +63,7 @@ def test_surface_reproduces_the_measured_rows(gpu, framework, stem):
     """In-sample: every measured row of the table against the block fitted_dsv4 times from
     the committed surface (no CUDA-graph saving: the table's own launch path), within the
     surface's held-out median |error| (and 13%)."""
-    rows, _ = _table(gpu, framework, stem)
+    rows, _ = aiconfigurator.newest_table(gpu, framework, stem)
     hw = dataclasses.replace(numbers(aiconfigurator.HARDWARE.get(gpu, gpu), framework=framework), graph_saving_s=0.0)
     phase = "decode" if "_generation_" in stem else "prefill"
     ratio = 4 if "_csa_" in stem else 128
@@ -83,20 +71,16 @@ def test_surface_reproduces_the_measured_rows(gpu, framework, stem):
         math, w_bytes = MATH[dtype]
         kv_bytes = 1.0 if kv == "fp8" else 2.0
         score = hw.kernels.scores[("dsv4_module", dsv4_variant(phase, ratio, math, w_bytes, kv_bytes))]
-        dims = dict(hidden=r.k.values, n_heads=(r.n_heads * r.tp).values, q_rank=r.q_lora_rank.values,
-                    head_dim=r.head_dim.values, o_groups=r.o_groups.values, o_rank=r.o_lora_rank.values,
-                    index_heads=r.index_heads.values, index_dim=r.index_head_dim.values, topk=r.top_k.values,
-                    window=r.window.values)
         t = fitted_dsv4(hw=hw, phase=phase, ratio=ratio, batch=r.batch.values, new=r.seq_len.values,
-                        prefix=r.context.values, heads=r.n_heads.values, dims=dims, math=math, w_bytes=w_bytes,
-                        kv_bytes=kv_bytes)["time_s"]
+                        prefix=r.context.values, heads=r.n_heads.values, dims=dsv4_row_dims(r), math=math,
+                        w_bytes=w_bytes, kv_bytes=kv_bytes)["time_s"]
         err = np.abs(t / r.time_s.to_numpy() - 1.0)
         assert np.median(err) <= min(score["median_abs_err"] + 0.01, 0.13), (dtype, kv, np.median(err), score)
 
 
 @pytest.mark.parametrize("gpu,framework", [("h200_sxm", "trtllm"), ("b200_sxm", "sglang"), ("gb300", "vllm")])
 def test_mhc_surface_reproduces_the_measured_rows(gpu, framework):
-    rows, _ = _table(gpu, framework, "mhc_module_perf")
+    rows, _ = aiconfigurator.newest_table(gpu, framework, "mhc_module_perf")
     hw = dataclasses.replace(numbers(aiconfigurator.HARDWARE.get(gpu, gpu), framework=framework), graph_saving_s=0.0)
     out = fitted_mhc(hw=hw, tokens=rows.m.values, hidden=rows.k.values, hc_mult=rows.hc_mult.values)
     t = np.where(rows.op.str.contains("post"), out["post_s"], out["pre_s"])

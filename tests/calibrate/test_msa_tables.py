@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import pytest
 
 pytest.importorskip("aiconfigurator_core")
@@ -23,19 +22,8 @@ from workbench.microbench.schema import COLUMNS  # noqa: E402
 from workbench.primitives.msa import fitted_msa, msa_variant  # noqa: E402
 
 
-def _table(gpu: str, framework: str, stem: str):
-    """(imported rows, raw parquet rows) of the newest collection of one table."""
-    root = aiconfigurator.data_root()
-    t = aiconfigurator.available(root)
-    t = t[(t.gpu == gpu) & (t.framework == framework) & t.file.str.endswith(f"/{stem}.parquet")]
-    newest = max(t.version, key=aiconfigurator._version_key)
-    path = root.parents[1] / t[t.version == newest].iloc[0].file
-    rows = aiconfigurator._read(path, aiconfigurator.HARDWARE.get(gpu, gpu), framework, newest, root)
-    return rows, pd.read_parquet(path)
-
-
 def test_import_gives_each_row_its_models_dims_and_kv_heads():
-    rows, raw = _table("h200_sxm", "vllm", "msa_generation_module_perf")
+    rows, raw = aiconfigurator.newest_table("h200_sxm", "vllm", "msa_generation_module_perf")
     assert set(rows.kind) == {"msa_decode"} and len(rows) == len(raw) and set(rows.seq_len) == {1.0}
     # MiniMax-M3 config.json: hidden 6144, head_dim 128, 4 index heads of 128, (16 + 1) x 128 keys
     assert {(r.k, r.head_dim, r.index_heads, r.index_head_dim, r.top_k) for r in rows.itertuples()} == \
@@ -43,7 +31,7 @@ def test_import_gives_each_row_its_models_dims_and_kv_heads():
     # a sweep of the GPU's heads at tp_size 1 (1-128); its KV heads the share of 4 per 64, at least one
     assert set(rows.tp) == {1} and set(rows.n_heads) == {1, 2, 4, 8, 16, 32, 64, 128}
     assert np.array_equal(rows.n_kv_heads, np.maximum(rows.n_heads / 16, 1))
-    ctx, _ = _table("h200_sxm", "sglang", "msa_context_module_perf")
+    ctx, _ = aiconfigurator.newest_table("h200_sxm", "sglang", "msa_context_module_perf")
     assert set(ctx.kind) == {"msa_prefill"} and ctx.seq_len.max() == 16384 and ctx.context.max() >= 2 ** 20 - 1
     assert np.all(ctx.n_heads * ctx.tp == 64)  # SGLang: the model's heads over tp_size, on every row
     assert set(ctx.dtype) == {"bf16"} and set(ctx.kv_dtype) == {"bf16", "fp8"}
@@ -55,7 +43,7 @@ def test_a_row_times_the_block_of_its_heads():
     at 64 sequences over 131,072 it barely does up to 16 heads (one KV head): each sequence's
     index keys, read whatever the heads, dominate (64 x 131,072 x 128 x 2 B = 2.1 GB, 0.27 ms at
     8 TB/s, against 0.36 ms measured)."""
-    rows, _ = _table("b200_sxm", "vllm", "msa_generation_module_perf")
+    rows, _ = aiconfigurator.newest_table("b200_sxm", "vllm", "msa_generation_module_perf")
     r = rows[(rows.dtype == "bf16") & (rows.kv_dtype == "bf16")]
     big = r[(r.batch == 1024) & (r.context == 4095)].set_index("n_heads").time_s.sort_index()
     assert np.all(np.diff(big.to_numpy()[2:]) > 0) and big[128] / big[1] > 4
@@ -68,7 +56,7 @@ def test_a_row_times_the_block_of_its_heads():
 def test_sglang_decode_top_k_kernels_are_one_served_path():
     """SGLang times its radix top-k at the largest batches (1024 sequences on B200) and the
     split one below: disjoint shapes, merged into one source of each variant."""
-    rows, _ = _table("b200_sxm", "sglang", "msa_generation_module_perf")
+    rows, _ = aiconfigurator.newest_table("b200_sxm", "sglang", "msa_generation_module_perf")
     radix = rows[rows.op.str.contains("radix")]
     assert set(radix.batch) == {1024} and 1024 not in set(rows[~rows.op.str.contains("radix")].batch)
     fit = [t for t in tables(rows.reindex(columns=list(COLUMNS))) if t.kernel_class == "msa_module"]
@@ -89,7 +77,7 @@ def test_surface_reproduces_the_measured_rows(gpu, framework, stem):
     """In-sample: every measured row of the table against the block fitted_msa times from
     the committed surface (no CUDA-graph saving: the table's own launch path), within the
     surface's held-out median |error| + 1 point."""
-    rows, _ = _table(gpu, framework, stem)
+    rows, _ = aiconfigurator.newest_table(gpu, framework, stem)
     hw = dataclasses.replace(numbers(aiconfigurator.HARDWARE.get(gpu, gpu), framework=framework), graph_saving_s=0.0)
     phase = "decode" if "_generation_" in stem else "prefill"
     for (dtype, kv), r in rows.groupby(["dtype", "kv_dtype"]):

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from workbench.backends import numbers
-from workbench.calibrate.kernel_features import dsa_features, knot_frame
+from workbench.calibrate.kernel_features import dsa_features
 from workbench.primitives.dsa import dsa_variant, fitted_dsa
-from workbench.primitives.kernel_fits import DSA_INDEX_KEY_BYTES, ROOFLINES, EffGrid, dsa_module_roofline
+from workbench.primitives.kernel_fits import DSA_INDEX_KEY_BYTES, dsa_module_roofline
 from workbench.specs import load_model
 from workbench.workloads import ops
 from workbench.workloads.layers import dsa_block, layer_decode, layer_gemms, layer_iteration, layer_prefill
@@ -77,26 +77,9 @@ def test_decode_grows_linearly_with_context_beyond_the_topk():
     assert np.all(np.diff(t) > 0)
 
 
-def test_knots_read_back_as_their_coordinates():
+def test_knots_read_back_as_their_coordinates(knots_read_back):
     """knot_frame's rows, through the features the fit evaluates, sit on the knots."""
-    kn = ROOFLINES["dsa_module"].knots
-    grid = EffGrid(ROOFLINES["dsa_module"].axes, tuple(tuple(kn(a)[:3]) for a in ROOFLINES["dsa_module"].axes),
-                   np.zeros((3, 3, 3, 3)))
-    frame = knot_frame("dsa_module", grid)
-
-    class _Chip:
-        class hbm:
-            bandwidth_bytes_per_s = 4.8e12
-
-        @staticmethod
-        def peak(dtype):
-            return 1e15
-    _, c = dsa_features(frame, _Chip(), "prefill/fp8_block/fp8")
-    k = dict(zip(grid.axes, (m.ravel() for m in np.meshgrid(*[2.0 ** np.asarray(x) for x in grid.knots],
-                                                            indexing="ij"))))
-    for name in ("sequences", "new", "heads"):
-        assert np.allclose(c[name], k[name]), name
-    assert np.allclose(c["keys"], np.maximum(k["keys"], k["new"]))  # its new tokens are keys too
+    knots_read_back("dsa_module", dsa_features, "prefill/fp8_block/fp8")
 
 
 def test_variants_of_the_layer_formats():

@@ -66,6 +66,27 @@ def available(root: Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["gpu", "kernel_class", "framework", "version", "file"])
 
 
+def newest_file(gpu: str, framework: str, stem: str, tables: pd.DataFrame | None = None) -> tuple:
+    """(path, framework version) of the newest collection of the package's table `stem`.parquet
+    for `gpu` (the package's name for it) and `framework`, (None, None) where it has none;
+    `tables` is available()'s listing when the caller holds it."""
+    tables = available() if tables is None else tables
+    t = tables[(tables.gpu == gpu) & (tables.framework == framework) & tables.file.str.endswith(f"/{stem}.parquet")]
+    if not len(t):
+        return None, None
+    version = max(t.version, key=_version_key)
+    return data_root().parents[1] / t[t.version == version].iloc[0].file, version
+
+
+def newest_table(gpu: str, framework: str, stem: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(imported rows, raw parquet rows) of the newest collection of the package's table
+    `stem`.parquet for `gpu` and `framework`; ValueError where it has none."""
+    path, version = newest_file(gpu, framework, stem)
+    if path is None:
+        raise ValueError(f"{PACKAGE} has no {stem} table for {gpu} / {framework}")
+    return _read(path, HARDWARE.get(gpu, gpu), framework, version, data_root()), pd.read_parquet(path)
+
+
 def _origin(file: str, framework_version: str) -> str:
     return f"{PACKAGE} {package_version()} {file} (framework version {framework_version})"
 

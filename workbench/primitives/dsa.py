@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .hardware_numbers import GpuNumbers
-from .kernel_fits import MOE_FORMATS, attribute, dsa_module_roofline, dsa_module_work, dsa_peaks, served_time
+from .kernel_fits import MOE_FORMATS, dsa_module_roofline, dsa_module_work, dsa_peaks
+from .module_tables import module_block, module_sources
 
 # Kernels the block launches, as the composition counts them: the eight weight GEMMs of an
 # MLA layer with an indexer (workloads/ops.attention_matmuls: q down/up, kv down/up, output,
@@ -41,26 +42,14 @@ def fitted_dsa(*, hw: GpuNumbers, phase: str, batch, new, prefix, heads, dims: d
     composition it replaces is 11-89% optimistic against these tables
     (benchmarks/dsa_module_check.py) and no serving constant was fitted on a DSA model.
     Several sources of one variant: the least time (as the MoE layer)."""
-    if hw.kernels is None:
-        return None
     variant = dsa_variant(phase, math, w_bytes, kv_bytes)
-    sources = [hw.fitted("dsa_module", v) for (c, v) in hw.kernels.grids
-               if c == "dsa_module" and v.split("@")[0] == variant]
+    sources = module_sources(hw, "dsa_module", variant)
     if not sources:
         return None
     wb, _, units = MOE_FORMATS[variant.split("/")[1]]
-    bw, peaks = hw.hbm_bandwidth_bytes_per_s, dsa_peaks(hw, units)
+    peaks = dsa_peaks(hw, units)
     shape = dict(batch=batch, new=new, prefix=prefix, heads=heads, w_bytes=wb, kv_bytes=kv_bytes, **dims)
     parts, _ = dsa_module_work(**shape)
-    roof, coords = dsa_module_roofline(bandwidth=bw, **peaks, **shape)  # what was fitted
-    compute_ideal = sum(f / p for (f, _), p in zip(parts, peaks.values()))
-    memory_ideal = sum(b for _, b in parts) / bw
-    table_s = None
-    for grid, fixed_s in sources:
-        t = fixed_s + roof / grid(**coords)
-        table_s = t if table_s is None else np.minimum(table_s, t)
-    time_s = served_time(table_s, roof, KERNELS_PER_OP * hw.graph_saving_s)
-    compute_s, memory_s = attribute(time_s, compute_ideal, memory_ideal)
-    return {"flops": sum(f for f, _ in parts), "bytes": memory_ideal * bw, "compute_s": compute_s,
-            "memory_s": memory_s, "overhead_s": 0.0 * time_s, "time_s": time_s,
-            "compute_bound": compute_ideal >= memory_ideal}
+    roof, coords = dsa_module_roofline(bandwidth=hw.hbm_bandwidth_bytes_per_s, **peaks, **shape)  # what was fitted
+    return module_block(hw=hw, sources=sources, parts=parts, peaks=peaks, roof=roof, coords=coords,
+                        kernels=KERNELS_PER_OP)

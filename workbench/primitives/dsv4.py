@@ -13,6 +13,7 @@ from .dsa import GEMM_FORMATS
 from .dsv4_work import DSV4_CSA_RATIO, DSV4_HCA_RATIO, dsv4_module_roofline, dsv4_module_work, mhc_roofline, mhc_work
 from .hardware_numbers import GpuNumbers
 from .kernel_fits import MOE_FORMATS, attribute, dsa_peaks, served_time
+from .module_tables import least_table_time, module_block, module_sources
 
 # Kernels the block launches, as workloads/ops.compressed_attention_matmuls counts its
 # weight GEMMs: q_down, q_up, kv, the compressor, attn_out_group, attn_out, and the attention;
@@ -34,6 +35,15 @@ def dsv4_dims(model) -> dict:
             "window": model.sliding_window}
 
 
+def dsv4_row_dims(rows) -> dict:
+    """The dimensions fitted_dsv4 reads, as arrays, from imported DeepSeek-V4 module-table
+    rows (calibrate/aiconfigurator: the model's total query heads, the GPU's heads times tp)."""
+    return dict(hidden=rows.k.values, n_heads=(rows.n_heads * rows.tp).values, q_rank=rows.q_lora_rank.values,
+                head_dim=rows.head_dim.values, o_groups=rows.o_groups.values, o_rank=rows.o_lora_rank.values,
+                index_heads=rows.index_heads.values, index_dim=rows.index_head_dim.values, topk=rows.top_k.values,
+                window=rows.window.values)
+
+
 def dsv4_variant(phase: str, ratio, math: str, w_bytes, kv_bytes) -> str | None:
     """'decode|prefill/csa|hca/<GEMM format>/<KV dtype>' of a layer of compress `ratio`,
     or None where no table times it (a window-only layer, ratio 0; 16-bit math over
@@ -46,23 +56,6 @@ def dsv4_variant(phase: str, ratio, math: str, w_bytes, kv_bytes) -> str | None:
     return f"{phase}/{name}/{fmt}/{'fp8' if np.all(np.asarray(kv_bytes) <= 1.0) else 'bf16'}"
 
 
-def _sources(hw: GpuNumbers, kernel_class: str, variant: str) -> list:
-    """(grid, fixed_s) of every source of a variant (the default one and any @source)."""
-    if hw.kernels is None or variant is None:
-        return []
-    return [hw.fitted(kernel_class, v) for (c, v) in hw.kernels.grids
-            if c == kernel_class and v.split("@")[0] == variant]
-
-
-def _least(sources, roof, coords):
-    """The least table time over several sources of one variant (as the MoE layer)."""
-    table_s = None
-    for grid, fixed_s in sources:
-        t = fixed_s + roof / grid(**coords)
-        table_s = t if table_s is None else np.minimum(table_s, t)
-    return table_s
-
-
 def fitted_dsv4(*, hw: GpuNumbers, phase: str, ratio, batch, new, prefix, heads, dims: dict, math: str, w_bytes,
                 kv_bytes) -> dict | None:
     """Named parts of one DeepSeek-V4 layer's attention block on one GPU: `batch` sequences
@@ -72,29 +65,23 @@ def fitted_dsv4(*, hw: GpuNumbers, phase: str, ratio, batch, new, prefix, heads,
     and formats (ratio 0, a window-only layer, has no table). Several sources of one
     variant: the least time."""
     variant = dsv4_variant(phase, ratio, math, w_bytes, kv_bytes)
-    sources = _sources(hw, "dsv4_module", variant)
+    sources = module_sources(hw, "dsv4_module", variant)
     if not sources:
         return None
     wb, _, units = MOE_FORMATS[variant.split("/")[2]]
-    bw, peaks = hw.hbm_bandwidth_bytes_per_s, dsa_peaks(hw, units)
+    peaks = dsa_peaks(hw, units)
     shape = dict(batch=batch, new=new, prefix=prefix, heads=heads, ratio=ratio, w_bytes=wb, kv_bytes=kv_bytes, **dims)
     parts, _ = dsv4_module_work(**shape)
-    roof, coords = dsv4_module_roofline(bandwidth=bw, **peaks, **shape)  # what was fitted
-    compute_ideal = sum(f / p for (f, _), p in zip(parts, peaks.values()))
-    memory_ideal = sum(b for _, b in parts) / bw
-    kernels = KERNELS_PER_OP[variant.split("/")[1]]
-    time_s = served_time(_least(sources, roof, coords), roof, kernels * hw.graph_saving_s)
-    compute_s, memory_s = attribute(time_s, compute_ideal, memory_ideal)
-    return {"flops": sum(f for f, _ in parts), "bytes": memory_ideal * bw, "compute_s": compute_s,
-            "memory_s": memory_s, "overhead_s": 0.0 * time_s, "time_s": time_s,
-            "compute_bound": compute_ideal >= memory_ideal}
+    roof, coords = dsv4_module_roofline(bandwidth=hw.hbm_bandwidth_bytes_per_s, **peaks, **shape)  # what was fitted
+    return module_block(hw=hw, sources=sources, parts=parts, peaks=peaks, roof=roof, coords=coords,
+                        kernels=KERNELS_PER_OP[variant.split("/")[1]])
 
 
 def fitted_mhc(*, hw: GpuNumbers, tokens, hidden, hc_mult) -> dict | None:
     """Named parts of one layer's hyper-connections on one GPU: the pre and the post op at
     both sites (before the attention, before the MoE) for `tokens` tokens, hc_mult streams
     of `hidden`; pre_s and post_s their times. None without both surfaces."""
-    pre, post = _sources(hw, "mhc", "pre"), _sources(hw, "mhc", "post")
+    pre, post = module_sources(hw, "mhc", "pre"), module_sources(hw, "mhc", "post")
     if not pre or not post:
         return None
     bw, peak = hw.hbm_bandwidth_bytes_per_s, hw.peak("bf16")
@@ -103,7 +90,8 @@ def fitted_mhc(*, hw: GpuNumbers, tokens, hidden, hc_mult) -> dict | None:
         shape = dict(tokens=tokens, hidden=hidden, hc_mult=hc_mult, op=op)
         flops, nbytes, _ = mhc_work(**shape)
         roof, coords = mhc_roofline(peak=peak, bandwidth=bw, **shape)
-        out[f"{op}_s"] = served_time(_least(sources, roof, coords), roof, MHC_KERNELS_PER_OP * hw.graph_saving_s)
+        table_s = least_table_time(sources, roof, coords)
+        out[f"{op}_s"] = served_time(table_s, roof, MHC_KERNELS_PER_OP * hw.graph_saving_s)
         out["flops"], out["bytes"] = out["flops"] + flops, out["bytes"] + nbytes
         out["compute_ideal"] = out["compute_ideal"] + flops / peak
     time_s = out["pre_s"] + out["post_s"]

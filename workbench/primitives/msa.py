@@ -7,9 +7,9 @@ None and the caller composes the block."""
 from __future__ import annotations
 
 from .dsa import dsa_variant
-from .dsv4 import _least, _sources
 from .hardware_numbers import GpuNumbers
-from .kernel_fits import MOE_FORMATS, attribute, served_time
+from .kernel_fits import MOE_FORMATS
+from .module_tables import module_block, module_sources
 from .msa_work import msa_kv_heads, msa_module_roofline, msa_module_work, msa_peaks
 
 # Kernels the block launches, as the composition counts them: the fused QKV and the output
@@ -42,21 +42,16 @@ def fitted_msa(*, hw: GpuNumbers, phase: str, batch, new, prefix, heads, dims: d
     (msa_dims); phase 'decode' or 'prefill'. None without a surface for the phase and
     formats. Several sources of one variant: the least time."""
     variant = msa_variant(phase, math, w_bytes, kv_bytes)
-    sources = _sources(hw, "msa_module", variant)
+    sources = module_sources(hw, "msa_module", variant)
     if not sources:
         return None
     wb, _, units = MOE_FORMATS[variant.split("/")[1]]
-    bw, peaks = hw.hbm_bandwidth_bytes_per_s, msa_peaks(hw, units)
+    peaks = msa_peaks(hw, units)
     kv_heads = msa_kv_heads(heads, dims["n_heads"], dims["n_kv_heads"])
     model = {k: v for k, v in dims.items() if k not in ("n_heads", "n_kv_heads")}
     shape = dict(batch=batch, new=new, prefix=prefix, heads=heads, kv_heads=kv_heads, w_bytes=wb, kv_bytes=kv_bytes,
                  **model)
     parts, _ = msa_module_work(**shape)
-    roof, coords = msa_module_roofline(bandwidth=bw, **peaks, **shape)  # what was fitted
-    compute_ideal = sum(f / p for (f, _), p in zip(parts, peaks.values()))
-    memory_ideal = sum(b for _, b in parts) / bw
-    time_s = served_time(_least(sources, roof, coords), roof, KERNELS_PER_OP * hw.graph_saving_s)
-    compute_s, memory_s = attribute(time_s, compute_ideal, memory_ideal)
-    return {"flops": sum(f for f, _ in parts), "bytes": memory_ideal * bw, "compute_s": compute_s,
-            "memory_s": memory_s, "overhead_s": 0.0 * time_s, "time_s": time_s,
-            "compute_bound": compute_ideal >= memory_ideal}
+    roof, coords = msa_module_roofline(bandwidth=hw.hbm_bandwidth_bytes_per_s, **peaks, **shape)  # what was fitted
+    return module_block(hw=hw, sources=sources, parts=parts, peaks=peaks, roof=roof, coords=coords,
+                        kernels=KERNELS_PER_OP)
