@@ -57,8 +57,12 @@ _WINDOW = ("issue 18: sliding-window layers prefill over their band (attention_p
            "of w + 128 keys per query, cached keys beyond w unread) and decode their window through the framework's "
            "windowed surface where it has one; each kind of softmax layer costed with its own head shapes "
            "(layers._by_kind): gpt-oss TTFT -1..-13% at 4k prompts, TPOT within 0.6%")
+_EP = ("issue 16: expert parallelism under tensor-parallel attention moves no tokens beyond the all-reduce (every "
+       "rank of the replica holds them; layers.expert_all_to_all), and the routed experts are timed on the busiest "
+       "EP rank (ops.busiest_rank_experts: its pairs z(ep) standard deviations above the mean); then the serving "
+       "constants refitted: the EP points of the MoE grid move (before: " + _WINDOW + ")")
 REBASED = {
-    "inference_gpu_moe": _WINDOW,
+    "inference_gpu_moe": _EP,
     "inference_gpu_tables": _FOLDS, "attention_gpu_tables": _FOLDS, "collective_gpu_tables": _FOLDS,
     "serving_h100_8b_tables": _FOLDS,
     "inference_wafer_regions": _SIMULATED + " (before: " + _PIPELINE + ")", "inference_wafer_grid": _SIMULATED,

@@ -150,12 +150,20 @@ def test_operation_classes_add_up_to_the_step(model):
 
 
 def test_expert_parallelism_and_imbalance():
-    """EP replaces the TP all-reduce-only picture of the experts with all-to-all dispatch and
-    combine; a busier rank (imbalance > 1) only ever slows the step; dense models ignore both."""
+    """EP under tensor-parallel attention moves no tokens beyond the all-reduce (every rank holds
+    them); with attention data parallelism the tokens of other replicas are dispatched and
+    combined (two all-to-alls); a busier rank (imbalance > 1) only ever slows the step; dense
+    models ignore both."""
     from workbench import predict
     ds = predict.inference(hardware="h200_sxm", model="mixtral_8x7b", tp=8, ep=[1, 8], imbalance=[1.0, 2.0],
                            batch=64, weights="fp8")
-    assert float(ds.decode_comm_s.sel(ep=8, imbalance=1.0)) > float(ds.decode_comm_s.sel(ep=1, imbalance=1.0))
+    assert float(ds.decode_comm_s.sel(ep=8, imbalance=1.0)) == float(ds.decode_comm_s.sel(ep=1, imbalance=1.0))
+    kw = dict(hardware="h200_sxm", model="mixtral_8x7b", ep=8, concurrency=64, prompt=1024, generate=256,
+              weights="fp8", framework="none")
+    adp = predict.serving(tp=1, attention_dp=8, **kw)
+    tpa = predict.serving(tp=8, attention_dp=1, **kw)
+    # TP1 replicas have no all-reduce: their communication is the all-to-alls alone; TP8 its all-reduces alone
+    assert float(adp.decode_comm_s) > 0.0 and float(tpa.decode_comm_s) > 0.0
     assert float(ds.tpot_s.sel(ep=8, imbalance=2.0)) > float(ds.tpot_s.sel(ep=8, imbalance=1.0))
     dense = predict.inference(hardware="h200_sxm", model="llama_3_1_70b", tp=8, ep=[1, 8], batch=64, weights="fp8")
     assert float(dense.tpot_s.sel(ep=1)) == float(dense.tpot_s.sel(ep=8))

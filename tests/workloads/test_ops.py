@@ -88,3 +88,19 @@ def test_training_attention_flops_count_only_softmax_layers():
     m = load_model("llama_3_3_nemotron_super_49b_v1")
     _, attention = ops.training_model_flops(m, tokens=1000.0, seq_len=2048.0)
     assert attention == 12.0 * 49 * 64 * 128 * 2048.0 * 1000.0
+
+
+def test_busiest_rank_experts_against_a_monte_carlo():
+    # ep = 1: the mean expert load, expected_experts_touched exactly
+    pairs, touched = ops.busiest_rank_experts(n_experts=256, top_k=8, tokens=16.0, ep=1.0)
+    assert pairs == 128.0 and touched == pytest.approx(ops.expected_experts_touched(n_experts=256, top_k=8, tokens=16))
+    # ep > 1: each token picks 8 distinct of 256 experts, 32 per rank; the busiest rank's pairs and touched
+    # experts from 4,000 draws, against the closed form (Blom's expected maximum of 8 normals)
+    rng = np.random.default_rng(0)
+    E, k, ep = 256, 8, 8
+    for T in (4, 16, 64):
+        choice = np.argsort(rng.random((4000, T, E)), axis=2)[:, :, :k]  # k distinct experts per token
+        rank = choice // (E // ep)
+        load = np.stack([(rank == r).sum(axis=(1, 2)) for r in range(ep)], axis=1)
+        pairs, _ = ops.busiest_rank_experts(n_experts=E, top_k=k, tokens=float(T), ep=float(ep))
+        assert float(pairs) == pytest.approx(load.max(axis=1).mean(), rel=0.10), T

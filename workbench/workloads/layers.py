@@ -67,11 +67,11 @@ def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_by
         parts.append(fused)
         mats = [mm for mm in mats if not mm.routed]
     for mm in mats:
-        if mm.routed:
-            touched = ops.expected_experts_touched(n_experts=mm.count, top_k=model.n_active_experts, tokens=T)
-            m_exp = T * model.n_active_experts / touched * imbalance  # tokens per touched expert, busiest rank
+        if mm.routed:  # the busiest expert-parallel rank's experts (ops.busiest_rank_experts)
+            pairs, touched = ops.busiest_rank_experts(n_experts=mm.count, top_k=model.n_active_experts, tokens=T, ep=ep)
+            m_exp = pairs / touched * imbalance  # tokens per touched expert, busiest rank
             k, n = _split(mm, tp / ep)
-            parts.append(_gemm(m=m_exp, n=n, k=k, count=touched / ep, grouped=True, **g))
+            parts.append(_gemm(m=m_exp, n=n, k=k, count=touched, grouped=True, **g))
         else:
             k, n = _split(mm, tp)
             parts.append(add(_gemm(m=T, n=n, k=k, **g), scale=mm.share))  # share: of the layers that have it
@@ -115,9 +115,16 @@ def _mixer_free_share(model, moe) -> float:
     return 0.0 if moe is None else model.n_mixer_free_layers / (model.n_layers - model.n_mlp_free_layers)
 
 
-def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) -> dict:
+def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes, tp=1.0, attention_dp=1.0) -> dict:
     """Dispatch and combine of an MoE layer across `ep` ranks: each token's hidden state
-    goes to its k experts and comes back (two all-to-alls of T·k·D values)."""
+    goes to its k experts and comes back (two all-to-alls of T·k·D values). `tokens` are
+    the attention replica's, held by each of its `tp` devices (tensor-parallel attention
+    leaves every rank of the replica the same hidden states): a device sends its 1/tp share
+    of them, and only to the experts outside its replica (1 - 1/attention_dp of them); with
+    one replica (TP attention, the MoE over the same devices) nothing moves beyond the
+    all-reduce that combines the experts' partial sums (tp_allreduce), as TensorRT-LLM,
+    vLLM and SGLang run expert parallelism without attention data parallelism."""
+    tokens = tokens * (1.0 - 1.0 / attention_dp) / tp
     # the framework's measured EP kernels (DeepEP & co.) inside the NVLink domain, with its
     # measured MoE layers (moe_mla_kernels="measured"); else two all-to-all collectives
     t = None
@@ -125,8 +132,9 @@ def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes) 
         t = ep_all_to_all(hw=hw, tokens=tokens, hidden=model.expert_width, top_k=model.n_active_experts, ep=ep,
                           elem_bytes=a_bytes)
     if t is None:
-        size = ops.expert_dispatch_bytes(model, tokens=tokens, a_bytes=a_bytes)
+        size = ops.expert_dispatch_bytes(model, tokens=np.maximum(tokens, 1.0), a_bytes=a_bytes)
         t = 2.0 * collective(hw=hw, op="all_to_all", size=size, devices=ep)["time_s"]
+    t = where(np.asarray(attention_dp) > 1.0, t, 0.0)  # one replica: no all-to-all, not even its latency
     return {"comm_s": t, "time_s": t}
 
 
@@ -310,7 +318,7 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
              _classed(layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe)]
     if moe:
-        parts.append(expert_all_to_all(hw, model, tokens=T, ep=ep, a_bytes=a_bytes))
+        parts.append(expert_all_to_all(hw, model, tokens=T, ep=ep, a_bytes=a_bytes, tp=tp))
     return add(*parts)
 
 
@@ -328,7 +336,7 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
              _classed(layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe)]
     if moe:
-        parts.append(expert_all_to_all(hw, model, tokens=batch, ep=ep, a_bytes=a_bytes))
+        parts.append(expert_all_to_all(hw, model, tokens=batch, ep=ep, a_bytes=a_bytes, tp=tp))
     return add(*parts)
 
 
@@ -367,5 +375,6 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
              _classed(layer_elementwise(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)]
     if moe:  # dispatch and combine of this device's tokens over the ep expert ranks (none at ep = 1)
-        parts.append(expert_all_to_all(hw, model, tokens=tokens, ep=ep, a_bytes=a_bytes))
+        parts.append(expert_all_to_all(hw, model, tokens=tokens, ep=ep, a_bytes=a_bytes, tp=tp,
+                                       attention_dp=attention_dp))
     return add(*parts)

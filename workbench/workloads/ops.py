@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..primitives.kernel_fits import expected_experts_touched  # noqa: F401  (the one formula: routed experts' shapes)
 
 SPLITS = ("n", "k", "none")
@@ -202,6 +204,22 @@ def active_shape(mm: Matmul, top_k: int) -> tuple[float, float]:
     if not mm.routed:
         return float(mm.k), float(mm.n)
     return (float(mm.k), float(mm.n) * top_k) if mm.split == "n" else (float(mm.k) * top_k, float(mm.n))
+
+
+def busiest_rank_experts(*, n_experts, top_k, tokens, ep):
+    """(expert-token pairs, experts touched) on the busiest of `ep` expert-parallel ranks when
+    `tokens` tokens each route to top_k of n_experts at random, the experts split evenly: a
+    rank's pairs are Binomial(T k, 1/ep), the busiest sits z(ep) standard deviations above
+    the mean (Blom's approximation of the expected largest of ep normal draws,
+    Phi^-1((ep - 0.375) / (ep + 0.25))), and it touches its E/ep experts as the T' = pairs
+    ep / k tokens that would bring it that many pairs on average do (expected_experts_touched
+    over ep). One rank (ep = 1): expected_experts_touched itself."""
+    from statistics import NormalDist
+    ep = np.asarray(ep, float)
+    z = np.vectorize(lambda r: NormalDist().inv_cdf((r - 0.375) / (r + 0.25)) if r > 1 else 0.0)(ep)
+    mean = tokens * top_k / ep
+    pairs = mean + z * np.sqrt(mean * (1.0 - 1.0 / ep))
+    return pairs, expected_experts_touched(n_experts=n_experts, top_k=top_k, tokens=pairs * ep / top_k) / ep
 
 
 def layer_kinds(model) -> list[tuple[int, bool | None]]:
