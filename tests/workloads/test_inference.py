@@ -162,8 +162,10 @@ def test_expert_parallelism_and_imbalance():
               weights="fp8", framework="none")
     adp = predict.serving(tp=1, attention_dp=8, **kw)
     tpa = predict.serving(tp=8, attention_dp=1, **kw)
-    # TP1 replicas have no all-reduce: their communication is the all-to-alls alone; TP8 its all-reduces alone
+    # TP1 replicas have no all-reduce: their communication is the all-to-alls alone; TP8 its all-reduces alone,
+    # the same with or without expert parallelism
     assert float(adp.decode_comm_s) > 0.0 and float(tpa.decode_comm_s) > 0.0
+    assert float(tpa.decode_comm_s) == float(predict.serving(tp=8, attention_dp=1, **{**kw, "ep": 1}).decode_comm_s)
     assert float(ds.tpot_s.sel(ep=8, imbalance=2.0)) > float(ds.tpot_s.sel(ep=8, imbalance=1.0))
     dense = predict.inference(hardware="h200_sxm", model="llama_3_1_70b", tp=8, ep=[1, 8], batch=64, weights="fp8")
     assert float(dense.tpot_s.sel(ep=1)) == float(dense.tpot_s.sel(ep=8))

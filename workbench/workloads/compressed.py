@@ -69,7 +69,8 @@ def compressed_decode(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
                      dtype=dt, kv_bytes=kv_bytes)
     if att is None:
         att = attention_decode(hw=hw, batch=batch, context=keys, n_heads=model.n_heads / tp, head_dim=model.head_dim,
-                               n_kv_heads=1.0, v_head_dim=model.head_dim, kv_elements_per_token=model.head_dim * 1.0,
+                               n_kv_heads=1.0, v_head_dim=model.head_dim,
+                               kv_elements_per_token=float(model.kv_elements(sliding=True)),
                                dtype=dt, kv_bytes=kv_bytes)
     if not model.n_csa_layers:
         return att

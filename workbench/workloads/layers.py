@@ -8,6 +8,7 @@ communication time; overhead_s (kernel launch gaps) is kept apart. Sizes are arr
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -132,6 +133,7 @@ def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes, 
         t = ep_all_to_all(hw=hw, tokens=tokens, hidden=model.expert_width, top_k=model.n_active_experts, ep=ep,
                           elem_bytes=a_bytes)
     if t is None:
+        # at least one token's bytes: a zero size would leave the collective's bandwidth 0/0 (zeroed below anyway)
         size = ops.expert_dispatch_bytes(model, tokens=np.maximum(tokens, 1.0), a_bytes=a_bytes)
         t = 2.0 * collective(hw=hw, op="all_to_all", size=size, devices=ep)["time_s"]
     t = where(np.asarray(attention_dp) > 1.0, t, 0.0)  # one replica: no all-to-all, not even its latency
@@ -276,8 +278,7 @@ def msa_block(hw, model, *, phase, batch, new, prefix, tp, math, w_bytes, kv_byt
                         dims=msa_dims(model), math=math, w_bytes=w_bytes, kv_bytes=kv_bytes)
     if sparse is None:
         return None
-    dense = replace(model, index_topk=0, index_n_heads=0, index_head_dim=0, index_layers=0,
-                    dense_unindexed_layers=False)
+    dense = _without_indexer(model)
     proj = layer_gemms(hw, dense, tokens=batch * new, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, moe=False,
                        matmuls=ops.attention_matmuls(dense))
     att = decode_attention(hw, dense, batch=batch, context=prefix, tp=tp, math=math, kv_bytes=kv_bytes) \
@@ -285,6 +286,14 @@ def msa_block(hw, model, *, phase, batch, new, prefix, tp, math, w_bytes, kv_byt
                                                     a_bytes=a_bytes, kv_bytes=kv_bytes)
     s = model.selected_share
     return add(add(sparse, scale=s), add(proj, att, scale=1.0 - s))
+
+
+@lru_cache(maxsize=32)
+def _without_indexer(model: ModelSpec) -> ModelSpec:
+    """The model with every softmax layer attending every key (no indexer): MiniMax-M3's
+    dense layers, built once per spec."""
+    return replace(model, index_topk=0, index_n_heads=0, index_head_dim=0, index_layers=0,
+                   dense_unindexed_layers=False)
 
 
 def attention_block(hw, model, *, a_bytes=2.0, **kw) -> dict | None:
@@ -317,8 +326,7 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe)]
-    if moe:
-        parts.append(expert_all_to_all(hw, model, tokens=T, ep=ep, a_bytes=a_bytes, tp=tp))
+    # one attention replica: expert parallelism moves no tokens beyond the all-reduce (expert_all_to_all)
     return add(*parts)
 
 
@@ -335,8 +343,7 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe)]
-    if moe:
-        parts.append(expert_all_to_all(hw, model, tokens=batch, ep=ep, a_bytes=a_bytes, tp=tp))
+    # one attention replica: expert parallelism moves no tokens beyond the all-reduce (expert_all_to_all)
     return add(*parts)
 
 
