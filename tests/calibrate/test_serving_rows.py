@@ -3,6 +3,7 @@ fit: every other section and comment of specs/serving/frameworks.yaml stays as i
 earlier writer dropped the sections after the one it wrote)."""
 from __future__ import annotations
 
+import numpy as np
 import yaml
 
 from workbench.backends.kernel_tables import SERVING_CONSTANTS
@@ -28,3 +29,25 @@ def test_writers_replace_only_their_sections(tmp_path):
                                "benchmark_waves"}:
         assert after[kept] == before[kept], kept
     assert path.read_text().count("\n#") == SERVING_CONSTANTS.read_text().count("\n#")  # comments kept
+
+
+def test_layout_multiplied_by_ep_is_read_back():
+    """serving_silicon.csv records one run twice (identical TTFT and TPOT): id
+    2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c8_tp8_0_ep8_0_1262 as tp_size 8,
+    moe 1 x 8, and id 2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c8_tp8_ep8_957
+    as tp_size 64, moe 8 x 8 (tp multiplied by ep); likewise attention_dp_size 64 for the
+    attention-DP run ..._c256_tp8_0_ep8_0_992 / ..._c256_tp8_ep8_980. Both read back as the
+    layout that ran; a genuine layout inside one HGX board is kept."""
+    rows = serving_rows.load().set_index("id", drop=False)
+    pairs = [("2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c8_tp8_ep8_957",
+              "2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c8_tp8_0_ep8_0_1262", (8, 1, 8)),
+             ("2026_04_06_deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x8192_c256_tp8_ep8_980",
+              "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x8192_c256_tp8_0_ep8_0_992", (1, 8, 8))]
+    for multiplied, plain, expected in pairs:
+        a, b = rows.loc[multiplied], rows.loc[plain]
+        assert np.allclose([a.silicon_ttft_ms, a.silicon_tpot_ms], [b.silicon_ttft_ms, b.silicon_tpot_ms], rtol=1e-9)
+        assert a.tp_size * a.attention_dp_size == 64  # the recorded layout: 64 devices
+        assert serving_rows.layout(a) == serving_rows.layout(b) == expected
+    # MiniMax-M2.5 tp 4 x attention-DP 4 with experts 1 x 16: its MoE TP is 1, nothing to undo
+    mm = rows[(rows.model_path == "MiniMaxAI/MiniMax-M2.5") & (rows.moe_ep_size == 16)].iloc[0]
+    assert serving_rows.layout(mm) == (4, 4, 16)

@@ -57,6 +57,31 @@ def _disaggregated(r, weights: str) -> tuple[dict | None, str]:
                 decode_workers=_n(r.decode_num_workers)), ""
 
 
+def layout(r) -> tuple[int, int, int]:
+    """(tp, attention_dp, ep) of an aggregated row as it ran.
+
+    Some rows record the attention layout multiplied by the expert parallelism: tp_size (or
+    attention_dp_size) = tp x ep and moe_tp_size = tp (or the attention-DP size), so that
+    tp_size x attention_dp_size = moe_tp_size x moe_ep_size holds for a device count ep
+    times too large. Their ids name the layout that ran (`..._tp8_ep8_957` with tp_size 64,
+    moe_tp_size 8, moe_ep_size 8) and the same measurement appears under the plain encoding
+    (`..._tp8_0_ep8_0_1262`: tp_size 8, moe_tp_size 1, moe_ep_size 8). Such a row is read
+    back when its devices exceed the system's scale-up domain (8 GPUs on an HGX board: one
+    aggregated instance does not span boards over TP) while devices / ep fits in it: the
+    layout divided by ep, the MoE layers then EP over the same devices (MoE TP = devices /
+    ep)."""
+    from ..specs import load_hardware
+    tp, dp, ep = _n(r.tp_size), _n(r.attention_dp_size), _n(r.moe_ep_size)
+    domain = load_hardware(SYSTEMS[r.system]).link("scale_up").domain_size
+    moe_tp = _n(r.moe_tp_size)
+    if ep > 1 and moe_tp > 1 and domain and tp * dp > domain >= tp * dp // ep and moe_tp * ep == tp * dp:
+        if dp % ep == 0:
+            dp //= ep
+        elif tp % ep == 0:
+            tp //= ep
+    return tp, dp, ep
+
+
 def config(r) -> tuple[dict | None, str]:
     """(arguments of predict.serving, or of predict.disaggregated with function=
     "disaggregated", and ""), or (None, why not) for a row it cannot express."""
@@ -68,8 +93,9 @@ def config(r) -> tuple[dict | None, str]:
     moe_quant = r.moe_quant_mode if isinstance(r.moe_quant_mode, str) else r.gemm_quant_mode
     if r.mode != "agg":
         return _disaggregated(r, WEIGHTS.get(moe_quant, "bf16"))
-    return dict(hardware=SYSTEMS[r.system], model=hf_index()[r.model_path], tp=_n(r.tp_size),
-                attention_dp=_n(r.attention_dp_size), ep=_n(r.moe_ep_size), concurrency=_n(r.concurrency),
+    tp, attention_dp, ep = layout(r)
+    return dict(hardware=SYSTEMS[r.system], model=hf_index()[r.model_path], tp=tp,
+                attention_dp=attention_dp, ep=ep, concurrency=_n(r.concurrency),
                 prompt=_n(r.isl), generate=_n(r.osl), weights=WEIGHTS.get(moe_quant, "bf16"),
                 framework=r.backend), ""
 
