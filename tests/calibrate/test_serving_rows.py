@@ -51,3 +51,20 @@ def test_layout_multiplied_by_ep_is_read_back():
     # MiniMax-M2.5 tp 4 x attention-DP 4 with experts 1 x 16: its MoE TP is 1, nothing to undo
     mm = rows[(rows.model_path == "MiniMaxAI/MiniMax-M2.5") & (rows.moe_ep_size == 16)].iloc[0]
     assert serving_rows.layout(mm) == (4, 4, 16)
+
+
+def test_least_median_shift():
+    """The fitted shift recovers a constant offset exactly (to its 10 us grid), and on rows
+    whose gaps differ it scores no worse than the median gap it replaced."""
+    rng = np.random.default_rng(0)
+    base = rng.uniform(2e-3, 40e-3, 300)
+    assert abs(serving_rows.least_median_shift(base, base + 2e-3) - 2e-3) <= serving_rows.OVERHEAD_STEP_S
+    # a per-layer latency: offset 1.5 ms x layers
+    layers = rng.choice([32.0, 61.0, 80.0], 300)
+    assert abs(serving_rows.least_median_shift(base, base + 1.5e-3 * layers, layers) - 1.5e-3) <= 1e-5
+    measured = base * rng.uniform(0.8, 1.3, 300) + rng.uniform(0.0, 6e-3, 300)
+    h = serving_rows.least_median_shift(base, measured)
+    gap = max(float(np.median(measured - base)), 0.0)
+    score = lambda x: float(np.median(np.abs((base + x) / measured - 1.0)))  # noqa: E731
+    assert h >= 0.0 and score(h) <= score(gap)
+    assert serving_rows.least_median_shift(base, base * 0.5) == 0.0  # never negative

@@ -164,14 +164,12 @@ def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit_overheads(res: pd.DataFrame) -> dict:
-    """Per framework: the per-iteration host overhead h = median(measured TPOT - kernel TPOT)
-    over its answered rows (clipped at 0), and the leave-one-out TPOT error with h fitted on
-    the other rows."""
+    """Per framework: the per-iteration host overhead h fitted to its answered rows
+    (_overhead), and the leave-one-out TPOT error with h fitted on the other rows."""
     out = {}
     for fw, g in res.dropna(subset=["kernel_tpot_s"]).groupby("backend"):
-        gap = (g["measured_tpot_s"] - g["kernel_tpot_s"]).to_numpy()
         h = _overhead(g)
-        loo = np.array([max(float(np.median(np.delete(gap, i))), 0.0) for i in range(len(gap))])
+        loo = np.array([_overhead(g.drop(g.index[i])) for i in range(len(g))])
         err = (g["kernel_tpot_s"].to_numpy() + loo) / g["measured_tpot_s"].to_numpy() - 1.0
         out[fw] = {"iteration_overhead_s": h, "rows": int(len(g)), "loo_tpot_median_abs_err": float(np.median(np.abs(err))),
                    "loo_tpot_median_err": float(np.median(err)), "loo_h_spread_s": float(loo.max() - loo.min())}
@@ -189,8 +187,8 @@ def _layers(model_path: str) -> float:
 def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     """The harness's waves (one global number) and each framework's request latency per
     layer, from the aggregated rows' TTFT parts: for each candidate `waves`, TTFT = steady +
-    (first wave - steady) / waves without the latency; the latency per layer is the median
-    of (measured - that) / n_layers per framework (clipped at 0); the candidate with the
+    (first wave - steady) / waves without the latency; the latency per layer is, per
+    framework, the least_median_shift of that with n_layers as its scale; the candidate with the
     least median |TTFT error| over all rows wins. Scored leave-one-model-out: each model's
     rows predicted with the waves and latencies chosen on the other models' rows."""
     a = res[res["mode"] == "agg"].dropna(subset=["steady_ttft_s"])
@@ -202,7 +200,7 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
         best = None
         for w in WAVES:
             base = (steady + (burst - steady) / w).loc[rows.index]
-            h = {fw: max(float(np.median((g["measured_ttft_s"] - base.loc[g.index]) / layers.loc[g.index])), 0.0)
+            h = {fw: least_median_shift(base.loc[g.index], g["measured_ttft_s"], layers.loc[g.index])
                  for fw, g in rows.groupby("backend")}
             err = (base + rows["backend"].map(h) * layers.loc[rows.index]) / rows["measured_ttft_s"] - 1.0
             score = float(np.median(np.abs(err)))
@@ -306,9 +304,27 @@ def _tpot_err(rows: pd.DataFrame, overhead_s: float) -> np.ndarray:
     return ((rows["kernel_tpot_s"] + overhead_s) / rows["measured_tpot_s"] - 1.0).to_numpy()
 
 
+OVERHEAD_STEP_S = 1e-5  # resolution of the host-overhead fit
+
+
+def least_median_shift(base, measured, scale=1.0, step: float = OVERHEAD_STEP_S) -> float:
+    """The h >= 0 that minimises the median |error| of base + h * scale against measured
+    (the figure the rows are scored by), on a grid of `step` up to the 90th percentile of
+    (measured - base) / scale. The median gap, used before, weights the slow rows: it left
+    each framework's fast rows predicted too slow."""
+    base, y = np.asarray(base, float), np.asarray(measured, float)
+    scale = np.broadcast_to(np.asarray(scale, float), base.shape)
+    if not len(y):
+        return 0.0
+    top = max(float(np.quantile((y - base) / scale, 0.9)), 0.0)
+    h = np.arange(0.0, top + step, step)
+    score = np.median(np.abs((base[None, :] + h[:, None] * scale[None, :]) / y[None, :] - 1.0), axis=1)
+    return float(h[np.argmin(score)])
+
+
 def _overhead(rows: pd.DataFrame) -> float:
-    """The host overhead per iteration fitted to rows: median measured - kernel TPOT, >= 0."""
-    return max(float(np.median(rows["measured_tpot_s"] - rows["kernel_tpot_s"])), 0.0)
+    """The host overhead per iteration fitted to rows (least_median_shift of kernel TPOT)."""
+    return least_median_shift(rows["kernel_tpot_s"], rows["measured_tpot_s"])
 
 
 def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
