@@ -306,7 +306,8 @@ def _fit_serving(ns) -> int:
     print(f"wrote {serving_rows.write_constants(savings, overheads)}")
     waves, ttft = serving_rows.fit_ttft_constants(serving_rows.predict_rows(rows))
     for fw, f in sorted(ttft["frameworks"].items()):
-        print(f"{fw:7s} request latency {f['request_latency_s_per_layer'] * 1e3:5.2f} ms per layer, TTFT "
+        print(f"{fw:7s} request latency {f['request_latency_s_per_layer'] * 1e3:5.2f} ms per layer, "
+              f"{f['request_latency_s_per_moe_layer'] * 1e3:5.2f} ms per MoE layer, TTFT "
               f"leave-one-model-out median |err| {f['loo_model_median_abs_err']:.1%} over {f['rows']} rows")
     print(f"benchmark waves {waves}: TTFT median |err| {ttft['median_abs_err']:.1%} (leave-one-model-out "
           f"{ttft['loo_model_median_abs_err']:.1%}); wrote {serving_rows.write_ttft_constants(waves, ttft)}")

@@ -209,7 +209,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     import xarray as xr
 
     from .backends.gpu import default_activations
-    from .backends.kernel_tables import resolve, serving_constants
+    from .backends.kernel_tables import request_latency_s, resolve, serving_constants
     from .backends import flag_problems
     from .layout import serving_problems
     from .workloads.concurrency import disaggregated_closed_loop
@@ -233,7 +233,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         consts = serving_constants()
         hw = dataclasses.replace(be.numbers(hw_spec, {}, fw), graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0))
         pools[side] = (hw, be, consts["iteration_overhead_s"].get(fw, 0.0),
-                       consts["request_latency_s_per_layer"].get(fw, 0.0) * spec.n_layers)
+                       request_latency_s(fw, spec))
     act = activations or default_activations(weights, pools["decode"][0])
     kvd = kv or ("fp16" if act == "fp16" else "bf16")
     pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]

@@ -18,15 +18,17 @@ def test_writers_replace_only_their_sections(tmp_path):
     serving_rows.write_constants({"vllm": dict(fit, kernel_graph_saving_s=7e-6)},
                                  {"vllm": {"iteration_overhead_s": 1.5e-3, "rows": 3, "loo_tpot_median_abs_err": 0.1,
                                            "loo_tpot_median_err": 0.0}}, path)
-    serving_rows.write_ttft_constants(3.0, {"frameworks": {"sglang": dict(fit, request_latency_s_per_layer=2e-3)}},
+    serving_rows.write_ttft_constants(3.0, {"frameworks": {"sglang": dict(fit, request_latency_s_per_layer=2e-3,
+                                                                          request_latency_s_per_moe_layer=3e-3)}},
                                       path)
     after = yaml.safe_load(path.read_text())
     assert after["kernel_graph_saving_s"] == {"trtllm": 0.0, "vllm": 7e-6, "sglang": 0.0, "none": 0.0}
     assert after["iteration_overhead_s"]["vllm"] == 1.5e-3
     assert after["request_latency_s_per_layer"] == {"trtllm": 0.0, "vllm": 0.0, "sglang": 2e-3, "none": 0.0}
+    assert after["request_latency_s_per_moe_layer"] == {"trtllm": 0.0, "vllm": 0.0, "sglang": 3e-3, "none": 0.0}
     assert after["benchmark_waves"] == 3.0
     for kept in set(before) - {"kernel_graph_saving_s", "iteration_overhead_s", "request_latency_s_per_layer",
-                               "benchmark_waves"}:
+                               "request_latency_s_per_moe_layer", "benchmark_waves"}:
         assert after[kept] == before[kept], kept
     assert path.read_text().count("\n#") == SERVING_CONSTANTS.read_text().count("\n#")  # comments kept
 
@@ -68,3 +70,29 @@ def test_least_median_shift():
     score = lambda x: float(np.median(np.abs((base + x) / measured - 1.0)))  # noqa: E731
     assert h >= 0.0 and score(h) <= score(gap)
     assert serving_rows.least_median_shift(base, base * 0.5) == 0.0  # never negative
+
+
+def test_least_median_shift_two_terms():
+    """Two scales (layers without routed experts, MoE layers) recover both per-layer
+    latencies of rows built from them, to the grid step."""
+    rng = np.random.default_rng(1)
+    dense = rng.choice([3.0, 32.0, 80.0, 0.0], 400)
+    moe = np.where(dense == 3.0, 58.0, np.where(dense == 0.0, 36.0, 0.0))
+    base = rng.uniform(0.02, 1.0, 400)
+    measured = base + 0.4e-3 * dense + 2.5e-3 * moe
+    h_dense, h_moe = serving_rows.least_median_shift(base, measured, np.stack([dense, moe], 1), step=1e-4)
+    assert abs(h_dense - 0.4e-3) <= 1e-4 and abs(h_moe - 2.5e-3) <= 1e-4
+
+
+def test_request_latency_splits_dense_and_moe_layers():
+    """request_latency_s = per layer x layers without routed experts + per MoE layer x MoE
+    layers, with the constants of specs/serving/frameworks.yaml."""
+    from workbench.backends.kernel_tables import request_latency_s, serving_constants
+    from workbench.specs import load_model
+    c = serving_constants()
+    dense, moe = load_model("llama_3_1_70b"), load_model("deepseek_r1")
+    assert request_latency_s("vllm", dense) == c["request_latency_s_per_layer"]["vllm"] * 80
+    assert moe.n_moe_layers == 58 and moe.n_layers == 61  # DeepSeek-R1 config.json: first_k_dense_replace 3
+    assert np.isclose(request_latency_s("vllm", moe), c["request_latency_s_per_layer"]["vllm"] * 3
+                      + c["request_latency_s_per_moe_layer"]["vllm"] * 58)
+    assert request_latency_s("none", moe) == 0.0

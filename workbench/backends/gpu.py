@@ -19,7 +19,7 @@ from ..units import DTYPE_BYTES, PEAK_DTYPES, SPARSE_2_4
 from ..errors import InputError
 from ..layout import GpuLayout, Problem, context_problems, layer_kind_problems, serving_problems
 from . import flag_problems, per_spec
-from .kernel_tables import NONE, fits_for, serving_constants
+from .kernel_tables import NONE, fits_for, request_latency_s, serving_constants
 
 @per_spec
 def _knobs(spec, every: bool = False) -> dict:
@@ -207,7 +207,7 @@ class GpuBackend:
                            attention_dp=attention_dp, ep=ep, weights=weights, activations=act, kv=kvd,
                            overhead_s=overhead_s, waves=consts["benchmark_waves"],
                            schedule=consts["schedule"].get(fw, "clumped"),
-                           request_latency_s=consts["request_latency_s_per_layer"].get(fw, 0.0) * model.n_layers,
+                           request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
                            token_budget=cc.TOKEN_BUDGET.get(fw, cc.TOKEN_BUDGET["none"]), imbalance=imbalance)
         r["activations"] = np.array(act, dtype=object)

@@ -67,3 +67,14 @@ def serving_constants() -> dict:
     """The fitted constants of each serving framework (specs/serving/frameworks.yaml)."""
     import yaml
     return yaml.safe_load(SERVING_CONSTANTS.read_text())
+
+
+def request_latency_s(framework: str, model) -> float:
+    """A framework's host latency of one request before its first token (specs/serving/
+    frameworks.yaml): its latency per layer over the layers without routed experts plus its
+    latency per MoE layer over those (an eager prefill dispatches a MoE layer's routing,
+    permutation and grouped GEMMs from the host: more work than a dense MLP's)."""
+    consts = serving_constants()
+    moe = float(model.n_moe_layers)
+    return (consts["request_latency_s_per_layer"].get(framework, 0.0) * (model.n_layers - moe)
+            + consts["request_latency_s_per_moe_layer"].get(framework, 0.0) * moe)

@@ -179,30 +179,44 @@ def fit_overheads(res: pd.DataFrame) -> dict:
 WAVES = (1.0, 1.5, 2.0, 3.0, 5.0, 10.0, float("inf"))  # candidates of the harness constant
 
 
-def _layers(model_path: str) -> float:
+def _layer_counts(model_path: str) -> tuple[float, float]:
+    """(layers without routed experts, MoE layers) of a catalog model."""
     from ..specs import hf_index, load_model
-    return float(load_model(hf_index()[model_path]).n_layers)
+    spec = load_model(hf_index()[model_path])
+    return float(spec.n_layers - spec.n_moe_layers), float(spec.n_moe_layers)
+
+
+LATENCY_STEP_S = 1e-4  # resolution of the request-latency fit, per layer
+LATENCY_KEYS = ("request_latency_s_per_layer", "request_latency_s_per_moe_layer")
 
 
 def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     """The harness's waves (one global number) and each framework's request latency per
-    layer, from the aggregated rows' TTFT parts: for each candidate `waves`, TTFT = steady +
-    (first wave - steady) / waves without the latency; the latency per layer is, per
-    framework, the least_median_shift of that with n_layers as its scale; the candidate with the
-    least median |TTFT error| over all rows wins. Scored leave-one-model-out: each model's
-    rows predicted with the waves and latencies chosen on the other models' rows."""
+    layer and per MoE layer, from the aggregated rows' TTFT parts: for each candidate
+    `waves`, TTFT = steady + (first wave - steady) / waves without the latency; the two
+    latencies are, per framework, the least_median_shift of that with the model's
+    (layers without routed experts, MoE layers) as scales; the candidate with the least
+    median |TTFT error| over all rows wins. Scored leave-one-model-out: each model's rows
+    predicted with the waves and latencies chosen on the other models' rows."""
     a = res[res["mode"] == "agg"].dropna(subset=["steady_ttft_s"])
-    layers = a["model"].map({m: _layers(m) for m in a["model"].unique()})
+    counts = {m: _layer_counts(m) for m in a["model"].unique()}
+    scales = np.array([counts[m] for m in a["model"]])
+    scales = pd.DataFrame(scales, index=a.index, columns=["dense", "moe"])
     lat0 = a["request_latency_s"]
     steady, burst = a["steady_ttft_s"] - lat0, a["first_wave_ttft_s"] - lat0
+
+    def latency(rows, h):
+        return pd.Series([float(scales.loc[i].to_numpy() @ h.get(fw, np.zeros(2)))
+                          for i, fw in zip(rows.index, rows["backend"])], index=rows.index)
 
     def choose(rows):
         best = None
         for w in WAVES:
             base = (steady + (burst - steady) / w).loc[rows.index]
-            h = {fw: least_median_shift(base.loc[g.index], g["measured_ttft_s"], layers.loc[g.index])
+            h = {fw: np.array(least_median_shift(base.loc[g.index], g["measured_ttft_s"],
+                                                 scales.loc[g.index].to_numpy(), step=LATENCY_STEP_S))
                  for fw, g in rows.groupby("backend")}
-            err = (base + rows["backend"].map(h) * layers.loc[rows.index]) / rows["measured_ttft_s"] - 1.0
+            err = (base + latency(rows, h)) / rows["measured_ttft_s"] - 1.0
             score = float(np.median(np.abs(err)))
             if best is None or score < best[0]:
                 best = (score, w, h)
@@ -213,25 +227,25 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     for _, gm in a.groupby("model"):
         _, w, hm = choose(a.drop(gm.index))
         base = steady.loc[gm.index] + (burst.loc[gm.index] - steady.loc[gm.index]) / w
-        held.append((base + gm["backend"].map(hm).fillna(0.0) * layers.loc[gm.index]) / gm["measured_ttft_s"] - 1.0)
+        held.append((base + latency(gm, hm)) / gm["measured_ttft_s"] - 1.0)
     held = pd.concat(held)
     out = {}
     for fw, g in a.groupby("backend"):
         e = held.loc[g.index]
-        out[fw] = {"request_latency_s_per_layer": h[fw], "rows": int(len(g)),
+        out[fw] = {**dict(zip(LATENCY_KEYS, map(float, h[fw]))), "rows": int(len(g)),
                    "loo_model_median_abs_err": float(np.median(np.abs(e))), "loo_model_median_err": float(np.median(e))}
     return waves, {"frameworks": out, "median_abs_err": score,
                    "loo_model_median_abs_err": float(np.median(np.abs(held)))}
 
 
 def write_ttft_constants(waves: float, fit: dict, path: Path | None = None) -> Path:
-    """Rewrite `benchmark_waves` and the `request_latency_s_per_layer` section of
+    """Rewrite `benchmark_waves` and the two request-latency sections of
     specs/serving/frameworks.yaml (its comments kept)."""
     from ..backends.kernel_tables import SERVING_CONSTANTS
-    lines = _section(fit["frameworks"], "request_latency_s_per_layer",
-                     lambda f: f"{f['rows']} rows; leave-one-model-out TTFT median |err| "
-                               f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
-    return _rewrite(path or SERVING_CONSTANTS, {"request_latency_s_per_layer": lines}, {"benchmark_waves": waves})
+    note = (lambda f: f"{f['rows']} rows; leave-one-model-out TTFT median |err| "
+                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
+    sections = {key: _section(fit["frameworks"], key, note) for key in LATENCY_KEYS}
+    return _rewrite(path or SERVING_CONSTANTS, sections, {"benchmark_waves": waves})
 
 
 def _section(fits: dict, key: str, note) -> list[str]:
@@ -307,19 +321,29 @@ def _tpot_err(rows: pd.DataFrame, overhead_s: float) -> np.ndarray:
 OVERHEAD_STEP_S = 1e-5  # resolution of the host-overhead fit
 
 
-def least_median_shift(base, measured, scale=1.0, step: float = OVERHEAD_STEP_S) -> float:
+def least_median_shift(base, measured, scale=1.0, step: float = OVERHEAD_STEP_S):
     """The h >= 0 that minimises the median |error| of base + h * scale against measured
     (the figure the rows are scored by), on a grid of `step` up to the 90th percentile of
     (measured - base) / scale. The median gap, used before, weights the slow rows: it left
-    each framework's fast rows predicted too slow."""
+    each framework's fast rows predicted too slow. A 2-D `scale` (rows x terms) fits one h
+    per term on the product grid and returns them as a tuple."""
     base, y = np.asarray(base, float), np.asarray(measured, float)
-    scale = np.broadcast_to(np.asarray(scale, float), base.shape)
+    scale = np.asarray(scale, float)
+    terms = scale.shape[1] if scale.ndim == 2 else 0
     if not len(y):
-        return 0.0
-    top = max(float(np.quantile((y - base) / scale, 0.9)), 0.0)
-    h = np.arange(0.0, top + step, step)
-    score = np.median(np.abs((base[None, :] + h[:, None] * scale[None, :]) / y[None, :] - 1.0), axis=1)
-    return float(h[np.argmin(score)])
+        return (0.0,) * terms if terms else 0.0
+    cols = [scale[:, j] for j in range(terms)] if terms else [np.broadcast_to(scale, base.shape)]
+    axes = []
+    total = np.sum(cols, axis=0)
+    for c in cols:
+        used = c >= 0.5 * total  # the rows this term dominates set its grid's top
+        top = max(float(np.quantile((y[used] - base[used]) / c[used], 0.9)), 0.0) if used.any() else 0.0
+        axes.append(np.arange(0.0, top + step, step))
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(cols))  # candidates x terms
+    shift = grid @ np.stack(cols)  # candidates x rows
+    score = np.median(np.abs((base[None, :] + shift) / y[None, :] - 1.0), axis=1)
+    best = grid[np.argmin(score)]
+    return tuple(float(v) for v in best) if terms else float(best[0])
 
 
 def _overhead(rows: pd.DataFrame) -> float:
