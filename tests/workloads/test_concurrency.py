@@ -100,19 +100,20 @@ def test_tpot_and_ttft_against_the_measured_serving_runs():
     """Every answered aggregated row of the serving benchmarks (TensorRT-LLM, vLLM, SGLang on
     H100, H200, B200, GB200; aiconfigurator-core 0.12.0's measurement sample, copied to
     workbench/calibrate/reference/serving_silicon.csv), with the framework constants of
-    specs/serving/frameworks.yaml: TPOT median |error| 10.6% for dense models (330 rows) and
-    13.1% for MoE (618 rows, MiniMax-M2.5's 128 and Qwen3.5's 80 among them) when this was
-    written; tolerance 15% and 20%. TTFT with each framework's schedule and request latency:
-    32.6% dense, 29.4% MoE (leave-one-model-out over all rows 32.7%); tolerance 40% and 35%.
+    specs/serving/frameworks.yaml: TPOT median |error| 11.1% for dense models (330 rows) and
+    13.3% for MoE (625 rows, MiniMax-M2.5's 128 and Qwen3.5's 87 among them) when this was
+    written; tolerance 15% and 17%. TTFT with each framework's schedule and request latencies
+    (per dense and per MoE layer): 25.0% dense, 24.8% MoE (leave-one-model-out over all rows
+    28.0%); tolerance 30% each.
     The disaggregated rows are the open part of the serving issue."""
     from workbench.calibrate import serving_rows
     rows = serving_rows.load()
     res = serving_rows.predict_rows(rows[rows["mode"] == "agg"]).dropna(subset=["tpot_s"])
     assert len(res) >= 940
     for kind, g in res.groupby("moe"):
-        bound = {"dense": 0.15, "moe": 0.20}[kind]
+        bound = {"dense": 0.15, "moe": 0.17}[kind]
         assert np.median(np.abs(g.tpot_err)) <= bound, (kind, np.median(np.abs(g.tpot_err)))
-        bound = {"dense": 0.40, "moe": 0.35}[kind]
+        bound = {"dense": 0.30, "moe": 0.30}[kind]
         assert np.median(np.abs(g.ttft_err)) <= bound, (kind, np.median(np.abs(g.ttft_err)))
 
 
@@ -132,7 +133,7 @@ def test_fixed_pools_obey_littles_law_and_respond_to_their_sizes():
               prefill_tp=8.0, prefill_attention_dp=1.0, prefill_ep=8.0, prefill_batch=1.0, decode_tp=1.0,
               decode_attention_dp=8.0, decode_ep=8.0, weights="fp8", activations="fp8", kv="fp8",
               prefill_overhead_s=0.0, decode_overhead_s=0.0, kv_link_bytes_per_s=8 * 50e9)
-    c = np.array([8.0, 64.0, 256.0])
+    c = np.array([4.0, 8.0, 64.0, 256.0])  # 4: fewer requests than the 8 decode replicas
     r = disaggregated_closed_loop(concurrency=c, prefill_workers=1.0, decode_workers=1.0, **kw)
     np.testing.assert_allclose(r["requests_per_s"] * r["e2e_s"], c, rtol=1e-9)
     assert np.all(r["ttft_s"] >= r["prefill_batch_s"] + r["kv_transfer_s"] - 1e-12)
@@ -158,14 +159,15 @@ def test_fixed_pools_public_call_and_flags():
 
 def test_fixed_pools_against_the_measured_disaggregated_runs():
     """The 56 MoE disaggregated rows that state their pools (DeepSeek-V3/R1, Qwen3-235B,
-    gpt-oss on B200, GB200, H100, H200): TPOT median |error| 19.7% when this was written;
-    tolerance 25%."""
+    gpt-oss on B200, GB200, H100, H200): TPOT median |error| 13.1% when this was written;
+    tolerance 17%."""
     from workbench.calibrate import serving_rows
     rows = serving_rows.load()
     res = serving_rows.predict_rows(rows[rows["mode"] == "disagg"]).dropna(subset=["tpot_s"])
     moe = res[res.moe == "moe"]
     assert len(moe) >= 50
-    assert np.median(np.abs(moe.tpot_err)) <= 0.25
+    assert np.median(np.abs(moe.tpot_err)) <= 0.17
+    assert np.all(moe.ttft_s > 0)  # fewer requests than decode replicas once gave a negative TTFT
 
 
 def test_kv_memory_rule_per_framework():

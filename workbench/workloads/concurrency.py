@@ -243,7 +243,10 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     batch_s = pre["time_s"] + pre["overhead_s"] + prefill_overhead_s
     kv_s = model.kv_cache_bytes(context=prompt, dtype=kv) * prefill_batch / kv_link_bytes_per_s
     capacity = replicas_p * prefill_batch / batch_s  # requests per second the prefill pool admits
-    rate = np.minimum(capacity, replicas_d * r / (request_latency_s + batch_s + kv_s + (generate - 1.0) * tpot))
+    # requests in decode at once: r per replica, but never more than are in flight (fewer
+    # requests than decode replicas leave replicas idle)
+    decoding = np.minimum(replicas_d * r, concurrency)
+    rate = np.minimum(capacity, decoding / (request_latency_s + batch_s + kv_s + (generate - 1.0) * tpot))
     steady_ttft = concurrency / rate - (generate - 1.0) * tpot
     rounds = np.ceil(concurrency / (replicas_p * prefill_batch))
     burst_ttft = np.maximum(request_latency_s + (rounds + 1.0) / 2.0 * batch_s + kv_s, steady_ttft)
