@@ -1,0 +1,68 @@
+"""How noisy the measured GEMM tables are: the floor under any smooth fit's error.
+
+    .venv/bin/python benchmarks/gemm_table_noise.py --tables DIR [--hardware b200]
+
+DIR holds the netCDF tables `workbench calibrate import-kernels --source aiconfigurator
+--out DIR` writes. Two checks, neither fitted:
+
+1. Non-physical steps: along each (m, n) line of a table, a GEMM with more k does more work
+   and moves more bytes, so its time should not fall. The share of neighbouring k where the
+   time falls by more than 5% is noise (or a different kernel picked: either way, what a
+   surface that is smooth in k cannot follow).
+2. The same kernel timed by two harnesses: every framework's bf16 table times
+   torch.nn.functional.linear (cuBLAS) on the same shapes, so the ratio of two frameworks'
+   times at one shape is harness noise; its 10th-90th percentiles bound how closely a model
+   fitted to one harness can agree with the other.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+FRAMEWORKS = ("trtllm", "vllm", "sglang")
+
+
+def gemm_rows(path: Path) -> pd.DataFrame:
+    df = xr.open_dataset(path).to_dataframe().reset_index()
+    return df[df["kind"] == "gemm"][["dtype", "op", "m", "n", "k", "time_s"]]
+
+
+def falling_share(g: pd.DataFrame, drop: float = 0.05) -> float:
+    """Share of neighbouring-k pairs (same kernel, m, n) whose time falls by more than `drop`."""
+    g = g.groupby(["op", "m", "n", "k"], as_index=False).time_s.median().sort_values(["op", "m", "n", "k"])
+    ratio = g.groupby(["op", "m", "n"]).time_s.transform(lambda s: s / s.shift(1))
+    return float((ratio.dropna() < 1.0 - drop).mean())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tables", type=Path, required=True)
+    ap.add_argument("--hardware", default=None, help="one catalog name (file prefix); default all")
+    args = ap.parse_args()
+    files = sorted(args.tables.glob(f"{args.hardware or '*'}-*.nc"))
+    tables = {}
+    for f in files:
+        hw, fw = f.stem.rsplit("-", 1)
+        if fw in FRAMEWORKS:
+            tables[(hw, fw)] = gemm_rows(f)
+    print("non-physical steps: share of neighbouring k whose time falls by > 5%")
+    for (hw, fw), g in sorted(tables.items()):
+        for dtype, gd in g.groupby("dtype"):
+            print(f"  {hw:13s} {fw:7s} {dtype:10s} {len(gd):6d} rows  {falling_share(gd):6.1%}")
+    print("the same cuBLAS bf16 GEMM timed by two harnesses: time ratio p10 / p50 / p90")
+    for hw in sorted({hw for hw, _ in tables}):
+        bf16 = {fw: tables[(hw, fw)].query("dtype == 'bf16'").groupby(["m", "n", "k"]).time_s.median()
+                for fw in FRAMEWORKS if (hw, fw) in tables}
+        for a, b in [(x, y) for i, x in enumerate(FRAMEWORKS) for y in FRAMEWORKS[i + 1:] if x in bf16 and y in bf16]:
+            joined = pd.concat([bf16[a].rename("a"), bf16[b].rename("b")], axis=1).dropna()
+            if len(joined):
+                p = np.percentile(joined["b"] / joined["a"], [10, 50, 90])
+                print(f"  {hw:13s} {b}/{a}: {len(joined):6d} shapes  {p[0]:.3f} / {p[1]:.3f} / {p[2]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
