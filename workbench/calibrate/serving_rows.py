@@ -107,7 +107,7 @@ def _kind(model_path: str) -> str:
 
 
 # what an aggregated row keeps of its prediction (the TTFT parts refit the TTFT constants)
-AGG_OUTPUTS = ("ttft_s", "tpot_s", "kernel_tpot_s", "steady_ttft_s", "first_wave_ttft_s", "request_latency_s")
+AGG_OUTPUTS = ("ttft_s", "tpot_s", "kernel_tpot_s", "steady_ttft_s", "first_wave_ttft_s", "request_latency_s", "queue_s")
 NUMERIC = ("tp", "attention_dp", "ep", "concurrency", "prompt", "generate")  # predict.serving's per-row sizes
 
 
