@@ -158,19 +158,22 @@ def evaluate(fn: Callable, *, categorical: dict, numeric: dict, attrs: dict, hid
         out = fn(**point, **arrays)
         shape = tuple(len(coords[d]) if d in coords else max(np.shape(a)[i] for a in arrays.values())
                       for i, d in enumerate(dims))
-        ds = xr.Dataset({k: _variable(dims, np.broadcast_to(np.asarray(v), shape))
-                         for k, v in out.items() if k not in coords and k not in cat_dims},
-                        coords=coords)
-        for d in cat_dims:
-            ds = ds.expand_dims({d: [point[d]]})
+        data = {k: _variable(dims, np.broadcast_to(np.asarray(v), shape))
+                for k, v in out.items() if k not in coords and k not in cat_dims}
         # A scalar categorical input stays visible as a 0-d coordinate (hardware="h100_sxm").
         scalars = {k: v for k, v in point.items() if k not in cat_dims and isinstance(v, (str, bool, np.str_))
-                   and k not in ds.variables}
-        pieces.append(ds.assign_coords(scalars))
+                   and k not in data and k not in coords}
+        if cat_dims:
+            ds = xr.Dataset(data, coords=coords)
+            for d in cat_dims:
+                ds = ds.expand_dims({d: [point[d]]})
+            pieces.append(ds.assign_coords(scalars))
+        else:  # the scalars with the grid's coordinates: one Dataset built, not copied to add them
+            pieces.append(xr.Dataset(data, coords={**coords, **{k: v for k, v in scalars.items() if k not in hide}}))
     ds = _combine(pieces, cat_dims, [len(cat_values[d]) for d in cat_dims])
     ds = ds.drop_vars([c for c in hide if c in ds.coords and c not in ds.dims])
     for name in ds.data_vars:
-        ds[name].attrs.update(unit_attrs(name))
+        ds.variables[name].attrs.update(unit_attrs(name))  # the Dataset's own variable, no DataArray built
     ds.attrs.update({"workbench_version": __version__, **{k: str(v) for k, v in attrs.items()}})
     return ds
 

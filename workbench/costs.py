@@ -52,10 +52,10 @@ def _per_hardware(ds: xr.Dataset, table: dict, what: str) -> xr.DataArray:
 def cost_per_million_tokens_usd(price_usd_per_hour, tokens_per_s_per_device):
     """USD per million tokens from a device's hourly price and the tokens it sustains
     (NaN where the price is not known, 0)."""
-    from .primitives._array import where
+    from .primitives._array import in_place, where
     price = where(price_usd_per_hour > 0, price_usd_per_hour, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return price / 3600.0 / tokens_per_s_per_device * 1e6
+        return in_place(np.multiply, price / 3600.0 / tokens_per_s_per_device, 1e6)
 
 
 def tokens_per_j(tokens_per_s_per_device, power_w):
@@ -76,7 +76,8 @@ def per_point(result: dict, *, price_usd_per_hour, power_w) -> dict:
     rate = next((result[r] for r in RATES if r in result), None)
     if rate is None:
         return result
-    zero = 0.0 * np.asarray(rate, float)
+    from .primitives._array import zero_of
+    zero = zero_of(rate)  # 0.0 * rate: NaN where the rate is not a number
     return {**result, "price_usd_per_hour": price_usd_per_hour + zero, "power_w": power_w + zero,
             "cost_per_million_tokens_usd": cost_per_million_tokens_usd(price_usd_per_hour, rate),
             "tokens_per_j": tokens_per_j(rate, power_w)}

@@ -7,12 +7,14 @@ differs from h (MLA), the two matmuls are 2·B·S²·H·h and 2·B·S²·H·h_v.
 """
 from __future__ import annotations
 
+import functools
+
 from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
 from .gemm import memory_time
-from ._array import where
-from .kernel_fits import (attended_pairs, attribute, context_attention_roofline,
+from ._array import blockwise, where, zero_of
+from .kernel_fits import (attended_pairs, attribute, context_attention_roofline, decode_attention_coords,
                           decode_attention_roofline, gdn_work, mla_decode_roofline, served_time)
 import numpy as np
 
@@ -243,6 +245,23 @@ def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: 
             "compute_bound": compute_ideal >= memory_ideal}
 
 
+def _fitted_decode(fixed_s, *, eff, peak, bandwidth, saving_s, batch, cache, context, n_heads, head_dim, v_head_dim,
+                   n_kv_heads, kv_elements_per_token, act_bytes, kv_bytes, window) -> dict:
+    """attention_decode from the efficiency `eff` of the framework's fitted surface at
+    decode_attention_coords (fixed latency `fixed_s`), on a chip of `peak` FLOP/s and
+    `bandwidth` B/s (its numbers passed in: blockwise slices every array it is given)."""
+    flops = 2.0 * batch * n_heads * (head_dim + v_head_dim) * context
+    nbytes = batch * context * kv_elements_per_token * kv_bytes
+    roof, _ = decode_attention_roofline(
+        batch=batch, kv_len=cache, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
+        v_head_dim=v_head_dim, peak=peak, bandwidth=bandwidth, act_bytes=act_bytes, kv_bytes=kv_bytes, window=window)
+    table_s = fixed_s + roof / eff
+    time_s = served_time(table_s, roof, saving_s)
+    compute_s, memory_s = attribute(time_s, flops / peak, nbytes / bandwidth)
+    return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s, "time_s": time_s,
+            "compute_bound": compute_s >= memory_s}
+
+
 def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_heads,
                      v_head_dim=None, kv_elements_per_token=None, dtype: str = "bf16",
                      kv_bytes=2.0, window=0.0) -> dict:
@@ -258,20 +277,19 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
         kv_elements_per_token = n_kv_heads * (head_dim + v_head_dim)
     # a latent cache (MLA) runs its own kernels, which the tables read here do not cover
     latent = bool(np.any(np.asarray(kv_elements_per_token) != np.asarray(n_kv_heads * (head_dim + v_head_dim))))
+    grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, window)
+    if grid is not None:  # a point's numbers depend on that point alone: evaluated in cache-sized blocks
+        eff = grid(**decode_attention_coords(batch=batch, kv_len=cache, n_heads=n_heads, n_kv_heads=n_kv_heads,
+                                             head_dim=head_dim))
+        r = blockwise(functools.partial(_fitted_decode, fixed_s), eff=eff, peak=hw.peak(dtype),
+                      bandwidth=hw.hbm_bandwidth_bytes_per_s, saving_s=hw.graph_saving_s, batch=batch, cache=cache,
+                      context=context, n_heads=n_heads, head_dim=head_dim, v_head_dim=v_head_dim,
+                      n_kv_heads=n_kv_heads, kv_elements_per_token=kv_elements_per_token,
+                      act_bytes=DTYPE_BYTES[dtype], kv_bytes=kv_bytes, window=window)
+        return {"flops": r["flops"], "bytes": r["bytes"], "compute_s": r["compute_s"], "memory_s": r["memory_s"],
+                "overhead_s": zero_of(r["time_s"]), "time_s": r["time_s"], "compute_bound": r["compute_bound"]}
     flops = 2.0 * batch * n_heads * (head_dim + v_head_dim) * context
     nbytes = batch * context * kv_elements_per_token * kv_bytes
-    grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, window)
-    if grid is not None:
-        roof, coords = decode_attention_roofline(
-            batch=batch, kv_len=cache, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
-            v_head_dim=v_head_dim, peak=hw.peak(dtype), bandwidth=hw.hbm_bandwidth_bytes_per_s,
-            act_bytes=DTYPE_BYTES[dtype], kv_bytes=kv_bytes, window=window)
-        eff = grid(**coords)
-        table_s = fixed_s + roof / eff
-        time_s = served_time(table_s, roof, hw.graph_saving_s)
-        compute_s, memory_s = attribute(time_s, flops / hw.peak(dtype), nbytes / hw.hbm_bandwidth_bytes_per_s)
-        return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,
-                "overhead_s": 0.0 * time_s, "time_s": time_s, "compute_bound": compute_s >= memory_s}
     # Decode attention is a batched GEMV: its matmuls run far from peak, so the compute
     # side uses the GEMM efficiency of its size; it is memory-bound in practice.
     compute_s = flops / (hw.peak(dtype) * _matmul_eff(hw, flops, dtype))

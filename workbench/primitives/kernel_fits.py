@@ -25,10 +25,44 @@ from typing import Callable
 
 import numpy as np
 
-from ._array import _is_xr, where
+from ._array import _is_xr, block, blocks, where
 
 
 _SCALARS = (int, float, np.floating, np.integer)
+
+
+def _factors(frac, exact: bool) -> tuple:
+    """(lower, upper) knot factors of an axis: 1 - f and f, or (None, False) / (False, None)
+    where f is 0 / 1 at every point (None: exactly 1, False: exactly 0, not summed: the sum
+    of the other corners is the same number but for the sign of a zero, which exp drops)."""
+    if exact and not np.any(frac):
+        return None, False
+    if exact and np.all(frac == 1.0):
+        return False, None
+    return 1.0 - frac, frac
+
+
+def _corners(flat_table, strides, idx, factors):
+    """The multilinear sum over the corners of the stencil (knot indices `idx`, per axis the
+    factors of its lower and upper knot), in row-major order: each corner's weight is the
+    product of its axes' factors in axis order, shared between corners with a common
+    prefix; a factor None weighs its knot by exactly 1 and the other knot by 0 (skipped)."""
+    base = sum(sorted((i * st for i, st in zip(idx, strides)), key=np.size))  # the small ones first: one add per point
+    out = None
+
+    def visit(axis, offset, w):
+        nonlocal out
+        if axis == len(idx):
+            term = np.take(flat_table[offset:], base)  # flat_table[base + offset], no index array per corner
+            if w is not None:  # base spans the block, so the weight fits into the term
+                np.multiply(term, w, out=term)
+            out = term if out is None else np.add(out, term, out=out)
+            return
+        for c, g in enumerate(factors[axis]):
+            if g is not False:
+                visit(axis + 1, offset + (strides[axis] if c else 0), w if g is None else g if w is None else w * g)
+    visit(0, 0, None)
+    return out
 
 
 @dataclass(frozen=True)
@@ -65,7 +99,8 @@ class EffGrid:
         """Efficiency (fraction of the roofline rate) at the coordinates; broadcasts.
         Axes whose coordinate is one number (0-d) are contracted out of the table first (the
         head size and GQA group of a model, the n and k of a matmul), so a sweep pays
-        only for the axes it varies: one axis is np.interp, more a gather per corner."""
+        only for the axes it varies: one axis is np.interp, more a gather per corner, over
+        the points in cache-sized blocks (_array.blocks)."""
         if _is_xr(*coords.values()):
             import xarray as xr
             names = list(coords)
@@ -97,35 +132,42 @@ class EffGrid:
             frac.append((x - kn[i]) / (kn[i + 1] - kn[i]))
         dims = table.shape
         strides = [int(np.prod(dims[d + 1:])) for d in range(len(dims))]
-        flat_table = table.ravel()
-        base = sum(i * st for i, st in zip(idx, strides))
-        out = 0.0
-        for corner in itertools.product((0, 1), repeat=len(dims)):
-            w = 1.0
-            for f, c in zip(frac, corner):
-                w = w * (f if c else 1.0 - f)
-            out = out + np.take(flat_table, base + sum(st for st, c in zip(strides, corner) if c)) * w
-        return np.exp(out)
+        shape, flat_table = np.broadcast_shapes(*(np.shape(f) for f in frac)), table.ravel()
+        # an axis on a knot at every point (a model's GQA group): its other knot weighs 0, not summed
+        exact = bool(np.all(np.isfinite(flat_table)))
+        out = np.empty(shape)
+        for at in blocks(shape):  # a million points in cache-sized blocks: the same numbers, faster
+            factors = [_factors(block(f, at, len(shape)), exact) for f in frac]
+            log_eff = _corners(flat_table, strides, [block(i, at, len(shape)) for i in idx], factors)
+            out[at] = np.exp(log_eff, out=log_eff)
+        return out
 
     def _at_point(self, values: list) -> np.float64:
         """The same multilinear interpolation at one point in plain Python (a scalar call of
         the explorer or an API loop: 16 surfaces a prediction, each a few microseconds
         instead of tens through numpy's 0-d machinery)."""
-        flat, strides = self._flat
+        flat, strides, finite = self._flat
         base, corners = 0, [(0, 1.0)]
         for value, kn, stride in zip(values, self.knots, strides):
             x = min(max(math.log2(max(value, 1e-30)), kn[0]), kn[-1])
             i = min(max(bisect.bisect_right(kn, x) - 1, 0), len(kn) - 2)
             f = (x - kn[i]) / (kn[i + 1] - kn[i])
             base += i * stride
+            if finite and f == 0.0:  # on a knot (a head size, a GQA group): the other corners weigh 0, not summed
+                continue  # (w * 1.0 is w; the sum is the same but for the sign of a zero, which exp drops)
+            if finite and f == 1.0:
+                corners = [(o + stride, w) for o, w in corners]
+                continue
             corners = [(o, w * (1.0 - f)) for o, w in corners] + [(o + stride, w * f) for o, w in corners]
         return np.float64(math.exp(sum(flat[base + o] * w for o, w in corners)))
 
     @functools.cached_property
     def _flat(self):
-        """(the log efficiencies as a flat Python list, the row-major strides), built once."""
+        """(the log efficiencies as a flat Python list, the row-major strides, whether they are
+        all finite), built once."""
         dims = tuple(len(k) for k in self.knots)
-        return np.asarray(self.log_eff, float).ravel().tolist(), [int(np.prod(dims[d + 1:])) for d in range(len(dims))]
+        flat = np.asarray(self.log_eff, float).ravel()
+        return flat.tolist(), [int(np.prod(dims[d + 1:])) for d in range(len(dims))], bool(np.isfinite(flat).all())
 
     def to_dict(self) -> dict:
         return {"axes": list(self.axes), "knots": [list(map(float, k)) for k in self.knots],
@@ -214,8 +256,14 @@ def decode_attention_roofline(*, batch, kv_len, n_heads, n_kv_heads, head_dim, p
     per_token = n_kv_heads * (head_dim + hv) if kv_elements_per_token is None else kv_elements_per_token
     flops = 2.0 * batch * n_heads * (head_dim + hv) * keys
     nbytes = batch * (keys * per_token * kv_bytes + 2.0 * n_heads * head_dim * act_bytes)
-    coords = {"slices": batch * n_kv_heads, "keys": kv_len, "group": n_heads / n_kv_heads, "head_dim": head_dim}
-    return _bound(flops, nbytes, peak, bandwidth), coords
+    return _bound(flops, nbytes, peak, bandwidth), decode_attention_coords(batch=batch, kv_len=kv_len, n_heads=n_heads,
+                                                                           n_kv_heads=n_kv_heads, head_dim=head_dim)
+
+
+def decode_attention_coords(*, batch, kv_len, n_heads, n_kv_heads, head_dim, **_) -> dict:
+    """decode_attention_roofline's coordinates: (sequence, KV head) slices, the whole cache
+    (`kv_len`), the GQA group and the head size."""
+    return {"slices": batch * n_kv_heads, "keys": kv_len, "group": n_heads / n_kv_heads, "head_dim": head_dim}
 
 
 MLA_ROPE_DIM = 64.0  # DeepSeek-V3's decoupled rope dimensions per token (qk_rope_head_dim)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..primitives._array import choose, where
+from ..primitives._array import choose, in_place, where
 from ..primitives.collectives import collective
 from ..primitives.gemm import gemm
 from ..primitives.kv_cache import kv_cache_bytes, kv_share_per_device
@@ -24,6 +24,7 @@ from ..specs import ModelSpec
 from ..units import DTYPE_BYTES
 from . import ops
 from .layers import add, layer_decode, layer_prefill
+from .parts import add_into, times
 
 # vLLM's default gpu_memory_utilization = 0.9 (vllm/engine/arg_utils.py): the share of
 # device memory that weights, KV cache and activations may use; the rest is the CUDA
@@ -37,8 +38,10 @@ LOGIT_BYTES = 4.0  # fp32 logits
 
 def _model_pass(step, hw, model, **kw) -> dict:
     """All layers of one pass: dense-MLP layers, MoE layers and layers without an MLP
-    (ops.layer_kinds)."""
-    return add(*[add(step(hw, model, moe=moe, **kw), scale=n) for n, moe in ops.layer_kinds(model)])
+    (ops.layer_kinds). A step returns parts.add's sums, scaled in place by its layer count;
+    one kind of layer is the pass (the sum of one part is that part)."""
+    kinds = [times(step(hw, model, moe=moe, **kw), n) for n, moe in ops.layer_kinds(model)]
+    return kinds[0] if len(kinds) == 1 else add(*kinds)
 
 
 def _lm_head(hw, model, *, rows, tp, math, w_bytes, a_bytes) -> dict:
@@ -109,41 +112,44 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
     common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, ep=ep, imbalance=imbalance)
 
     pre = _model_pass(layer_prefill, hw, model, batch=batch, prompt=prompt, **common)
-    pre = add(pre, _lm_head(hw, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
-              _pp_transfer(hw, model, tokens=batch * prompt, tp=tp, pp=pp, stream_bytes=stream_bytes))
+    pre = add_into(pre, _lm_head(hw, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
+                   _pp_transfer(hw, model, tokens=batch * prompt, tp=tp, pp=pp, stream_bytes=stream_bytes))
 
     micro = batch / np.minimum(batch, pp)
     context = prompt + generate / 2.0
     dec = _model_pass(layer_decode, hw, model, batch=micro, context=context, **common)
-    dec = add(dec, _lm_head(hw, model, rows=micro, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
-              _pp_transfer(hw, model, tokens=micro, tp=tp, pp=pp, stream_bytes=stream_bytes))
+    dec = add_into(dec, _lm_head(hw, model, rows=micro, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
+                   _pp_transfer(hw, model, tokens=micro, tp=tp, pp=pp, stream_bytes=stream_bytes))
 
+    # sums and maxima into their own first temporary (in_place): a grid's fresh arrays are its cost
     ttft = pre["time_s"] + pre["overhead_s"]
     tpot = dec["time_s"] + dec["overhead_s"]
-    e2e = ttft + (generate - 1.0) * tpot
+    e2e = in_place(np.add, (generate - 1.0) * tpot, ttft)  # ttft + (generate - 1) tpot
     devices = tp * pp * dp
     out_tokens = dp * batch * generate
+    out_rate = out_tokens / e2e
 
     mem = memory_per_device(hw, model, batch=batch, prompt=prompt, generate=generate, tp=tp, pp=pp,
                             w_bytes=w_bytes, kv_bytes=kv_bytes, stream_bytes=stream_bytes)
-    used = mem["weights_bytes"] + mem["kv_cache_bytes"] + mem["activation_bytes"]
+    used = in_place(np.add, mem["weights_bytes"] + mem["kv_cache_bytes"], mem["activation_bytes"])
     capacity = hw.hbm_capacity_bytes * MEMORY_UTILIZATION
     supported = np.isfinite(hw.peak(math))
     fits = (used <= capacity) & supported
 
     # The decode step's dominant resource, and its lower / upper bounds.
     dec_comm = dec["comm_s"]
-    dec_lower = np.maximum(np.maximum(dec["compute_s"], dec["memory_s"]), dec_comm)
-    dec_upper = dec["compute_s"] + dec["memory_s"] + dec_comm + dec["overhead_s"]
-    bound = choose([(dec["compute_s"] >= np.maximum(dec["memory_s"], dec_comm), "compute"),
+    dec_lower = in_place(np.maximum, np.maximum(dec["compute_s"], dec["memory_s"]), dec_comm)
+    dec_upper = in_place(np.add, in_place(np.add, dec["compute_s"] + dec["memory_s"], dec_comm), dec["overhead_s"])
+    # compute >= max(memory, comm), NaN anywhere False, as the two comparisons say
+    bound = choose([((dec["compute_s"] >= dec["memory_s"]) & (dec["compute_s"] >= dec_comm), "compute"),
                     (dec["memory_s"] >= dec_comm, "memory")], "communication")
     shape = np.broadcast_shapes(np.shape(used), np.shape(supported), np.shape(capacity))  # a peak or capacity knob may sweep alone
     reason = choose([(np.broadcast_to(~supported, shape), f"no {math} math units on {hw.label}"),
                      (np.broadcast_to(used > capacity, shape), "weights + KV cache + activations exceed memory")], "")
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
-        "output_tokens_per_s": out_tokens / e2e,
-        "output_tokens_per_s_per_device": out_tokens / e2e / devices,
+        "output_tokens_per_s": out_rate,
+        "output_tokens_per_s_per_device": out_rate / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot,
         "memory_per_device_bytes": used, "memory_capacity_bytes": capacity,
         "weights_per_device_bytes": mem["weights_bytes"], "kv_cache_per_device_bytes": mem["kv_cache_bytes"],

@@ -218,7 +218,8 @@ def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     shared by all heads, not split by TP: every rank reads it) instead of KV heads; a
     hybrid's linear layers read and rewrite their state instead; sliding-window layers read
     their window, each kind of layer its own shape; DeepSeek-V4's compressed layers in
-    workloads/compressed.py."""
+    workloads/compressed.py. Its arrays are new ones, held by nothing else (layer_decode
+    sums the layer into them)."""
     if model.is_compressed:
         return compressed_decode(hw, model, batch=batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
     if model.n_sliding_layers and not model.is_mla:
@@ -343,8 +344,9 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe)]
-    # one attention replica: expert parallelism moves no tokens beyond the all-reduce (expert_all_to_all)
-    return add(*parts)
+    # one attention replica: expert parallelism moves no tokens beyond the all-reduce (expert_all_to_all);
+    # decode_attention's arrays are new, the layer's own: its sums are written into them
+    return add(*parts, own=1 if block is None else None)
 
 
 def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, math, w_bytes, a_bytes,
