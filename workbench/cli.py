@@ -291,7 +291,7 @@ def _fit_kernels(ns) -> int:
 def _fit_serving(ns) -> int:
     """`workbench calibrate fit-serving`: each framework's CUDA-graph saving per kernel, its
     per-iteration host overhead, then the harness's waves and each framework's request
-    latency per layer, on the measured serving runs (specs/serving/)."""
+    latencies per dense and per MoE layer, on the measured serving runs (specs/serving/)."""
     from .backends.kernel_tables import serving_constants
     from .calibrate import serving_rows
     rows = serving_rows.load()
