@@ -34,7 +34,7 @@ def gemm_rows(path: Path) -> pd.DataFrame:
 def falling_share(g: pd.DataFrame, drop: float = 0.05) -> float:
     """Share of neighbouring-k pairs (same kernel, m, n) whose time falls by more than `drop`."""
     g = g.groupby(["op", "m", "n", "k"], as_index=False).time_s.median().sort_values(["op", "m", "n", "k"])
-    ratio = g.groupby(["op", "m", "n"]).time_s.transform(lambda s: s / s.shift(1))
+    ratio = g.time_s / g.groupby(["op", "m", "n"]).time_s.shift(1)  # each time over the one at the next smaller k
     return float((ratio.dropna() < 1.0 - drop).mean())
 
 

@@ -107,7 +107,8 @@ def _kind(model_path: str) -> str:
 
 
 # what an aggregated row keeps of its prediction (the TTFT parts refit the TTFT constants)
-AGG_OUTPUTS = ("ttft_s", "tpot_s", "kernel_tpot_s", "steady_ttft_s", "first_wave_ttft_s", "request_latency_s", "queue_s")
+AGG_OUTPUTS = ("ttft_s", "tpot_s", "kernel_tpot_s", "steady_ttft_s", "first_wave_ttft_s", "request_latency_s",
+               "queue_s")
 NUMERIC = ("tp", "attention_dp", "ep", "concurrency", "prompt", "generate")  # predict.serving's per-row sizes
 
 
@@ -200,14 +201,14 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     predicted with the waves and latencies chosen on the other models' rows."""
     a = res[res["mode"] == "agg"].dropna(subset=["steady_ttft_s"])
     counts = {m: _layer_counts(m) for m in a["model"].unique()}
-    scales = np.array([counts[m] for m in a["model"]])
-    scales = pd.DataFrame(scales, index=a.index, columns=["dense", "moe"])
+    scales = pd.DataFrame(a["model"].map(counts).tolist(), index=a.index, columns=["dense", "moe"])
     lat0 = a["request_latency_s"]
     steady, burst = a["steady_ttft_s"] - lat0, a["first_wave_ttft_s"] - lat0
 
     def latency(rows, h):
-        return pd.Series([float(scales.loc[i].to_numpy() @ h.get(fw, np.zeros(2)))
-                          for i, fw in zip(rows.index, rows["backend"])], index=rows.index)
+        """Each row's latency: its (dense, MoE) layer counts times its framework's two latencies."""
+        per_row = np.array([h.get(fw, (0.0, 0.0)) for fw in rows["backend"]], float).reshape(-1, 2)
+        return pd.Series((scales.loc[rows.index].to_numpy() * per_row).sum(axis=1), index=rows.index)
 
     def choose(rows):
         best = None
@@ -328,22 +329,19 @@ def least_median_shift(base, measured, scale=1.0, step: float = OVERHEAD_STEP_S)
     each framework's fast rows predicted too slow. A 2-D `scale` (rows x terms) fits one h
     per term on the product grid and returns them as a tuple."""
     base, y = np.asarray(base, float), np.asarray(measured, float)
-    scale = np.asarray(scale, float)
-    terms = scale.shape[1] if scale.ndim == 2 else 0
+    several = np.ndim(scale) == 2
+    cols = np.asarray(scale, float).T if several else np.broadcast_to(np.asarray(scale, float), base.shape)[None]
     if not len(y):
-        return (0.0,) * terms if terms else 0.0
-    cols = [scale[:, j] for j in range(terms)] if terms else [np.broadcast_to(scale, base.shape)]
+        return (0.0,) * len(cols) if several else 0.0
     axes = []
-    total = np.sum(cols, axis=0)
     for c in cols:
-        used = c >= 0.5 * total  # the rows this term dominates set its grid's top
+        used = c >= 0.5 * cols.sum(axis=0)  # the rows this term dominates set its grid's top
         top = max(float(np.quantile((y[used] - base[used]) / c[used], 0.9)), 0.0) if used.any() else 0.0
         axes.append(np.arange(0.0, top + step, step))
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(cols))  # candidates x terms
-    shift = grid @ np.stack(cols)  # candidates x rows
-    score = np.median(np.abs((base[None, :] + shift) / y[None, :] - 1.0), axis=1)
+    score = np.median(np.abs((base[None, :] + grid @ cols) / y[None, :] - 1.0), axis=1)
     best = grid[np.argmin(score)]
-    return tuple(float(v) for v in best) if terms else float(best[0])
+    return tuple(map(float, best)) if several else float(best[0])
 
 
 def _overhead(rows: pd.DataFrame) -> float:
