@@ -232,7 +232,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         fw = resolve(hw_spec, framework)
         consts = serving_constants()
         hw = dataclasses.replace(be.numbers(hw_spec, {}, fw), graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0))
-        pools[side] = (hw, be, consts["iteration_overhead_s"].get(fw, 0.0),
+        pools[side] = (hw, be, {f"{side}_overhead_s": consts["iteration_overhead_s"].get(fw, 0.0),
+                                f"{side}_overhead_s_per_sequence": consts["iteration_overhead_s_per_sequence"].get(fw, 0.0)},
                        request_latency_s(fw, spec))
     act = activations or default_activations(weights, pools["decode"][0])
     kvd = kv or ("fp16" if act == "fp16" else "bf16")
@@ -240,7 +241,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     dec_hw, _, dec_h, _ = pools["decode"]
     r = disaggregated_closed_loop(
         prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd,
-        prefill_overhead_s=pre_h, decode_overhead_s=dec_h, waves=serving_constants()["benchmark_waves"],
+        **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
         request_latency_s=pre_latency_s, kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
         **{k: float(v) for k, v in sizes.items()})
     problems = [p for side, tp, adp, ep in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep),

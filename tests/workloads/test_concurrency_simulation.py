@@ -24,11 +24,13 @@ def cost(decode, prefill):
 
 
 def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_waves=3, seed=0, jitter=0.0,
-             prefill_first=False):
+             prefill_first=False, per_sequence_s=0.0):
     """Mean TTFT and TPOT of the kept requests, and how many were kept. `jitter`: each
     request's output length is uniform in generate x [1 - jitter, 1 + jitter] (mean
     generate), which desynchronizes the arrivals. `prefill_first`: an iteration with queued
-    prompts prefills them alone (no decode in it), as SGLang schedules."""
+    prompts prefills them alone (no decode in it), as SGLang schedules. `per_sequence_s`:
+    host time per sequence an iteration carries (each decoding request, each prompt its
+    chunk touches)."""
     rng = np.random.default_rng(seed)
 
     def length():
@@ -44,11 +46,12 @@ def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_w
             t = min(pending)
             queue = [[a, prompt, length()] for a in pending if a <= t]
             pending = [a for a in pending if a > t]
-        room, chunk, first = budget, 0.0, []
+        room, chunk, first, touched = budget, 0.0, [], 0
         for q in queue:
             if room <= 0:
                 break
             take = min(q[1], room)
+            touched += 1
             q[1] -= take
             room -= take
             chunk += take
@@ -56,7 +59,8 @@ def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_w
                 first.append(q)
         queue = [q for q in queue if q[1] > 0]
         stalled = prefill_first and chunk > 0  # a prefill batch runs alone
-        tau = cost(0 if stalled else len(decoding), chunk)
+        running = 0 if stalled else len(decoding)
+        tau = cost(running, chunk) + per_sequence_s * (running + touched)
         t_end = t + tau
         still = []
         for d in decoding:
@@ -151,3 +155,26 @@ def test_prefill_first_formulas_match_a_lockstep_simulation(linear_iterations, c
 def test_an_unknown_schedule_is_refused():
     with pytest.raises(ValueError, match="schedule='fifo' is not known; allowed: clumped, spread, prefill_first"):
         _formulas(8, 1024, 128, "fifo")
+
+
+# A host cost per sequence in each iteration (iteration_overhead_s_per_sequence): the
+# formulas count the sequences of each iteration as the simulated scheduler does (decoding
+# requests plus the prompts a prefill chunk touches), so TPOT and TTFT stay within the
+# tolerances above with 20 us per sequence.
+@pytest.mark.parametrize("schedule,jitter", [("clumped", 0.0), ("spread", 0.5)])
+@pytest.mark.parametrize("concurrency,prompt,generate,ttft_rtol", [CASES[2], CASES[4], CASES[5]])
+def test_per_sequence_overhead_matches_the_simulation(linear_iterations, schedule, jitter, concurrency, prompt,
+                                                      generate, ttft_rtol):
+    per_seq = 20e-6
+    sim_ttft, sim_tpot, _ = simulate(concurrency=concurrency, prompt=prompt, generate=generate, budget=8192,
+                                     jitter=jitter, iterations=8000, per_sequence_s=per_seq)
+    base = _formulas(concurrency, prompt, generate, schedule)
+    r = cc.closed_loop(hw=numbers("h200_sxm"), model=load_model("llama_3_1_8b"), concurrency=float(concurrency),
+                       prompt=float(prompt), generate=float(generate), tp=1.0, attention_dp=1.0, ep=1.0,
+                       weights="fp8", activations="fp8", kv="fp8", overhead_s=0.0, token_budget=8192.0,
+                       schedule=schedule, overhead_s_per_sequence=per_seq)
+    assert float(r["tpot_s"]) > float(base["tpot_s"]) * 1.05  # the term matters at this size
+    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.05)
+    assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=ttft_rtol + 0.01)
+    # TPOT is linear in the host constants, as the fit assumes
+    assert float(r["kernel_tpot_s"] + per_seq * r["tpot_sequences"]) == pytest.approx(float(r["tpot_s"]), rel=1e-12)

@@ -206,6 +206,7 @@ class GpuBackend:
         r = cc.closed_loop(hw=hw, model=model, concurrency=concurrency, prompt=prompt, generate=generate, tp=tp,
                            attention_dp=attention_dp, ep=ep, weights=weights, activations=act, kv=kvd,
                            overhead_s=overhead_s, waves=consts["benchmark_waves"],
+                           overhead_s_per_sequence=consts["iteration_overhead_s_per_sequence"].get(fw, 0.0),
                            schedule=consts["schedule"].get(fw, "clumped"),
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),

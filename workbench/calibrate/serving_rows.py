@@ -107,8 +107,8 @@ def _kind(model_path: str) -> str:
 
 
 # what an aggregated row keeps of its prediction (the TTFT parts refit the TTFT constants)
-AGG_OUTPUTS = ("ttft_s", "tpot_s", "kernel_tpot_s", "steady_ttft_s", "first_wave_ttft_s", "request_latency_s",
-               "queue_s")
+TPOT_PARTS = ("kernel_tpot_s", "tpot_iterations", "tpot_sequences")  # TPOT = kernel + h x iterations + h_seq x sequences
+AGG_OUTPUTS = ("ttft_s", "tpot_s") + TPOT_PARTS + ("steady_ttft_s", "first_wave_ttft_s", "request_latency_s", "queue_s")
 NUMERIC = ("tp", "attention_dp", "ep", "concurrency", "prompt", "generate")  # predict.serving's per-row sizes
 
 
@@ -133,7 +133,7 @@ def _one(cfg: dict) -> tuple[dict, str]:
         return {}, str(e)
     if not bool(ds.fits):
         return {}, str(ds.reason.values)
-    return {"ttft_s": float(ds.ttft_s), "tpot_s": float(ds.tpot_s), "kernel_tpot_s": float(ds.kernel_tpot_s)}, ""
+    return {k: float(ds[k]) for k in ("ttft_s", "tpot_s") + TPOT_PARTS}, ""
 
 
 def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -165,15 +165,18 @@ def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit_overheads(res: pd.DataFrame) -> dict:
-    """Per framework: the per-iteration host overhead h fitted to its answered rows
-    (_overhead), and the leave-one-out TPOT error with h fitted on the other rows."""
+    """Per framework: the host overheads per iteration and per sequence fitted to its
+    answered rows (_overhead), the in-sample TPOT error, and the leave-one-model-out error
+    (each model's rows predicted with the pair fitted on the other models' rows)."""
     out = {}
     for fw, g in res.dropna(subset=["kernel_tpot_s"]).groupby("backend"):
         h = _overhead(g)
-        loo = np.array([_overhead(g.drop(g.index[i])) for i in range(len(g))])
-        err = (g["kernel_tpot_s"].to_numpy() + loo) / g["measured_tpot_s"].to_numpy() - 1.0
-        out[fw] = {"iteration_overhead_s": h, "rows": int(len(g)), "loo_tpot_median_abs_err": float(np.median(np.abs(err))),
-                   "loo_tpot_median_err": float(np.median(err)), "loo_h_spread_s": float(loo.max() - loo.min())}
+        held = [_tpot_err(gm, _overhead(g.drop(gm.index))) for _, gm in g.groupby("model") if len(gm) < len(g)]
+        held = np.concatenate(held) if held else np.array([np.nan])
+        out[fw] = {"iteration_overhead_s": h[0], "iteration_overhead_s_per_sequence": h[1], "rows": int(len(g)),
+                   "median_abs_err": float(np.median(np.abs(_tpot_err(g, h)))),
+                   "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
+                   "loo_model_median_err": float(np.nanmedian(held))}
     return out
 
 
@@ -285,10 +288,10 @@ def write_constants(savings: dict, overheads: dict, path: Path | None = None) ->
     saving = _section(savings, "kernel_graph_saving_s",
                       lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
                                 f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
-    overhead = _section(overheads, "iteration_overhead_s",
-                        lambda f: f"{f['rows']} rows; leave-one-out TPOT median |err| "
-                                  f"{f['loo_tpot_median_abs_err']:.1%} (median {f['loo_tpot_median_err']:+.1%})")
-    return _rewrite(path or SERVING_CONSTANTS, {"kernel_graph_saving_s": saving, "iteration_overhead_s": overhead})
+    note = (lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
+                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
+    return _rewrite(path or SERVING_CONSTANTS, {"kernel_graph_saving_s": saving,
+                                                **{key: _section(overheads, key, note) for key in OVERHEAD_KEYS}})
 
 
 def summary(res: pd.DataFrame, by=("system", "backend")) -> pd.DataFrame:
@@ -313,13 +316,20 @@ def _with_saving(saving_s: float):
     return old
 
 
-def _tpot_err(rows: pd.DataFrame, overhead_s: float) -> np.ndarray:
-    """TPOT error of rows with the per-iteration host overhead `overhead_s` in place of the
-    one they were predicted with (kernel TPOT + overhead)."""
-    return ((rows["kernel_tpot_s"] + overhead_s) / rows["measured_tpot_s"] - 1.0).to_numpy()
+def _tpot_err(rows: pd.DataFrame, overhead: tuple[float, float]) -> np.ndarray:
+    """TPOT error of rows with the host overheads `overhead` (per iteration, per sequence)
+    in place of those they were predicted with (TPOT is linear in them: kernel TPOT + h x
+    iterations per token + h_seq x sequences those iterations carry per token)."""
+    h, h_seq = overhead
+    tpot = rows["kernel_tpot_s"] + h * rows["tpot_iterations"] + h_seq * rows["tpot_sequences"]
+    return (tpot / rows["measured_tpot_s"] - 1.0).to_numpy()
 
 
 OVERHEAD_STEP_S = 1e-5  # resolution of the host-overhead fit
+# The per-sequence overhead's grid: 1 us steps up to 60 us, above any per-request host cost
+# of a serving loop (a Python scheduler's per-request bookkeeping is of order 10 us)
+PER_SEQUENCE_STEP_S, PER_SEQUENCE_MAX_S = 1e-6, 60e-6
+OVERHEAD_KEYS = ("iteration_overhead_s", "iteration_overhead_s_per_sequence")
 
 
 def least_median_shift(base, measured, scale=1.0, step: float = OVERHEAD_STEP_S):
@@ -344,15 +354,27 @@ def least_median_shift(base, measured, scale=1.0, step: float = OVERHEAD_STEP_S)
     return tuple(map(float, best)) if several else float(best[0])
 
 
-def _overhead(rows: pd.DataFrame) -> float:
-    """The host overhead per iteration fitted to rows (least_median_shift of kernel TPOT)."""
-    return least_median_shift(rows["kernel_tpot_s"], rows["measured_tpot_s"])
+def _overhead(rows: pd.DataFrame, per_sequence: bool = True) -> tuple[float, float]:
+    """The host overheads (per iteration, per sequence) fitted to rows: for each per-sequence
+    candidate (0 alone when not `per_sequence`) the per-iteration one is least_median_shift
+    of the rest, and the pair with the least median |TPOT error| wins."""
+    y, its = rows["measured_tpot_s"].to_numpy(), rows["tpot_iterations"].to_numpy()
+    best = None
+    for h_seq in np.arange(0.0, PER_SEQUENCE_MAX_S + PER_SEQUENCE_STEP_S / 2, PER_SEQUENCE_STEP_S)[:None if per_sequence else 1]:
+        base = (rows["kernel_tpot_s"] + h_seq * rows["tpot_sequences"]).to_numpy()
+        h = least_median_shift(base, y, its)
+        score = float(np.median(np.abs((base + h * its) / y - 1.0)))
+        if best is None or score < best[0]:
+            best = (score, h, float(h_seq))
+    return best[1], best[2]
 
 
 def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
     """Per framework, the CUDA-graph saving and the host overhead fitted together: for each
-    candidate saving the overhead is the median gap between measured and kernel TPOT, and
-    the saving whose pair predicts an unseen model best wins (least median |TPOT error| of
+    candidate saving the per-iteration overhead alone is fitted (_overhead without the
+    per-sequence term, which fit_overheads adds at the chosen saving: the nested search
+    with it would take ~60x longer), and the saving whose pair predicts an unseen model
+    best wins (least median |TPOT error| of
     each model's rows with the overhead fitted on the others'), so the result depends
     neither on the constants the rows were first predicted with nor on in-sample error.
     The reported leave-one-model-out error holds each model out of the saving's choice too.
@@ -378,7 +400,7 @@ def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
         def held_out(s, rows):
             """TPOT errors of each model's rows (of `rows`) with the overhead fitted at saving
             `s` on the other models' rows."""
-            out_ = [_tpot_err(errs[s].loc[rows.intersection(idx)], _overhead(errs[s].loc[rows.difference(idx)]))
+            out_ = [_tpot_err(errs[s].loc[rows.intersection(idx)], _overhead(errs[s].loc[rows.difference(idx)], False))
                     for idx in models.values() if len(rows.intersection(idx)) and len(rows.difference(idx))]
             return np.concatenate(out_) if out_ else np.array([np.nan])
 
@@ -392,11 +414,11 @@ def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
             rest = ids.difference(idx)
             if len(rest):
                 pick = min(GRAPH_SAVINGS_S, key=lambda s: score(s, rest))
-                held.append(_tpot_err(errs[pick].loc[idx], _overhead(errs[pick].loc[rest])))
+                held.append(_tpot_err(errs[pick].loc[idx], _overhead(errs[pick].loc[rest], False)))
         held = np.concatenate(held) if held else np.array([np.nan])
         r = errs[best].loc[ids]
         out[fw] = {"kernel_graph_saving_s": best, "rows": int(len(ids)),
-                   "median_abs_err": float(np.median(np.abs(_tpot_err(r, _overhead(r))))),
+                   "median_abs_err": float(np.median(np.abs(_tpot_err(r, _overhead(r, False))))),
                    "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
                    "loo_model_median_err": float(np.nanmedian(held)), "by_candidate": loo}
         chosen.append(errs[best].loc[ids].reset_index())

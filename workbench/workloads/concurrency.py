@@ -21,10 +21,12 @@ iteration, K - N_p of those iterations being the other clumps' prefills:
     TPOT = ((K - N_p) · T_prefill + (g - 1 - K + N_p) · T_decode) / (g - 1)
 
 T_prefill and T_decode are iterations' kernel times (layers.layer_iteration over every
-layer, the LM head) plus h, the framework's host overhead per iteration. Queueing: by
+layer, the LM head) plus the framework's host overhead: h per iteration and h_seq per
+sequence it carries (TPOT stays linear in both: kernel_tpot_s + h x tpot_iterations +
+h_seq x tpot_sequences, the form the fit uses). Queueing: by
 Little's law the replica completes r / cycle requests per second (cycle = TTFT without
 the wait + (g - 1)·TPOT), so a request beyond max_running waits (concurrency /
-attention_dp - r) / that rate. At concurrency 1 this is the static model plus h: one
+attention_dp - r) / that rate. At concurrency 1 this is the static model plus h + h_seq: one
 prefill, then decode steps alone. The benchmarks' first wave (all requests start together)
 is averaged in by the harness constant `waves`.
 
@@ -113,7 +115,7 @@ def iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, a
 
 def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, ep, weights: str, activations: str,
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
-                request_latency_s=0.0, kv_memory_of="total") -> dict:
+                request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0) -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module)."""
     if schedule not in SCHEDULES:
@@ -141,36 +143,47 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
               ep=ep, math=activations, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, imbalance=imbalance)
 
     def step(decode_batch, prefill_tokens):
-        """(parts, seconds) of one iteration: its kernels plus the host overhead."""
+        """(parts, seconds) of one iteration: its kernels plus the host overhead, h per
+        iteration and h_seq per sequence in it (each decoding request, each prompt a chunk
+        of the budget touches: at least one when any prefill runs)."""
         it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, **kw)
-        return it, it["time_s"] + it["overhead_s"] + overhead_s
+        sequences = decode_batch + np.maximum(prefill_tokens / prompt, np.minimum(prefill_tokens, 1.0))
+        seconds = it["time_s"] + it["overhead_s"] + overhead_s + overhead_s_per_sequence * sequences
+        return it, seconds, sequences
 
     # The first wave: a benchmark starts its first `concurrency` requests at once, so their
     # r·p prompt tokens go through the token budget chunk after chunk; a request's first
     # token comes with its chunk (mean: (chunks + N_p) / 2 of them).
     chunks = np.ceil(r * prompt / token_budget)
     if schedule == "prefill_first":  # lockstep: the wave's prefill batches alone, then r decode together
-        dec, decode_iter = step(r, 0.0 * r)
-        _, prefill_iter = step(0.0 * r, clump)
-        # after its first token a request waits for the wave's remaining prefill batches
-        tpot = ((chunks - n_prefill) / 2.0 * prefill_iter + (generate - 1.0) * decode_iter) / (generate - 1.0)
+        dec, decode_iter, decode_seqs = step(r, 0.0 * r)
+        _, prefill_iter, prefill_seqs = step(0.0 * r, clump)
+
+        def per_token(prefill_s, decode_s):  # after its first token a request waits for the wave's other prefills
+            return ((chunks - n_prefill) / 2.0 * prefill_s + (generate - 1.0) * decode_s) / (generate - 1.0)
         service_ttft = (chunks + n_prefill) / 2.0 * prefill_iter  # every wave is a burst
     else:
-        dec, decode_iter = step(decoding, 0.0 * r)
-        _, prefill_iter = step(np.maximum(r - clump / prompt, 0.0) * share, clump)
+        dec, decode_iter, decode_seqs = step(decoding, 0.0 * r)
+        _, prefill_iter, prefill_seqs = step(np.maximum(r - clump / prompt, 0.0) * share, clump)
         # A request decodes through the other clumps' prefill iterations and the pure decode ones
         interrupts = np.minimum(clumps - n_prefill, generate - 1.0)
-        tpot = (interrupts * prefill_iter + (generate - 1.0 - interrupts) * decode_iter) / (generate - 1.0)
+
+        def per_token(prefill_s, decode_s):
+            return (interrupts * prefill_s + (generate - 1.0 - interrupts) * decode_s) / (generate - 1.0)
         # Clumps stay adjacent (they were prefilled one after another), so a request arrives
         # while the previous clump's prefill iteration runs and waits for half of it on
         # average; with one clump the server is idle when it arrives.
         service_ttft = n_prefill * prefill_iter + np.where(clumps > 1.0, 0.5, 0.0) * prefill_iter
-        if schedule == "spread":
-            others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
-            lam = r / (service_ttft + (generate - 1.0) * tpot)
-            q = 1.0 + lam * tpot * others  # prompts prefilled in the request's own iterations
-            _, own_iter = step((r - 1.0) * share, np.minimum(q * prompt / n_prefill, token_budget))
-            service_ttft = 0.5 * tpot * others + n_prefill * own_iter
+    tpot = per_token(prefill_iter, decode_iter)
+    # TPOT is linear in the host constants: iterations and sequences it carries per token
+    tpot_iterations, tpot_sequences = per_token(1.0, 1.0) + 0.0 * tpot, per_token(prefill_seqs, decode_seqs)
+    host_tpot = overhead_s * tpot_iterations + overhead_s_per_sequence * tpot_sequences
+    if schedule == "spread":
+        others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
+        lam = r / (service_ttft + (generate - 1.0) * tpot)
+        q = 1.0 + lam * tpot * others  # prompts prefilled in the request's own iterations
+        _, own_iter, _ = step((r - 1.0) * share, np.minimum(q * prompt / n_prefill, token_budget))
+        service_ttft = 0.5 * tpot * others + n_prefill * own_iter
     burst_s = (chunks + n_prefill) / 2.0 * prefill_iter
     service_ttft = service_ttft + request_latency_s
     cycle = service_ttft + (generate - 1.0) * tpot
@@ -196,9 +209,10 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
         "requests_per_s": attention_dp * rate,
         "batch": decoding + clump / prompt * clumps / (clumps + generate - 1.0),  # sequences per iteration
         "running": r, "max_running": cap, "prefill_iterations": n_prefill, "prefill_clumps": clumps,
-        "decode_iteration_s": decode_iter, "framework_overhead_s": overhead_s + 0.0 * tpot,
+        "decode_iteration_s": decode_iter, "framework_overhead_s": host_tpot,
         "request_latency_s": request_latency_s + 0.0 * tpot,
-        "kernel_tpot_s": tpot - overhead_s,
+        "kernel_tpot_s": tpot - host_tpot,
+        "tpot_iterations": tpot_iterations, "tpot_sequences": tpot_sequences,
         "decode_matmul_s": dec["matmul_s"], "decode_attention_s": dec["attention_s"],
         "decode_elementwise_s": dec["elementwise_s"], "decode_comm_s": dec["comm_s"],
         "prefill_iteration_s": prefill_iter, "weights_per_device_bytes": weights_bytes,
@@ -211,7 +225,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                               prefill_attention_dp, prefill_ep, prefill_workers, prefill_batch, decode_tp,
                               decode_attention_dp, decode_ep, decode_workers, weights: str, activations: str, kv: str,
                               prefill_overhead_s, decode_overhead_s, kv_link_bytes_per_s, waves=np.inf,
-                              request_latency_s=0.0) -> dict:
+                              request_latency_s=0.0, prefill_overhead_s_per_sequence=0.0,
+                              decode_overhead_s_per_sequence=0.0) -> dict:
     """Fixed prefill and decode pools under `concurrency` requests in flight.
 
     Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
@@ -239,8 +254,10 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                     attention_dp=decode_attention_dp, ep=decode_ep, **common)
     pre = iteration(hw=prefill_hw, decode_batch=0.0 * r, prefill_tokens=prefill_batch * prompt, tp=prefill_tp,
                     attention_dp=prefill_attention_dp, ep=prefill_ep, **common)
-    tpot = dec["time_s"] + dec["overhead_s"] + decode_overhead_s
-    batch_s = pre["time_s"] + pre["overhead_s"] + prefill_overhead_s
+    # each pool's framework host overhead: per iteration and per sequence in it
+    host_tpot = decode_overhead_s + decode_overhead_s_per_sequence * r
+    tpot = dec["time_s"] + dec["overhead_s"] + host_tpot
+    batch_s = pre["time_s"] + pre["overhead_s"] + prefill_overhead_s + prefill_overhead_s_per_sequence * prefill_batch
     kv_s = model.kv_cache_bytes(context=prompt, dtype=kv) * prefill_batch / kv_link_bytes_per_s
     capacity = replicas_p * prefill_batch / batch_s  # requests per second the prefill pool admits
     # requests in decode at once: r per replica, but never more than are in flight (fewer
@@ -260,5 +277,6 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
             "prefill_batch_s": batch_s + 0.0 * tpot, "prefill_utilization": rate / capacity,
             "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
             "output_tokens_per_s_per_user": 1.0 / tpot, "requests_per_s": rate, "decode_running": r,
-            "decode_max_running": cap, "devices": devices + 0.0 * tpot, "kernel_tpot_s": tpot - decode_overhead_s,
+            "decode_max_running": cap, "devices": devices + 0.0 * tpot, "kernel_tpot_s": tpot - host_tpot,
+            "tpot_iterations": 1.0 + 0.0 * tpot, "tpot_sequences": r + 0.0 * tpot,
             "fits": fits, "reason": reason}
