@@ -69,11 +69,20 @@ def layout(r) -> tuple[int, int, int]:
     back when its devices exceed the system's scale-up domain (8 GPUs on an HGX board: one
     aggregated instance does not span boards over TP) while devices / ep fits in it: the
     layout divided by ep, the MoE layers then EP over the same devices (MoE TP = devices /
-    ep)."""
+    ep).
+
+    Other rows of MoE models record no attention-DP while their MoE layers span more
+    devices than the attention TP (`..._tp1_epnone_...` with moe_tp_size 2): vLLM shards the
+    MoE layers over data-parallel x tensor-parallel ranks (fused_moe/config.py,
+    flatten_tp_across_dp: MoE TP = dp x tp without expert parallelism), so such a row ran
+    moe_tp x ep / tp attention replicas; it is read that way (Qwen3-235B-FP8 on one H200
+    at tp 1 would not hold its 235 GB of weights)."""
     from ..specs import load_hardware
     tp, dp, ep = _n(r.tp_size), _n(r.attention_dp_size), _n(r.moe_ep_size)
     domain = load_hardware(SYSTEMS[r.system]).link("scale_up").domain_size
     moe_tp = _n(r.moe_tp_size)
+    if _kind(r.model_path) == "moe" and dp == 1 and moe_tp * ep > tp and (moe_tp * ep) % tp == 0:
+        dp = moe_tp * ep // tp
     if ep > 1 and moe_tp > 1 and domain and tp * dp > domain >= tp * dp // ep and moe_tp * ep == tp * dp:
         if dp % ep == 0:
             dp //= ep
