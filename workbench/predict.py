@@ -370,9 +370,11 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     from MemoryX per micro-batch at min(io_bytes_per_s, weight_store_bandwidth_bytes_per_s)
     under the layer's compute; the optimizer runs in MemoryX under the backward pass
     (`optimizer_update_s`, exposed part `optimizer_s`); a step also costs `step_fixed_s`
-    whatever its batch (a system knob, fitted on the CS-2 GPT-3 590M rows C181/C182). The
-    step is forward_s + backward_s + recompute_s + weight_streaming_exposed_s +
-    optimizer_s + step_fixed_s; `micro_batch`, `n_micro_batches` and `pe_grid` report
+    whatever its batch (a system knob, fitted on the CS-2 GPT-3 590M rows C181/C182), and
+    each layer streamed in costs `layer_stream_latency_s` more per micro-batch (a system
+    knob, fitted on the CS-2 rows; total in the output of that name). The step is
+    forward_s + backward_s + recompute_s + weight_streaming_exposed_s + optimizer_s +
+    step_fixed_s + layer_stream_latency_s; `micro_batch`, `n_micro_batches` and `pe_grid` report
     the layout chosen."""
     from .workloads.training import PRECISIONS, RECOMPUTE
     hw_axis, specs = _hardware_axis(hardware)

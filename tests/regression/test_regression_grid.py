@@ -74,7 +74,8 @@ REBASED = {
                        "checkpointing by default on CS systems, the optimizer update in MemoryX after the last "
                        "micro-batch's backward, a fixed cost per step (17.5 ms, fitted on C181/C182): step time "
                        "+3% median, up to +49%; then " + _SIMULATED + " (step times unchanged, the reported grid "
-                       "moves)"),
+                       "moves); then a latency per streamed layer (cs2.yaml layer_stream_latency_s, 1.9 ms "
+                       "fitted on the CS-2 rows C179-C182, C191, C192): step time +5.7% median, +2.5% to +33%"),
 }
 
 

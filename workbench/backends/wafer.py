@@ -33,7 +33,7 @@ _WAFER_KNOBS = {  # knob -> (unit, WaferSpec field)
 }
 _SYSTEM_KNOBS = {"io_bytes_per_s": ("B/s", "io_bytes_per_s"), "io_latency_s": ("s", "io_latency_s"),
                  "weight_store_bandwidth_bytes_per_s": ("B/s", "weight_store_bandwidth_bytes_per_s"),
-                 "step_fixed_s": ("s", "step_fixed_s"),
+                 "step_fixed_s": ("s", "step_fixed_s"), "layer_stream_latency_s": ("s", "layer_stream_latency_s"),
                  "service_request_latency_s": ("s", "service_request_latency_s")}
 
 

@@ -13,6 +13,7 @@ The spec YAML stores the results; tests check the YAML against this fit.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
@@ -80,3 +81,41 @@ def fit_sram_reserved(w: WaferSpec, concat_tokens: float, P: int = 360) -> float
     mem = layer_memory_per_pe(dataclasses.replace(as_numbers(w), sram_reserved_per_pe_bytes=0.0), m, P=float(P),
                               batch=1.0, tokens=0.0, w_bytes=2.0, kv_bytes=2.0)
     return float(np.floor(w.sram_per_pe_bytes - free - mem["weights_bytes"] - mem["activation_bytes"]))
+
+
+# The CS-2 training rows the per-layer stream latency is fitted on (the small models, whose
+# layers' compute is shortest: wse_measurements.csv); the GPT-3 2.7B-20B rows T001-T008 stay
+# out of the fit.
+LAYER_STREAM_FIT_ROWS = ("C179", "C180", "C181", "C182", "C191", "C192")
+LAYER_STREAM_STEP_S = 1e-4  # resolution of the fit
+
+
+def fit_layer_stream_latency(rows=LAYER_STREAM_FIT_ROWS, points: dict | None = None) -> float:
+    """cs2.yaml layer_stream_latency_s: the value on a 0.1 ms grid (to 6 ms) minimising the
+    median |step-time error| of the rows (reference_points.yaml configurations, measured
+    samples/s from wse_measurements.csv), the step being linear in it: the modelled step
+    without it plus it times the streamed layers, n_micro x 2 (L + 1). `points`: row id ->
+    (step without it, measured step, streamed layers), computed when not given."""
+    points = points or layer_stream_points(rows)
+    base, measured, streams = (np.array([points[r][i] for r in rows]) for i in range(3))
+    grid = np.arange(0.0, 6e-3 + LAYER_STREAM_STEP_S / 2, LAYER_STREAM_STEP_S)
+    score = np.median(np.abs((base[None] + grid[:, None] * streams[None]) / measured[None] - 1.0), axis=1)
+    return round(float(grid[np.argmin(score)]), 6)
+
+
+def layer_stream_points(rows) -> dict:
+    """Row id -> (modelled step without the stream latency, measured step, streamed layers)."""
+    from .. import predict
+    from .measurements import wse_row
+    from ..specs._base import read_yaml
+    cfg = {p["id"]: p["config"] for p in read_yaml(Path(__file__).parent / "data" / "reference_points.yaml")["points"]
+           if "config" in p}
+    out = {}
+    for r in rows:
+        c = dict(cfg[r])
+        ds = predict.training(**c)
+        model = c["model"]
+        layers = model["n_layers"] if isinstance(model, dict) else load_model(model).n_layers
+        out[r] = (float(ds.step_time_s - ds.layer_stream_latency_s), c["global_batch"] / float(wse_row(r)["value"]),
+                  float(ds.n_micro_batches) * 2.0 * (layers + 1.0))
+    return out

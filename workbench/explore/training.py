@@ -64,7 +64,8 @@ PARTS = {"forward_s": "forward (incl. TP comm)", "backward_s": "backward (incl. 
          "pipeline_bubble_s": "pipeline bubble", "pp_send_recv_s": "PP send/recv",
          "dp_comm_exposed_s": "DP comm (exposed)", "overlap_contention_s": "overlap contention",
          "optimizer_s": "optimizer", "weight_streaming_exposed_s": "weight streaming (not hidden)",
-         "step_fixed_s": "fixed per step (weight update, host)"}
+         "step_fixed_s": "fixed per step (weight update, host)",
+         "layer_stream_latency_s": "latency per streamed layer"}
 GPU_PARTS = ("forward_s", "backward_s", "recompute_s", "pipeline_bubble_s", "dp_comm_exposed_s",
              "overlap_contention_s", "optimizer_s")  # what predict.training returns of them
 PART_COLORS = dict(zip(PARTS, sns.color_palette("deep", len(PARTS))))

@@ -142,6 +142,7 @@ class WaferNumbers:
     io_latency_s: object
     weight_store_bandwidth_bytes_per_s: object  # MemoryX -> wafer, weight streaming
     step_fixed_s: object = 0.0  # weight-streaming training: per-step time independent of the batch
+    layer_stream_latency_s: object = 0.0  # weight-streaming training: per layer streamed in, per micro-batch
     service_request_latency_s: object = 0.0  # a vendor service's client-side time beyond the wafers' work
 
     @property
@@ -181,6 +182,6 @@ class WaferNumbers:
                   self.weight_store_bandwidth_bytes_per_s, self.hop_cycles, self.stage_cycles,
                   self.link_bytes_per_cycle, self.sram_reserved_per_pe_bytes, self.map_call_cycles,
                   self.mem_read_bytes_per_cycle, self.mem_write_bytes_per_cycle, self.io_latency_s, self.step_fixed_s,
-                  self.service_request_latency_s,
+                  self.layer_stream_latency_s, self.service_request_latency_s,
                   *self.fmas_per_cycle_by_dtype.values())
         return np.broadcast_shapes(*(np.shape(f) for f in fields))

@@ -101,6 +101,10 @@ class SystemSpec:
     # weight update at the step boundary, which MemoryX cannot overlap, and the appliance's
     # step synchronization); 0: not known.
     step_fixed_s: float = 0.0
+    # Weight-streaming training: the latency each time a layer's weights stream in (forward,
+    # and again for the backward, per micro-batch) that the streaming of the layer before
+    # does not hide; 0: not known.
+    layer_stream_latency_s: float = 0.0
     # A vendor inference service on these systems: the time a client's request spends beyond
     # the wafers' work (network, API, tokenization, scheduling), added to TTFT as the
     # client sees it (`ttft_client_s`); 0: no service measured.
@@ -110,7 +114,8 @@ class SystemSpec:
 
     def __post_init__(self) -> None:
         require(self, ("io_bytes_per_s", "io_latency_s", "power_w", "weight_store_bandwidth_bytes_per_s"), "positive")
-        require(self, ("price_usd_per_hour", "step_fixed_s", "service_request_latency_s"), "nonnegative")
+        require(self, ("price_usd_per_hour", "step_fixed_s", "layer_stream_latency_s", "service_request_latency_s"),
+                "nonnegative")
 
 
 def wafer_from_dict(data: dict, origin: str):
