@@ -98,7 +98,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     serving benchmarks of TensorRT-LLM, vLLM and SGLang run): mean `ttft_s`, `tpot_s`
     (= (end-to-end - TTFT) / (generate - 1)), `e2e_s`, throughput per instance, device and
     user, the mean `batch`, `fits` and `reason`, and the step's parts
-    (workloads/concurrency.py). One instance spans tp·attention_dp GPUs; attention runs
+    (workloads/concurrency.py: `framework_overhead_s` is the host overhead's share of TPOT,
+    the framework's per-iteration and per-sequence constants over the iterations and
+    sequences a token waits for; `kernel_tpot_s` the rest). One instance spans tp·attention_dp GPUs; attention runs
     TP-way in each of `attention_dp` replicas holding concurrency/attention_dp requests;
     MoE layers run over all of them, experts split `ep`-way. Every argument sweeps.
     `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM

@@ -368,8 +368,10 @@ def _overhead(rows: pd.DataFrame, per_sequence: bool = True) -> tuple[float, flo
     candidate (0 alone when not `per_sequence`) the per-iteration one is least_median_shift
     of the rest, and the pair with the least median |TPOT error| wins."""
     y, its = rows["measured_tpot_s"].to_numpy(), rows["tpot_iterations"].to_numpy()
+    candidates = np.arange(0.0, PER_SEQUENCE_MAX_S + PER_SEQUENCE_STEP_S / 2, PER_SEQUENCE_STEP_S) if per_sequence \
+        else np.zeros(1)
     best = None
-    for h_seq in np.arange(0.0, PER_SEQUENCE_MAX_S + PER_SEQUENCE_STEP_S / 2, PER_SEQUENCE_STEP_S)[:None if per_sequence else 1]:
+    for h_seq in candidates:
         base = (rows["kernel_tpot_s"] + h_seq * rows["tpot_sequences"]).to_numpy()
         h = least_median_shift(base, y, its)
         score = float(np.median(np.abs((base + h * its) / y - 1.0)))

@@ -143,9 +143,9 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
               ep=ep, math=activations, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, imbalance=imbalance)
 
     def step(decode_batch, prefill_tokens):
-        """(parts, seconds) of one iteration: its kernels plus the host overhead, h per
-        iteration and h_seq per sequence in it (each decoding request, each prompt a chunk
-        of the budget touches: at least one when any prefill runs)."""
+        """(parts, seconds, sequences) of one iteration: its kernels plus the host overhead,
+        h per iteration and h_seq per sequence in it (each decoding request, each prompt a
+        chunk of the budget touches: at least one when any prefill runs)."""
         it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, **kw)
         sequences = decode_batch + np.maximum(prefill_tokens / prompt, np.minimum(prefill_tokens, 1.0))
         seconds = it["time_s"] + it["overhead_s"] + overhead_s + overhead_s_per_sequence * sequences

@@ -57,8 +57,8 @@ checkpoints every row runs 1-2 micro-batches. What remained was a width trend: t
 production runs' hardware FLOP rate rises with the width (23% of the 6.56 PFLOP/s peak at
 D=768, 36% at 1536, 41% from 4096 on; Zhang et al. Table V and C191), which the layer model
 alone missed by +30% (GPT-2 small), +38..44% (256M), +13% (590M), +8..28% (2.7B-13B), -10%
-(20B). The time it left out is 1.9-3.7 ms per streamed layer on the small models (GPT-2,
-256M, 590M: a few ms per layer and micro-batch, whatever the width) and ~2 ms on 13B: a
+(20B). The time it left out is 2.0-3.5 ms per streamed layer on the small models (GPT-2,
+256M, 590M: a few ms per layer and micro-batch, whatever the batch) and ~2 ms on 13B: a
 latency per streamed layer, which weighs most where a layer's compute is smallest. With it
 every CS-2 row is within 16% (tests/workloads/test_wafer_training.py).
 """
