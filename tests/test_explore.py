@@ -104,9 +104,12 @@ def test_a_layout_that_cannot_run_is_a_flagged_row_and_the_other_group_still_sho
 
 
 def test_infeasible_points_stay_flagged_with_their_reason():
-    ds = explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], weights="fp8", tp=8))
+    ds = explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], weights="fp8", activations="fp8", tp=8))
     assert not bool(ds.fits.sel(hardware="a100_sxm")) and bool(ds.fits.sel(hardware="h100_sxm"))
     assert explore.infeasible(ds) == ["a100_sxm: does not fit (no fp8 math units on a100_sxm)"]
+    # FP8 weights alone run weight-only (W8A16, vLLM's FP8 Marlin) where no FP8 units are
+    w8 = explore.compute(dict(hardware=["a100_sxm"], weights="fp8", tp=8))
+    assert w8.fits.all() and explore.infeasible(w8) == []
     big = explore.compute(dict(hardware=["h100_sxm"], model="llama_3_1_405b", weights="bf16", tp=1))
     assert not big.fits.item() and big.memory_per_device_bytes.item() > big.memory_capacity_bytes.item()
     assert "exceed memory" in explore.infeasible(big)[0]
@@ -122,14 +125,16 @@ def test_summary_table_and_its_html_show_the_dataset():
     for col in ("ttft_s", "tpot_s", "output_tokens_per_s_per_user", "output_tokens_per_s_per_device",
                 "cost_per_million_tokens_usd", "memory_per_device_bytes", "memory_capacity_bytes"):
         np.testing.assert_array_equal(df[col].to_numpy(), ds[col].values)
-    assert df.loc["a100_sxm", "fits"] == False and df.loc["a100_sxm", "reason"]  # noqa: E712
     html = explore.table_html(df)
     rows = _shown(html)
     assert rows["h100_sxm"]["tpot_s"] == float(ds.tpot_s.sel(hardware="h100_sxm"))
     tpot_ms = float(ds.tpot_s.sel(hardware="h100_sxm")) * 1e3
     assert f">{tpot_ms:.4g}</td>" in rows["h100_sxm"]["_text"]  # shown in the header's ms
-    assert "does not fit: no fp8 math units" in rows["a100_sxm"]["_text"]
-    assert 'class="wb-row-nofit"' in html and ">n/a<" in rows["a100_sxm"]["_text"]
+    assert df.loc["a100_sxm", "fits"] == True  # noqa: E712  (FP8 weights run W8A16 without FP8 units)
+    nofit = explore.compute(dict(hardware=["h100_sxm", "a100_sxm"], weights="fp8", activations="fp8"))
+    html = explore.table_html(explore.summary_table(nofit))
+    assert "does not fit: no fp8 math units" in _shown(html)["a100_sxm"]["_text"]
+    assert 'class="wb-row-nofit"' in html and ">n/a<" in _shown(html)["a100_sxm"]["_text"]
     with pytest.raises(InputError, match="more than one value"):
         explore.summary_table(explore.sweep(dict(hardware=["h100_sxm"]), "batch"))
 
@@ -178,11 +183,13 @@ def test_figures_for_gpus_and_wafers():
 
 
 def test_memory_figure_marks_what_does_not_fit_and_roofline_names_missing_units():
-    ds = explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], model="llama_3_1_405b", weights="fp8", tp=1))
+    ds = explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], model="llama_3_1_405b", weights="fp8",
+                              activations="fp8", tp=1))
     figs = explore.figures(ds)
     ticks = [t.get_text() for t in figs["memory"].axes[0].get_yticklabels()]
     assert ticks == ["a100_sxm\ndoes not fit", "h100_sxm\ndoes not fit"]
-    fp8 = explore.figures(explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], weights="fp8")))["memory"]
+    fp8 = explore.figures(explore.compute(dict(hardware=["a100_sxm", "h100_sxm"], weights="fp8",
+                                               activations="fp8")))["memory"]
     assert [t.get_text() for t in fp8.axes[0].get_yticklabels()] == ["a100_sxm\ninfeasible", "h100_sxm"]
     assert "a100_sxm (fp8: no such math units)" in _texts(figs["roofline"])
     only_wafers = explore.figures(explore.compute(dict(hardware=["cs2"], model="llama_3_1_8b", systems=1)))
@@ -294,9 +301,12 @@ def test_explorer_shows_invalid_settings_as_messages():
     assert "hardware=() is not allowed" in o["messages"].value and ex.ds is None
     c["tp"].value = 8
     c["hardware"].value = ("a100_sxm", "h100_sxm")
-    c["weights"].value = "fp8"  # no fp8 units on A100: a flagged row, not an error
+    c["weights"].value = "fp8"
+    c["activations"].value = "fp8"  # no fp8 units on A100: a flagged row, not an error
     assert "a100_sxm: does not fit (no fp8 math units on a100_sxm)" in o["messages"].value
     assert "does not fit: no fp8 math units" in _shown(o["table"].value)["a100_sxm"]["_text"]
+    c["activations"].value = "auto"  # FP8 weights alone: W8A16 on the A100, no message
+    assert "a100_sxm" not in o["messages"].value
     c["model"].value = "llama_3_1_405b"
     c["weights"].value = "bf16"
     c["tp"].value = 1

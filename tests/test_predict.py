@@ -130,11 +130,18 @@ def test_over_memory_config_is_a_result_not_an_exception():
     assert float(ds.memory_per_device_bytes) > float(ds.memory_capacity_bytes)
 
 
-def test_fp8_on_a100_does_not_fit():
-    # A100 has no FP8 tensor cores (A100 datasheet; specs/hardware/a100_sxm.yaml has no fp8 peak).
-    ds = predict.inference(hardware="a100_sxm", model="llama_3_1_8b", tp=1, batch=1, weights="fp8")
+def test_fp8_math_on_a100_does_not_fit_and_fp8_weights_run_weight_only():
+    # A100 has no FP8 tensor cores (A100 datasheet; specs/hardware/a100_sxm.yaml has no fp8 peak):
+    # FP8 math does not fit; FP8 weights run W8A16 there (vLLM's FP8 Marlin, docs.vllm.ai
+    # features/quantization/fp8), reading half the bytes of bf16 weights.
+    ds = predict.inference(hardware="a100_sxm", model="llama_3_1_8b", tp=1, batch=1, weights="fp8", activations="fp8")
     assert not bool(ds.fits)
     assert "fp8" in str(ds.reason.values)
+    w8, w16 = (predict.inference(hardware="a100_sxm", model="llama_3_1_8b", tp=1, batch=1, weights=w)
+               for w in ("fp8", "bf16"))
+    assert bool(w8.fits) and str(w8.activations.values) == "bf16"
+    assert float(w8.weights_per_device_bytes) == pytest.approx(float(w16.weights_per_device_bytes) / 2, rel=0.02)
+    assert float(w8.tpot_s) < 0.7 * float(w16.tpot_s)  # decode reads the weights: memory-bound
 
 
 def test_infeasible_points_stay_in_a_sweep():

@@ -76,11 +76,16 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
 
 def default_activations(weights: str, hw: GpuNumbers) -> str:
     """Math dtype implied by the weight format: FP8 and INT8 deployments quantize
-    activations too (W8A8; block-scaled FP8 per 1x128 activation run); int4 is weight-only (W4A16); fp4 runs as NVFP4 (W4A4) where
-    the chip has FP4 units and W4A16 elsewhere; 2:4-sparse weights run their dense format's
-    math."""
+    activations too (W8A8; block-scaled FP8 per 1x128 activation run) where the chip has
+    FP8 units, and FP8 runs weight-only (W8A16) elsewhere, as vLLM's FP8 Marlin kernels run
+    FP8 checkpoints on Ampere and Turing (docs.vllm.ai features/quantization/fp8: "FP8 models
+    will run on compute capability >= 7.5 (Turing) as weight-only W8A16"); int4 is weight-only
+    (W4A16); fp4 runs as NVFP4 (W4A4) where the chip has FP4 units and W4A16 elsewhere;
+    2:4-sparse weights run their dense format's math."""
     if weights in SPARSE_2_4:
         return SPARSE_2_4[weights]
+    if weights in ("fp8", "fp8_block") and not np.all(np.isfinite(hw.peak("fp8"))):
+        return "bf16"
     if weights in ("fp8", "fp8_block", "int8", "fp16", "fp32"):
         return weights
     if weights == "fp4" and np.all(np.isfinite(hw.peak("fp4"))):
