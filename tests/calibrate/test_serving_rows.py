@@ -134,3 +134,39 @@ def test_overheads_per_iteration_and_per_sequence_recovered():
     assert np.median(np.abs(serving_rows._tpot_err(rows, (h, h_seq)))) < 1e-9
     one = serving_rows._overhead(rows, per_sequence=False)
     assert one[1] == 0.0 and np.median(np.abs(serving_rows._tpot_err(rows, one))) > 0.01
+
+
+def test_every_weight_format_of_the_benchmarks_is_read():
+    """Each weight format aiconfigurator-core names (sdk/common.py GEMMQuantMode and
+    MoEQuantMode members, listed here as of 0.12.0) maps to a catalog format and math, and a
+    row in it is answered on Hopper and Blackwell; a format not listed is refused with its
+    name, never read as bf16. Weight-only formats compute in bf16, w4a8 in fp8."""
+    gemm = ["bfloat16", "int8_wo", "int4_wo", "fp8", "fp8_static", "sq", "fp8_block", "fp8_ootb", "nvfp4",
+            "nvfp4_wo", "w4a16_nvfp4"]
+    moe = ["bfloat16", "fp8", "int4_wo", "fp8_block", "w4afp8", "nvfp4", "nvfp4_wo", "w4a16_mxfp4",
+           "w4a8_mxfp4_mxfp8", "w4a8_mxfp4_mxfp8_trtllm", "w4a16_mxfp4_cutlass", "w4a16_nvfp4"]
+    assert set(gemm + moe) <= set(serving_rows.QUANT)
+    assert serving_rows.QUANT["int8_wo"] == ("int8", "bf16") and serving_rows.QUANT["w4afp8"] == ("int4", "fp8")
+    base = serving_rows.load().iloc[0].copy()
+    base[["system", "model_path", "mode", "backend"]] = ["h100_sxm", "Qwen/Qwen3-30B-A3B", "agg", "trtllm"]
+    base[["tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "concurrency", "isl", "osl"]] = \
+        [2, 1, 1, 2, 8, 1024, 256]
+    for system in ("h100_sxm", "b200_sxm"):
+        for mode in sorted(set(gemm + moe)):
+            r = base.copy()
+            r[["system", "gemm_quant_mode", "moe_quant_mode"]] = [system, mode, mode]
+            cfg, why = serving_rows.config(_row(r))
+            assert why == "" and (cfg["weights"], cfg["activations"]) == serving_rows.QUANT[mode]
+            out, why = serving_rows._one(dict(cfg))
+            assert why == "" and out["tpot_s"] > 0, (system, mode, why)
+    r = base.copy()
+    r[["gemm_quant_mode", "moe_quant_mode"]] = ["int2_wo", "int2_wo"]
+    cfg, why = serving_rows.config(_row(r))
+    assert cfg is None and "weight format 'int2_wo' is not known" in why
+    r[["gemm_quant_mode", "moe_quant_mode", "precision"]] = [float("nan"), float("nan"), "fp8"]
+    assert serving_rows.config(_row(r))[0]["weights"] == "fp8"  # no format: the row's precision
+
+
+def _row(series):
+    """A row as predict_rows reads it (itertuples: `mode` a field, not Series.mode)."""
+    return next(pd.DataFrame([series]).itertuples())

@@ -29,9 +29,28 @@ SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "
            "rtx_pro_6000_server": "rtx_pro_6000",
            "l4": "l4",
            "a30": "a30"}
-# The benchmarks' weight formats -> the catalog's (MXFP4 and NVFP4 as fp4; INT4 weight-only as int4)
-WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4", "w4a16_mxfp4": "fp4", "mxfp4": "fp4",
-           "bf16": "bf16", "float16": "fp16", "int4_wo": "int4"}
+# The benchmarks' weight formats (aiconfigurator-core sdk/common.py GEMMQuantMode and
+# MoEQuantMode, every member) -> the catalog's (weights, activations): None takes the weight
+# format's default math (backends/gpu.default_activations); a weight-only format ("_wo",
+# "w4a16") computes in bf16, "w4a8"/"w4afp8" in fp8. MXFP4 and NVFP4 are fp4, INT4 int4.
+QUANT = {"bf16": ("bf16", None), "bfloat16": ("bf16", None), "float16": ("fp16", None),
+         "fp8": ("fp8", None), "fp8_static": ("fp8", None), "fp8_ootb": ("fp8", None),
+         "fp8_block": ("fp8_block", None), "sq": ("int8", None), "int8_wo": ("int8", "bf16"),
+         "int4_wo": ("int4", None), "w4afp8": ("int4", "fp8"), "nvfp4": ("fp4", None), "mxfp4": ("fp4", None),
+         "nvfp4_wo": ("fp4", "bf16"), "w4a16_nvfp4": ("fp4", "bf16"), "w4a16_mxfp4": ("fp4", "bf16"),
+         "w4a16_mxfp4_cutlass": ("fp4", "bf16"), "w4a8_mxfp4_mxfp8": ("fp4", "fp8"),
+         "w4a8_mxfp4_mxfp8_trtllm": ("fp4", "fp8")}
+PRECISION_QUANT = {"fp8": "fp8", "fp4": "nvfp4", "bf16": "bf16", "fp16": "float16"}  # rows without a format
+
+
+def quant(r) -> tuple[tuple[str, str | None] | None, str]:
+    """((weights, activations), "") of a row, from its MoE format (its GEMM format without
+    one, its `precision` without either, bf16 without all), or (None, why) for a format not known."""
+    mode = next((m for m in (r.moe_quant_mode, r.gemm_quant_mode) if isinstance(m, str)),
+                PRECISION_QUANT.get(r.precision, "bf16") if isinstance(r.precision, str) else "bf16")
+    if mode not in QUANT:
+        return None, f"weight format {mode!r} is not known; allowed: {', '.join(QUANT)}"
+    return QUANT[mode], ""
 
 
 def load(path: Path = ROWS) -> pd.DataFrame:
@@ -42,7 +61,7 @@ def _n(v, default=1):
     return int(v) if v == v and v else default
 
 
-def _disaggregated(r, weights: str) -> tuple[dict | None, str]:
+def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | None, str]:
     """predict.disaggregated arguments of a disaggregated row (its pools' sizes stated)."""
     if not (r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers):
         return None, "disaggregated row without its workers and batch sizes: says too little to predict"
@@ -50,6 +69,7 @@ def _disaggregated(r, weights: str) -> tuple[dict | None, str]:
     hw = SYSTEMS[r.system]
     return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=hf_index()[r.model_path],
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
+                activations=activations,
                 framework=r.backend, prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size),
                 prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
                 prefill_batch=_n(r.prefill_batch_size), decode_tp=_n(r.decode_tp_size),
@@ -99,13 +119,15 @@ def config(r) -> tuple[dict | None, str]:
         return None, f"model {r.model_path} is not in the catalog"
     if r.system not in SYSTEMS:
         return None, f"system {r.system} is not in the catalog"
-    moe_quant = r.moe_quant_mode if isinstance(r.moe_quant_mode, str) else r.gemm_quant_mode
+    fmt, why = quant(r)
+    if fmt is None:
+        return None, why
     if r.mode != "agg":
-        return _disaggregated(r, WEIGHTS.get(moe_quant, "bf16"))
+        return _disaggregated(r, *fmt)
     tp, attention_dp, ep = layout(r)
     return dict(hardware=SYSTEMS[r.system], model=hf_index()[r.model_path], tp=tp,
                 attention_dp=attention_dp, ep=ep, concurrency=_n(r.concurrency),
-                prompt=_n(r.isl), generate=_n(r.osl), weights=WEIGHTS.get(moe_quant, "bf16"),
+                prompt=_n(r.isl), generate=_n(r.osl), weights=fmt[0], activations=fmt[1],
                 framework=r.backend), ""
 
 
