@@ -170,3 +170,14 @@ def test_every_weight_format_of_the_benchmarks_is_read():
 def _row(series):
     """A row as predict_rows reads it (itertuples: `mode` a field, not Series.mode)."""
     return next(pd.DataFrame([series]).itertuples())
+
+
+def test_every_system_of_the_benchmarks_is_a_catalog_gpu():
+    """aiconfigurator-core 0.12.0's systems/*.yaml (every GPU it has data for) each name a
+    catalog GPU, so a measured run on any of them can be predicted."""
+    from workbench.specs import load_hardware
+    systems = ["a100_pcie", "a100_sxm", "a30", "b200_sxm", "b300_sxm", "b60", "gb200", "gb300", "h100_pcie",
+               "h100_sxm", "h200_sxm", "l4", "l40s", "rtx_pro_6000_server"]
+    assert set(systems) <= set(serving_rows.SYSTEMS)
+    for s in systems:
+        assert load_hardware(serving_rows.SYSTEMS[s]).kind == "gpu"

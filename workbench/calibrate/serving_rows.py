@@ -28,7 +28,8 @@ SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "
            "l40s": "l40s",
            "rtx_pro_6000_server": "rtx_pro_6000",
            "l4": "l4",
-           "a30": "a30"}
+           "a30": "a30",
+           "b60": "b60"}
 # The benchmarks' weight formats (aiconfigurator-core sdk/common.py GEMMQuantMode and
 # MoEQuantMode, every member) -> the catalog's (weights, activations): None takes the weight
 # format's default math (backends/gpu.default_activations); a weight-only format ("_wo",
