@@ -182,3 +182,12 @@ def test_every_system_of_the_benchmarks_is_a_catalog_gpu():
     assert set(systems) <= set(serving_rows.SYSTEMS)
     for s in systems:
         assert backend_for(load_hardware(serving_rows.SYSTEMS[s])).kind == "gpu"
+
+
+def test_a_pipelined_row_is_refused_with_its_reason():
+    """The closed-loop model has no pipeline stages: a row with pp_size 2 is refused by name,
+    not predicted as if its devices ran tensor-parallel."""
+    r = serving_rows.load().iloc[0].copy()
+    r["pp_size"] = 2
+    cfg, why = serving_rows.config(_row(r))
+    assert cfg is None and "pipeline parallelism (pp=2) is not modelled" in why

@@ -123,6 +123,9 @@ def config(r) -> tuple[dict | None, str]:
     fmt, why = quant(r)
     if fmt is None:
         return None, why
+    pp = max(_n(getattr(r, k, 1)) for k in ("pp_size", "prefill_pp_size", "decode_pp_size"))
+    if pp > 1:
+        return None, f"pipeline parallelism (pp={pp}) is not modelled at fixed concurrency; allowed: 1"
     if r.mode != "agg":
         return _disaggregated(r, *fmt)
     tp, attention_dp, ep = layout(r)
