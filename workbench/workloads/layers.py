@@ -140,6 +140,22 @@ def expert_all_to_all(hw: GpuNumbers, model: ModelSpec, *, tokens, ep, a_bytes, 
     return {"comm_s": t, "time_s": t}
 
 
+def replica_gather(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, attention_dp, ep, a_bytes) -> dict:
+    """An MoE layer sharded tensor-parallel beyond its attention replica (MoE TP = tp ·
+    attention_dp / ep > tp: each shard serves the tokens of g = attention_dp / ep replicas)
+    gathers those replicas' hidden states before the experts and scatters the partial sums
+    back after: an all-gather and a reduce-scatter of g·T·D values among g devices (vLLM's
+    data-parallel MoE without expert parallelism, vllm/distributed/device_communicators/
+    all2all.py: the hidden states multicast across the DP group, the outputs all-reduced
+    and sliced, or its all-gather / reduce-scatter backend). None with one replica per shard."""
+    g = np.maximum(attention_dp / ep, 1.0)
+    size = ops.tp_allreduce_bytes(model, tokens=tokens * g, a_bytes=a_bytes)
+    t = collective(hw=hw, op="all_gather", size=size, devices=g)["time_s"] \
+        + collective(hw=hw, op="reduce_scatter", size=size, devices=g)["time_s"]
+    t = where(g > 1.0, t, 0.0)
+    return {"comm_s": t, "time_s": t}
+
+
 def _linear_layers(hw, model, *, tokens, sequences, tp, math, a_bytes) -> dict:
     """A hybrid's linear token mixing (Gated DeltaNet, KDA, Mamba-2), averaged over all
     layers (its share of them)."""
@@ -386,4 +402,6 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
     if moe:  # dispatch and combine of this device's tokens over the ep expert ranks (none at ep = 1)
         parts.append(expert_all_to_all(hw, model, tokens=tokens, ep=ep, a_bytes=a_bytes, tp=tp,
                                        attention_dp=attention_dp))
+        parts.append(replica_gather(hw, model, tokens=tokens, tp=tp, attention_dp=attention_dp, ep=ep,
+                                    a_bytes=a_bytes))
     return add(*parts)
