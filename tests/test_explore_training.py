@@ -366,3 +366,11 @@ def test_training_explorer_sweep_tab_follows_its_controls():
     c["hardware"].value = ("h100_sxm",)
     c["sweep"].value = "systems"  # no wafer selected: a message drawn in place, no exception
     assert b"sweeping systems needs a wafer" in bytes(o["sweep"].value)
+
+
+def test_every_step_part_has_its_own_colour():
+    """The breakdown stacks up to eleven parts (the wafers' latency per streamed layer the
+    eleventh): each keeps a colour of its own."""
+    from workbench.explore.training import PART_COLORS, PARTS
+    assert set(PART_COLORS) == set(PARTS)
+    assert len({tuple(c) for c in PART_COLORS.values()}) == len(PARTS)

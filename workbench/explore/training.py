@@ -68,7 +68,8 @@ PARTS = {"forward_s": "forward (incl. TP comm)", "backward_s": "backward (incl. 
          "layer_stream_latency_s": "latency per streamed layer"}
 GPU_PARTS = ("forward_s", "backward_s", "recompute_s", "pipeline_bubble_s", "dp_comm_exposed_s",
              "overlap_contention_s", "optimizer_s")  # what predict.training returns of them
-PART_COLORS = dict(zip(PARTS, sns.color_palette("deep", len(PARTS))))
+# ten "deep" colours, then "dark" ones: a palette of ten repeats its first colour on the eleventh part
+PART_COLORS = dict(zip(PARTS, list(sns.color_palette("deep", 10)) + list(sns.color_palette("dark", 10))))
 MEMORY = (("weights_per_device_bytes", "weights", "#4c72b0"), ("grads_per_device_bytes", "gradients", "#dd8452"),
           ("optimizer_per_device_bytes", "optimizer", "#8172b3"),
           ("activations_per_device_bytes", "activations", "#55a868"))
