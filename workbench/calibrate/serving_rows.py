@@ -1,11 +1,14 @@
-"""The measured serving runs (reference/serving_silicon.csv) as predict.serving calls, the
-error of each, and the one constant per framework fitted to them.
+"""The measured serving runs (reference/serving_silicon.csv) as predict.serving (or
+predict.disaggregated) calls, the error of each, and the named constants per framework fitted
+to them (CUDA-graph saving, host overhead per iteration and per sequence, request latency
+per dense and per MoE layer) and the harness's waves.
 
-    workbench calibrate fit-serving     # refits specs/serving/frameworks.yaml, prints LOO errors
+    workbench calibrate fit-serving     # refits specs/serving/frameworks.yaml, prints held-out errors
 
-A row is expressible when predict.serving can describe its deployment: aggregated serving
-of a catalog model (by its Hugging Face id: each model YAML's hf_ids) on a catalog GPU. Others are listed
-with the reason they are not answered (disaggregated pools, models the catalog lacks).
+A row is expressible when its deployment can be described: a catalog model (by its Hugging
+Face id: each model YAML's hf_ids) on a catalog GPU, in a known weight format, aggregated or
+in disaggregated pools whose sizes the row states, without pipeline stages. Others are
+listed with the reason they are not answered.
 
 Error = model / measured - 1 for times (TTFT, TPOT): positive is a prediction slower than
 measured.
