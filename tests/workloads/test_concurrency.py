@@ -95,6 +95,28 @@ def test_moe_sharded_across_replicas_gathers_their_tokens():
     assert float(dp_moe_tp.decode_comm_s) > 0  # the single-GPU replicas exchange their tokens
 
 
+def test_vllm_defaults_follow_the_gpu():
+    """vLLM's OpenAI server takes max_num_batched_tokens 8192 and max_num_seqs 1024 on a GPU
+    with >= 70 GiB that is not an A100, 2048 and 256 elsewhere (vllm/engine/arg_utils.py
+    get_batch_defaults): an 8k prompt spans 4 iterations on an A100 and 1 on an H100, and a
+    small model with room for thousands of requests runs at most 256 at once on an A100.
+    TensorRT-LLM keeps its 8192-token budget and only its KV cache bounds it."""
+    from workbench.workloads.concurrency import framework_limits
+    assert [float(v) for v in framework_limits("vllm", numbers("a100_sxm"))] == [2048.0, 256.0]
+    assert [float(v) for v in framework_limits("vllm", numbers("h100_sxm"))] == [8192.0, 1024.0]
+    assert [float(v) for v in framework_limits("vllm", numbers("l40s"))] == [2048.0, 256.0]
+    assert framework_limits("trtllm", numbers("a100_sxm")) == (8192.0, np.inf)
+    kw = dict(model="llama_3_1_8b", tp=1, prompt=8192, generate=256, weights="bf16", concurrency=16)
+    a100 = predict.serving(hardware="a100_sxm", framework="vllm", **kw)
+    h100 = predict.serving(hardware="h100_sxm", framework="vllm", **kw)
+    assert float(a100.prefill_iterations) == 4.0 and float(h100.prefill_iterations) == 1.0
+    small = dict(model="llama_3_2_1b", tp=1, prompt=128, generate=128, weights="bf16", concurrency=1024)
+    v = predict.serving(hardware="a100_sxm", framework="vllm", **small)
+    t = predict.serving(hardware="a100_sxm", framework="trtllm", **small)
+    assert float(v.max_running) == 256.0 and float(v.queue_s) > 0
+    assert float(t.max_running) > 1024.0 and float(t.queue_s) == 0.0
+
+
 def test_layouts_that_cannot_exist_are_flagged():
     r = predict.serving(hardware="h200_sxm", model="deepseek_v3", tp=8, ep=[3, 8], concurrency=16, prompt=1024,
                         generate=128, weights="fp8")

@@ -206,6 +206,7 @@ class GpuBackend:
         kvd = kv or ("fp16" if act == "fp16" else "bf16")
         hw, sparse_problems = with_weights(hw, weights, act)
         consts = serving_constants()
+        budget, max_sequences = cc.framework_limits(fw, hw)
         overhead_s = consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None \
             else hw.framework_overhead_s  # the knob, when given, replaces the framework's constant
         r = cc.closed_loop(hw=hw, model=model, concurrency=concurrency, prompt=prompt, generate=generate, tp=tp,
@@ -215,7 +216,7 @@ class GpuBackend:
                            schedule=consts["schedule"].get(fw, "clumped"),
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
-                           token_budget=cc.TOKEN_BUDGET.get(fw, cc.TOKEN_BUDGET["none"]), imbalance=imbalance)
+                           token_budget=budget, max_sequences=max_sequences, imbalance=imbalance)
         r["activations"] = np.array(act, dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
         problems = serving_problems(model, tp=tp, attention_dp=attention_dp, ep=ep) + \

@@ -69,6 +69,24 @@ from .layers import add, layer_iteration
 # (sglang/srt/server_args.py; 4096 below).
 SCHEDULES = ("clumped", "spread", "prefill_first")  # how arrivals meet the iterations (module doc)
 TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "sglang": 8192.0, "none": 8192.0}
+# vLLM's defaults depend on the GPU (vllm/engine/arg_utils.py get_batch_defaults, OpenAI
+# server): max_num_batched_tokens 8192 and max_num_seqs 1024 on a GPU with >= 70 GiB that is
+# not an A100 ("Setting large max_num_batched_tokens for A100 reduces throughput", PR
+# #17885), 2048 and 256 on the others (A100, L40S, L4, A30, ...). The others frameworks'
+# running requests are bounded by their KV caches here.
+VLLM_LARGE_GPU_BYTES, VLLM_SMALL_GPU_LIMITS = 70 * 2.0 ** 30, (2048.0, 256.0)
+VLLM_MAX_NUM_SEQS = 1024.0
+
+
+def framework_limits(framework: str, hw) -> tuple:
+    """(tokens one iteration may carry, most requests running per replica) of `framework`'s
+    defaults on the chip of numbers `hw` (np.inf: no cap beyond the KV cache)."""
+    budget = TOKEN_BUDGET.get(framework, TOKEN_BUDGET["none"])
+    if framework != "vllm":
+        return budget, np.inf
+    large = (np.asarray(hw.hbm_capacity_bytes, float) >= VLLM_LARGE_GPU_BYTES) & ("a100" not in hw.label.lower())
+    return (np.where(large, budget, VLLM_SMALL_GPU_LIMITS[0]), np.where(large, VLLM_MAX_NUM_SEQS,
+                                                                        VLLM_SMALL_GPU_LIMITS[1]))
 
 
 def routed_params(model) -> float:
@@ -115,7 +133,8 @@ def iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, a
 
 def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, ep, weights: str, activations: str,
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
-                request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0) -> dict:
+                request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
+                max_sequences=np.inf) -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module)."""
     if schedule not in SCHEDULES:
@@ -131,6 +150,7 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=held, tp=tp,
                                                  attention_dp=attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                                  stream_bytes=stream_bytes, kv_memory_of=kv_memory_of)
+    cap = np.minimum(cap, max_sequences)  # the KV cache's room, or the framework's cap on running requests
     r = np.maximum(np.minimum(per_replica, cap), 1.0)
     # Requests that finish together are replaced together, so prompts arrive in clumps: an
     # iteration that prefills carries a whole token budget of them (all r when they fit).
