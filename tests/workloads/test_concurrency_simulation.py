@@ -176,5 +176,7 @@ def test_per_sequence_overhead_matches_the_simulation(linear_iterations, schedul
     assert float(r["tpot_s"]) > float(base["tpot_s"]) * 1.05  # the term matters at this size
     assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.05)
     assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=ttft_rtol + 0.01)
-    # TPOT is linear in the host constants, as the fit assumes
+    # TPOT is linear in the host constants, as the fit assumes: the kernel part is the run's
+    # without them, and the per-sequence term adds per_seq x the sequences per token
     assert float(r["kernel_tpot_s"] + per_seq * r["tpot_sequences"]) == pytest.approx(float(r["tpot_s"]), rel=1e-12)
+    assert float(r["kernel_tpot_s"]) == pytest.approx(float(base["tpot_s"]), rel=1e-9)

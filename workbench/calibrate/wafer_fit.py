@@ -13,7 +13,6 @@ The spec YAML stores the results; tests check the YAML against this fit.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 
@@ -104,18 +103,18 @@ def fit_layer_stream_latency(rows=LAYER_STREAM_FIT_ROWS, points: dict | None = N
 
 
 def layer_stream_points(rows) -> dict:
-    """Row id -> (modelled step without the stream latency, measured step, streamed layers)."""
+    """Row id -> (modelled step without the stream latency, measured step, streamed layers),
+    each row as the gap table reads it (gap.reference_points: its configuration and measured
+    samples/s); the streamed layers are the step's latency part over the spec's constant, so
+    wafer_training alone says how many there are."""
     from .. import predict
-    from .measurements import wse_row
-    from ..specs._base import read_yaml
-    cfg = {p["id"]: p["config"] for p in read_yaml(Path(__file__).parent / "data" / "reference_points.yaml")["points"]
-           if "config" in p}
+    from ..specs import load_hardware
+    from .gap import reference_points
+    obs = reference_points().set_index("id").loc[list(rows)]
     out = {}
-    for r in rows:
-        c = dict(cfg[r])
-        ds = predict.training(**c)
-        model = c["model"]
-        layers = model["n_layers"] if isinstance(model, dict) else load_model(model).n_layers
-        out[r] = (float(ds.step_time_s - ds.layer_stream_latency_s), c["global_batch"] / float(wse_row(r)["value"]),
-                  float(ds.n_micro_batches) * 2.0 * (layers + 1.0))
+    for r, row in obs.iterrows():
+        ds = predict.training(**row.config)
+        latency = float(ds.layer_stream_latency_s)
+        out[r] = (float(ds.step_time_s) - latency, row.config["global_batch"] / row.value_si,
+                  latency / load_hardware(row.config["hardware"]).layer_stream_latency_s)
     return out
