@@ -164,3 +164,51 @@ def test_gemv_kernel_rows_are_within_a_factor_of_two():
         got = float(predict.gemm(hardware="wse2", m=1, n=n, k=n, dtype="fp16", pe_grid=512).time_s)
         print(f"{row_id} GEMV {n}: {got * 1e6:.2f} us vs {measured_s * 1e6:.2f} us")
         assert measured_s / 2 <= got <= measured_s * 2
+
+
+# Cerebras Inference service figures (wse_service.csv) as the gap table predicts them
+# (calibrate/data/reference_points.yaml states each row's assumptions: batch 1, the fewest
+# systems, speculative decoding after the 2024-10 release with the family's smallest model
+# drafting 4 tokens at acceptance 0.8). The issue's tolerance is 30%; the rows outside it are
+# strict xfails with their error when this was written.
+SERVICE_OUTSIDE = {
+    "S001": "+58%: the launch figure (2024-08); Cerebras' 2024-10 release note says the launch software "
+            "'utilized only a fraction of its peak bandwidth, compute, and IO capacity' (kernels rewritten since)",
+    "S008": "-36%: gpt-oss-120b at ~3,000 tok/s; gpt-oss-20b as the draft (the family's smallest) costs a "
+            "quarter of the target per drafted token",
+    "S010": "+40%: Llama 3.1 8B with a 1B draft; without speculation the model gives 2,491 (+13%), so this "
+            "figure likely ran without it or on a less optimized kernel set",
+}
+SERVICE_ROWS = ("S002", "S003", "S004", "S005", "S006", "S007")
+
+
+@pytest.fixture(scope="module")
+def service():
+    from workbench.calibrate import gap
+    obs = gap.reference_points()
+    sub = obs[obs["id"].str.startswith("S")].reset_index(drop=True)
+    sub["predicted"] = gap.predict_rows(sub)["predicted"]
+    sub["error"] = gap.speed_error(sub["predicted"], sub["value_si"], sub["metric"])
+    return sub.set_index("id")
+
+
+@pytest.mark.parametrize("rid", [*SERVICE_ROWS, *(pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=why))
+                                                 for r, why in SERVICE_OUTSIDE.items())])
+def test_service_figures_within_30_percent(service, rid):
+    r = service.loc[rid]
+    print(f"{rid} {r.config['model']}: model {r.predicted:.3g} vs {r.value_si:.3g} ({r.error:+.1%})")
+    assert abs(r.error) <= 0.30
+
+
+def test_speculation_lifts_the_70b_service_speed_as_a_wavefront():
+    """S004's configuration with and without its draft: the verify step runs as a wavefront
+    through the layer regions, so 4 drafted tokens at acceptance 0.8 (3.4 tokens per step)
+    more than double the batch-1 speed (709 -> 1,623 tok/s when this was written); checking
+    the 5 positions together, 5x rows per stage, gave 643, slower than no speculation."""
+    base = predict.inference(hardware="cs3", model="llama_3_3_70b", batch=1, prompt=1000, generate=500,
+                             weights="fp16", kv="fp16", devices="min")
+    spec = predict.inference(hardware="cs3", model="llama_3_3_70b", batch=1, prompt=1000, generate=500,
+                             weights="fp16", kv="fp16", devices="min", draft_model="llama_3_2_1b", draft_len=4,
+                             acceptance=0.8)
+    assert float(spec.output_tokens_per_s_per_user) > 2.0 * float(base.output_tokens_per_s_per_user)
+    assert int(spec.devices) >= int(base.devices)  # the draft's regions are counted

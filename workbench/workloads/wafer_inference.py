@@ -9,7 +9,9 @@ system I/O). The layer regions are stages of a pipeline:
 - decode keeps up to one micro-batch per layer in flight (decode_step): a token's step
   crosses every layer in turn, while the other micro-batches occupy the other layers, so
   up to n_layers sequences decode at the batch-1 time per token, and beyond that each
-  micro-batch carries ceil(batch / n_layers) rows.
+  micro-batch carries ceil(batch / n_layers) rows;
+- speculative decoding's verify step checks its k+1 positions as a wavefront through the
+  regions (decode_step), so at a small batch it costs little more than one token.
 Prefill and decode may use different grids (WaferLLM re-lays the weights out between
 phases; that cost is not modelled). Without `pe_grid`, the decode grid is the fastest side
 that fits, searched over every integer side (the whole step, layers and lm_head).
@@ -108,22 +110,48 @@ def decode_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices
     takes max(sum_j s_j, m max_j s_j): the traversal when the micro-batches fit in the
     pipeline, the busiest stage times m when they queue for it (tests/workloads/
     test_wafer_inference.py simulates the ring). The parts (compute, mesh reduction, I/O)
-    are the traversal's, scaled to the step."""
+    are the traversal's, scaled to the step.
+
+    The u = rows_per_sequence rows a verify step checks (positions of one sequence) run in
+    whichever of two orders is faster: together, u times the rows in every stage; or as a
+    wavefront, u units of the micro-batch's rows each trailing the one before by a stage
+    (position j needs position j-1's keys and values of a layer only once j-1 has entered
+    that layer), so u units cross the stages like u identical jobs through a flow shop:
+    traversal + (u - 1) x busiest stage, or u m x busiest stage when the ring is full
+    (test_wafer_inference.py simulates it). Weights stay in place, so the wavefront is how a
+    layer-pipelined wafer checks k drafted tokens for little more than one."""
+    u = np.asarray(rows_per_sequence, float)
+    together = _ring_step(w, model, P=P, batch=batch, context=context, devices=devices, mapping=mapping,
+                          rows_per_unit=u, units=1.0)
+    if not np.any(u > 1.0):
+        return together
+    wavefront = _ring_step(w, model, P=P, batch=batch, context=context, devices=devices, mapping=mapping,
+                           rows_per_unit=1.0, units=u)
+    faster = wavefront["step_s"] < together["step_s"]
+    return {k: np.where(faster, wavefront[k], together[k]) for k in together}
+
+
+def _ring_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices, mapping, rows_per_unit,
+               units) -> dict:
+    """decode_step with each micro-batch's sequences as `units` pipeline units of
+    `rows_per_unit` rows per sequence: max(traversal + (units - 1) x busiest stage,
+    micro-batches x units x busiest stage)."""
     clock, L = w.clock_hz, model.n_layers
     m = micro_batches(model, batch)
-    rows = micro_batch_rows(model, batch) * rows_per_sequence
+    rows = micro_batch_rows(model, batch) * rows_per_unit
     layer = decode_layer(w, model, P=P, batch=rows, context=context, mapping=mapping)
     head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=rows, mapping=mapping)
     crossings = devices - 1.0
     x = crossing_s(w, rows=rows, d_model=model.d_model) * (crossings > 0)
     t_layer, t_head = layer["cycles"] / clock, head["cycles"] / clock
     traverse = L * t_layer + t_head + crossings * x
-    step = np.maximum(traverse, m * np.maximum(np.maximum(t_layer, t_head), x))
+    busiest = np.maximum(np.maximum(t_layer, t_head), x)
+    step = np.maximum(traverse + (units - 1.0) * busiest, m * units * busiest)
     scale = step / traverse
     return {"step_s": step, "micro_batches": m + 0.0 * step,
             "compute_s": (L * layer["compute_cycles"] + head["compute_cycles"]) / clock * scale,
             "comm_s": (L * layer["reduce_cycles"] + head["comm_cycles"]) / clock * scale,
-            "io_s": crossings * x * scale, "hops": L * layer["hops"]}
+            "io_s": crossings * x * scale, "hops": L * layer["hops"] + 0.0 * step}
 
 
 def _speculative_tpot(w, model, draft, *, P, batch, context, devices, draft_len, acceptance, mapping):
