@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES, SPARSE_2_4
 from .hardware_numbers import GpuNumbers
-from .kernel_fits import attribute, served_time
+from .kernel_fits import attribute, served_time, weight_passes
 
 _KNOWN = frozenset(DTYPES)
 
@@ -124,14 +124,14 @@ SCALED_FORMAT_MATH = {"fp8_block": "fp8"}
 
 
 def _served_surface(hw: GpuNumbers, variant: str):
-    """(grid, fixed_s) of the GEMM table a served iteration reads (HOST_BOUND_FACTOR)."""
+    """(grid, fixed_s, passes) of the GEMM table a served iteration reads (HOST_BOUND_FACTOR);
+    passes: its row tile and pass cap (kernel_fits.weight_passes)."""
     grid, fixed_s = hw.fitted("gemm", variant)
-    if grid is None or variant not in SCALED_FORMAT_MATH:
-        return grid, fixed_s
-    alt, alt_fixed_s = hw.fitted("gemm", SCALED_FORMAT_MATH[variant])
-    if alt is not None and fixed_s > HOST_BOUND_FACTOR * alt_fixed_s:
-        return alt, alt_fixed_s
-    return grid, fixed_s
+    if grid is not None and variant in SCALED_FORMAT_MATH:
+        alt, alt_fixed_s = hw.fitted("gemm", SCALED_FORMAT_MATH[variant])
+        if alt is not None and fixed_s > HOST_BOUND_FACTOR * alt_fixed_s:
+            grid, fixed_s, variant = alt, alt_fixed_s, SCALED_FORMAT_MATH[variant]
+    return grid, fixed_s, (hw.fitted_param("gemm", variant, "tile_m"), hw.fitted_param("gemm", variant, "max_passes"))
 
 
 def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
@@ -140,12 +140,13 @@ def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     where the numbers carry no surface for this GEMM. A 2:4-sparse GEMM reads the dense
     format's surface, its compute term divided by the sparse speedup (sparse_speed)."""
     math, speed = sparse_speed(hw, dtype)
-    grid, fixed_s = _served_surface(hw, math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
+    grid, fixed_s, passes = _served_surface(hw, math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
     if grid is None:
         return None
     eff = grid(m=m, n=n, k=k)  # kernel_fits.gemm_roofline's coordinates
     compute_ideal = 2.0 * m * n * k / (hw.peak(math) * speed)
-    memory_ideal = (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes) / hw.hbm_bandwidth_bytes_per_s
+    memory_ideal = (m * k * a_bytes + weight_passes(m, *passes) * k * n * b_bytes
+                    + m * n * c_bytes) / hw.hbm_bandwidth_bytes_per_s
     roof = np.maximum(compute_ideal, memory_ideal)
     table_s = fixed_s + roof / eff
     time_s = served_time(table_s, roof, hw.graph_saving_s)

@@ -113,6 +113,13 @@ class GpuNumbers:
         grid = self.kernels.grid(kernel_class, variant)
         return (grid, self.kernels.scores[(kernel_class, variant)].get("fixed_s", 0.0)) if grid else (None, 0.0)
 
+    def fitted_param(self, kernel_class: str, variant: str, name: str, default: float = 0.0) -> float:
+        """A fitted kernel property stored with a surface (a GEMM's row tile, 'tile_m'), or
+        `default` where the numbers carry no such surface or property."""
+        if self.kernels is None or self.kernels.grid(kernel_class, variant) is None:
+            return default
+        return float(self.kernels.scores[(kernel_class, variant)].get(name, default))
+
     def link(self, scope: str) -> LinkNumbers:
         if scope == "scale_up":
             return self.scale_up
