@@ -59,21 +59,6 @@ def test_known_surface_and_fixed_latency_are_recovered():
     assert per_row["err"].notna().all()
 
 
-def test_weight_passes_per_row_tile_closed_form():
-    """kernel_fits.weight_passes: one pass without a row tile; with 128-row tiles, one more
-    pass over the [k, n] operand at m = 129 and at 257, up to the cap; the roofline's bytes
-    count them."""
-    from workbench.primitives.kernel_fits import weight_passes
-    m = np.array([1.0, 128.0, 129.0, 256.0, 257.0, 4096.0])
-    assert np.all(weight_passes(m) == 1.0)
-    np.testing.assert_array_equal(weight_passes(m, 128.0), [1, 1, 2, 2, 3, 32])
-    np.testing.assert_array_equal(weight_passes(m, 128.0, 8.0), [1, 1, 2, 2, 3, 8])
-    kw = dict(n=4096.0, k=8192.0, peak=1e18, bandwidth=1.0, a_bytes=1.0, b_bytes=1.0, c_bytes=2.0)
-    one, _ = gemm_roofline(m=129.0, **kw)
-    two, _ = gemm_roofline(m=129.0, tile_m=128.0, max_passes=8.0, **kw)
-    assert two - one == pytest.approx(8192.0 * 4096.0)  # a second read of the weights, bandwidth 1 B/s
-
-
 def test_the_fit_finds_a_kernels_row_tile():
     """Rows timed by a kernel that re-reads its weights per 128-row tile, at most 8 times:
     the GEMM fit keeps that tile and cap (candidates kernel_fit.GEMM_ROW_TILES, by held-out

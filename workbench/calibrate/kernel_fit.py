@@ -259,12 +259,12 @@ def fit_dataset(df: pd.DataFrame, hw, smooth: float = SMOOTH, classes=None) -> d
     return out
 
 
-# (tile_m, max_passes) candidates of kernel_fits.weight_passes; (0, 0): the weights read once
+# (tile_m, max_passes) candidates of gemm_work.weight_passes; (0, 0): the weights read once
 GEMM_ROW_TILES = ((0.0, 0.0), (128.0, 8.0), (128.0, 16.0), (256.0, 8.0), (256.0, 16.0))
 
 
 def _fit_gemm(t: Table, hw, smooth: float):
-    """A GEMM table fitted once per candidate row tile and pass cap (kernel_fits.weight_passes),
+    """A GEMM table fitted once per candidate row tile and pass cap (gemm_work.weight_passes),
     the one with the least held-out mean |error| kept: whether the kernel re-reads its
     weights per row tile is a property of the kernel the table times, found from its rows."""
     best = None

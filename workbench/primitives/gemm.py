@@ -11,7 +11,8 @@ import numpy as np
 from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES, SPARSE_2_4
 from .hardware_numbers import GpuNumbers
-from .kernel_fits import attribute, served_time, weight_passes
+from .gemm_work import weight_passes
+from .kernel_fits import attribute, served_time
 
 _KNOWN = frozenset(DTYPES)
 
@@ -125,7 +126,7 @@ SCALED_FORMAT_MATH = {"fp8_block": "fp8"}
 
 def _served_surface(hw: GpuNumbers, variant: str):
     """(grid, fixed_s, passes) of the GEMM table a served iteration reads (HOST_BOUND_FACTOR);
-    passes: its row tile and pass cap (kernel_fits.weight_passes)."""
+    passes: its row tile and pass cap (gemm_work.weight_passes)."""
     grid, fixed_s = hw.fitted("gemm", variant)
     if grid is not None and variant in SCALED_FORMAT_MATH:
         alt, alt_fixed_s = hw.fitted("gemm", SCALED_FORMAT_MATH[variant])

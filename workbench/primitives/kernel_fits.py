@@ -201,28 +201,7 @@ def _bound(flops, nbytes, peak, bandwidth):
     return np.maximum(flops / peak, nbytes / bandwidth)
 
 
-def weight_passes(m, tile_m=0.0, max_passes=0.0):
-    """Times a GEMM kernel reads its [k, n] operand from HBM: once, or (tile_m > 0) once per
-    tile of tile_m rows of its [m, k] operand, up to `max_passes`, for a kernel whose CTAs
-    each hold one row tile against the whole of the other operand: the row tiles running
-    together all miss in L2, later ones find the weights there. Hopper's block-FP8 GEMM
-    times so: TensorRT-LLM's H100 table at n = k = 8192 takes 34 us at m = 128, 60 us at 129,
-    71 us at 512 (four passes at 90% of the HBM rate) and 137 us at 513; counting the passes
-    brings its held-out p90 |error| from 21.7% to 15.1% (calibrate/kernel_fit.py picks the tile
-    and the cap per table by held-out error)."""
-    t = np.asarray(tile_m, float)
-    if not np.any(t > 0):
-        return 1.0
-    passes = np.ceil(m / np.where(t > 0, t, 1.0))
-    cap = np.asarray(max_passes, float)
-    passes = np.where(cap > 0, np.minimum(passes, np.where(cap > 0, cap, 1.0)), passes)
-    return np.where(t > 0, passes, 1.0)
-
-
-def gemm_roofline(*, m, n, k, peak, bandwidth, a_bytes, b_bytes, c_bytes, tile_m=0.0, max_passes=0.0, **_):
-    flops = 2.0 * m * n * k
-    nbytes = m * k * a_bytes + weight_passes(m, tile_m, max_passes) * k * n * b_bytes + m * n * c_bytes
-    return _bound(flops, nbytes, peak, bandwidth), {"m": m, "n": n, "k": k}
+from .gemm_work import gemm_roofline, weight_passes  # noqa: E402,F401  (GEMM roofline, row-tile weight passes)
 
 
 ATTENTION_TILE = 128.0  # query and key rows per flash-attention tile (FA2/FA3, TRT-LLM FMHA)
