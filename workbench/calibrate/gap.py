@@ -371,7 +371,8 @@ def describe(r) -> str:
         c = r.config
         model = c["model"]["name"] if isinstance(c["model"], dict) else c["model"]
         if r.kind == "inference":
-            return f"{model} b{c['batch']} {c['prompt']}/{c['generate']} {c.get('weights', '')}"
+            draft = f" + {c['draft_model']} k{c['draft_len']}" if c.get("draft_model") else ""
+            return f"{model} b{c['batch']} {c['prompt']}/{c['generate']} {c.get('weights', '')}{draft}"
         return f"{model} {c.get('precision', 'bf16')} s{c['seq_len']} gb{c['global_batch']}"
     c = r.config
     mapping = f", {c['mapping']}" if c.get("mapping", "mesh") != "mesh" else ""
