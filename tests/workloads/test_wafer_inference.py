@@ -127,6 +127,7 @@ def test_verify_wavefront_matches_a_simulated_pipeline(model, devices, batch, P,
     assert float(step["step_s"]) <= sim * 1.01
     if batch == 1:
         assert float(step["step_s"]) == pytest.approx(sim, rel=0.01)
-        assert float(step["step_s"]) < 1.1 * float(one["step_s"]) * (1.0 if units == 4 else 1.2)
+        limit = {4: 1.1, 8: 1.32}[units]  # x one token's step
+        assert float(step["step_s"]) < limit * float(one["step_s"])
     if batch == 64:  # the ring is full: u positions cost about u tokens (rows together save a little)
         assert 0.9 * units * float(one["step_s"]) <= float(step["step_s"]) <= units * float(one["step_s"])

@@ -19,8 +19,8 @@ def weight_passes(m, tile_m=0.0, max_passes=0.0):
     t, cap = np.asarray(tile_m, float), np.asarray(max_passes, float)
     if not np.any(t > 0):
         return 1.0
-    passes = np.ceil(m / np.where(t > 0, t, 1.0))
-    return np.where(t > 0, np.where(cap > 0, np.minimum(passes, np.where(cap > 0, cap, 1.0)), passes), 1.0)
+    passes = np.minimum(np.ceil(m / np.where(t > 0, t, 1.0)), np.where(cap > 0, cap, np.inf))
+    return np.where(t > 0, passes, 1.0)
 
 
 def gemm_roofline(*, m, n, k, peak, bandwidth, a_bytes, b_bytes, c_bytes, tile_m=0.0, max_passes=0.0, **_):

@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ._array import _is_xr, block, blocks, where
+from .gemm_work import gemm_roofline  # numpy only: the GEMM roofline with its weight passes
 
 
 _SCALARS = (int, float, np.floating, np.integer)
@@ -199,9 +200,6 @@ def attribute(time_s, compute_ideal_s, memory_ideal_s):
 
 def _bound(flops, nbytes, peak, bandwidth):
     return np.maximum(flops / peak, nbytes / bandwidth)
-
-
-from .gemm_work import gemm_roofline, weight_passes  # noqa: E402,F401  (GEMM roofline, row-tile weight passes)
 
 
 ATTENTION_TILE = 128.0  # query and key rows per flash-attention tile (FA2/FA3, TRT-LLM FMHA)

@@ -72,10 +72,11 @@ TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "sglang": 8192.0, "none": 8192
 # vLLM's defaults depend on the GPU (vllm/engine/arg_utils.py get_batch_defaults, OpenAI
 # server): max_num_batched_tokens 8192 and max_num_seqs 1024 on a GPU with >= 70 GiB that is
 # not an A100 ("Setting large max_num_batched_tokens for A100 reduces throughput", PR
-# #17885), 2048 and 256 on the others (A100, L40S, L4, A30, ...). The others frameworks'
+# #17885), 2048 and 256 on the others (A100, L40S, L4, A30, ...). The other frameworks'
 # running requests are bounded by their KV caches here.
-VLLM_LARGE_GPU_BYTES, VLLM_SMALL_GPU_LIMITS = 70 * 2.0 ** 30, (2048.0, 256.0)
-VLLM_MAX_NUM_SEQS = 1024.0
+VLLM_LARGE_GPU_BYTES = 70 * 2.0 ** 30
+VLLM_MAX_NUM_SEQS = {"large": 1024.0, "small": 256.0}  # running requests per replica
+VLLM_TOKEN_BUDGET_SMALL_GPU = 2048.0  # tokens per iteration (the large GPUs': TOKEN_BUDGET["vllm"])
 
 
 def framework_limits(framework: str, hw) -> tuple:
@@ -85,8 +86,8 @@ def framework_limits(framework: str, hw) -> tuple:
     if framework != "vllm":
         return budget, np.inf
     large = (np.asarray(hw.hbm_capacity_bytes, float) >= VLLM_LARGE_GPU_BYTES) & ("a100" not in hw.label.lower())
-    return (np.where(large, budget, VLLM_SMALL_GPU_LIMITS[0]), np.where(large, VLLM_MAX_NUM_SEQS,
-                                                                        VLLM_SMALL_GPU_LIMITS[1]))
+    return (np.where(large, budget, VLLM_TOKEN_BUDGET_SMALL_GPU),
+            np.where(large, VLLM_MAX_NUM_SEQS["large"], VLLM_MAX_NUM_SEQS["small"]))
 
 
 def routed_params(model) -> float:

@@ -151,7 +151,7 @@ def _ring_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices,
     return {"step_s": step, "micro_batches": m + 0.0 * step,
             "compute_s": (L * layer["compute_cycles"] + head["compute_cycles"]) / clock * scale,
             "comm_s": (L * layer["reduce_cycles"] + head["comm_cycles"]) / clock * scale,
-            "io_s": crossings * x * scale, "hops": L * layer["hops"] + 0.0 * step}
+            "io_s": crossings * x * scale, "hops": L * layer["hops"]}
 
 
 def _speculative_tpot(w, model, draft, *, P, batch, context, devices, draft_len, acceptance, mapping):
