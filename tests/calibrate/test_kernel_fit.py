@@ -131,6 +131,38 @@ def test_each_measured_group_is_its_own_kernel():
     assert (err < 0.03).all(), err
 
 
+def _dispatched_decode(framework: str):
+    """Decode rows of one GQA shape over slices x keys, timed by a smooth kernel where
+    TensorRT-LLM's rule (xqa_dispatch.runs_xqa, 132 SMs) runs XQA and by a second smooth
+    kernel, reading the cache at a quarter of the rate, where it falls back to MMHA."""
+    from workbench.primitives.xqa_dispatch import runs_xqa
+    table, chip = _synthetic_decode(groups=(8.0,))
+    chip.n_sms = 132
+    rows = table.rows
+    roof, _ = kf.decode_features(rows, chip, "bf16/bf16")
+    sl, ky = rows["batch"].to_numpy(), rows["context"].to_numpy() + 1.0
+    xqa = runs_xqa(slices=sl, history=ky - 1.0, n_sms=132)
+    eff = 0.7 * sl * ky / (sl * ky + 2e4) * np.where(xqa, 1.0, 0.25)
+    rows = rows.assign(time_s=roof / eff, framework=framework)
+    return kf.Table("decode_attention", "bf16/bf16", rows, kf.decode_features), chip, xqa
+
+
+def test_tensorrt_llm_decode_tables_split_by_their_dispatch():
+    """A TensorRT-LLM table whose rows follow the dispatch rule gets two surfaces (XQA's
+    under the plain variant, MMHA's as @mmha), each row predicted on held-out folds within
+    10% by the one its kernel runs; one surface across the cliff misses by more. The same
+    rows labelled vLLM keep one surface: the rule is TensorRT-LLM's."""
+    table, chip, xqa = _dispatched_decode("trtllm")
+    fits = kf._fit_decode(table, chip, kf.SMOOTH)
+    assert [v for v, _, _ in fits] == ["bf16/bf16", "bf16/bf16@mmha"]
+    assert fits[0][2]["dispatch"] == "xqa" and fits[0][2]["rows"] == len(table.rows)
+    assert fits[0][2]["p90_abs_err"] < 0.10
+    _, _, single, _ = kf.fit_table(table, chip)
+    assert single["p90_abs_err"] > fits[0][2]["p90_abs_err"]
+    vllm, chip, _ = _dispatched_decode("vllm")
+    assert [v for v, _, _ in kf._fit_decode(vllm, chip, kf.SMOOTH)] == ["bf16/bf16"]
+
+
 def test_penalty_leaves_log_linear_surfaces_alone():
     d = kf._penalty((5, 4))
     x = np.add.outer(np.arange(5.0), 2 * np.arange(4.0)).ravel()  # linear in both axes

@@ -191,3 +191,14 @@ def test_a_pipelined_row_is_refused_with_its_reason():
     r["pp_size"] = 2
     cfg, why = serving_rows.config(_row(r))
     assert cfg is None and "pipeline parallelism (pp=2) is not modelled" in why
+
+
+def test_a_row_group_the_api_refuses_leaves_the_others_answered():
+    """SGLang on the Intel B60 (kernel tables for vLLM only) is refused with the API's reason;
+    the other rows of the same call are still predicted."""
+    rows = serving_rows.load().iloc[:2].copy()
+    rows = rows[rows["mode"] == "agg"].head(1)
+    refused = rows.assign(id="b60-sglang", system="b60", backend="sglang")
+    res = serving_rows.predict_rows(pd.concat([rows, refused], ignore_index=True))
+    assert "framework='sglang' has no kernel tables for 'b60'" in res.loc[1, "not_answered"]
+    assert np.isnan(res.loc[1, "tpot_s"]) and np.isfinite(res.loc[0, "tpot_s"]) and res.loc[0, "not_answered"] == ""

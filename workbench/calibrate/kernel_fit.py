@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..primitives.kernel_fits import ROOFLINES, EffGrid
+from ..primitives.xqa_dispatch import FALLBACK, FRAMEWORK, runs_xqa
 from .kernel_features import Table, gemm_features, knot_frame, tables
 from .kernel_features import decode_features  # noqa: F401  (fits of synthetic tables use it)
 
@@ -253,6 +254,10 @@ def fit_dataset(df: pd.DataFrame, hw, smooth: float = SMOOTH, classes=None) -> d
                 continue
         if t.kernel_class == "gemm":
             g, fixed_s, score = _fit_gemm(t, hw, smooth)
+        elif t.kernel_class == "decode_attention":
+            for variant, g, score in _fit_decode(t, hw, smooth):
+                out[(t.kernel_class, variant)] = (g, score)
+            continue
         else:
             g, fixed_s, score, _ = fit_table(t, hw, smooth)
         out[(t.kernel_class, t.variant)] = (g, dict(score, fixed_s=fixed_s))
@@ -275,6 +280,31 @@ def _fit_gemm(t: Table, hw, smooth: float):
         if best is None or mean < best[0]:
             best = (mean, g, fixed_s, dict(score, tile_m=tile, max_passes=cap) if tile else score)
     return best[1:]
+
+
+def _fit_decode(t: Table, hw, smooth: float) -> list:
+    """[(variant, surface, score)] of a decode-attention table: one surface, or, for a
+    TensorRT-LLM table whose held-out rows it predicts better (mean |error|), two split by
+    the framework's kernel dispatch (xqa_dispatch.runs_xqa): XQA's under the table's
+    variant, scored on all the table's rows as dispatched, and the MMHA fallback's as
+    variant@mmha."""
+    g, fixed_s, score, per_row = fit_table(t, hw, smooth)
+    single = [(t.variant, g, dict(score, fixed_s=fixed_s))]
+    rows = t.rows
+    if "@" in t.variant or not (rows["framework"] == FRAMEWORK).all():
+        return single
+    xqa = runs_xqa(slices=rows["batch"].to_numpy(float) * rows["n_kv_heads"].to_numpy(float),
+                   history=rows["context"].fillna(0.0).to_numpy(float), n_sms=hw.n_sms)
+    if min(xqa.sum(), (~xqa).sum()) < 20:
+        return single
+    parts = [fit_table(Table(t.kernel_class, t.variant, rows[mask], t.features), hw, smooth) for mask in (xqa, ~xqa)]
+    per = pd.concat([p[3] for p in parts], ignore_index=True)
+    if np.nanmean(np.abs(per["err"])) >= np.nanmean(np.abs(per_row["err"])):
+        return single
+    scored = per[np.isfinite(per["err"])]
+    both = dict(summarize(scored["err"].to_numpy()), worst=worst_regions(scored, ROOFLINES[t.kernel_class].sizes))
+    (gx, fx, _, _), (gm, fm, sm, _) = parts
+    return [(t.variant, gx, dict(both, fixed_s=fx, dispatch="xqa")), (t.variant + FALLBACK, gm, dict(sm, fixed_s=fm))]
 
 
 def save(fits: dict, *, hardware: str, framework: str, source: str, out_dir: Path = KERNELS_DIR,

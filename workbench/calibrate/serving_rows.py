@@ -156,7 +156,10 @@ def _serve(cfgs: list[dict]) -> list[tuple[dict, str]]:
     import xarray as xr
     first = cfgs[0]
     sizes = {k: xr.DataArray([c[k] for c in cfgs], dims="row") for k in NUMERIC}
-    ds = predict.serving(**{k: v for k, v in first.items() if k not in NUMERIC}, **sizes)
+    try:
+        ds = predict.serving(**{k: v for k, v in first.items() if k not in NUMERIC}, **sizes)
+    except InputError as e:  # one row group the API refuses (a framework without tables for the GPU)
+        return [({}, str(e))] * len(cfgs)
     out = []
     for i in range(len(cfgs)):
         p = ds.isel(row=i)

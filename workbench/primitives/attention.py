@@ -7,8 +7,6 @@ differs from h (MLA), the two matmuls are 2·B·S²·H·h and 2·B·S²·H·h_v.
 """
 from __future__ import annotations
 
-import functools
-
 from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES
 from .hardware_numbers import GpuNumbers
@@ -16,6 +14,7 @@ from .gemm import memory_time
 from ._array import blockwise, where, zero_of
 from .kernel_fits import (attended_pairs, attribute, context_attention_roofline, decode_attention_coords,
                           decode_attention_roofline, gdn_work, mla_decode_roofline, served_time)
+from .xqa_dispatch import FALLBACK, runs_xqa
 import numpy as np
 
 
@@ -57,16 +56,15 @@ def _kv_name(kv_bytes) -> str:
     return "fp8" if np.all(np.asarray(kv_bytes) <= 1.0) else "bf16"
 
 
-def _fitted(hw: GpuNumbers, kernel_class: str, dtype: str, kv_bytes, window=0.0):
+def _fitted(hw: GpuNumbers, kernel_class: str, dtype: str, kv_bytes, window=0.0, source: str = ""):
     """The framework's fitted surface for this attention, (None, 0) without one; a sliding
     window's own surface (the tables' rows with a window shorter than the keys) where the
-    framework has one and the window is set."""
+    framework has one and the window is set; with `source` (xqa_dispatch.FALLBACK), that
+    surface's fallback kernel's."""
     name = f"{'fp8' if dtype == 'fp8' else 'bf16'}/{_kv_name(kv_bytes)}"
-    if np.any(np.asarray(window) > 0):
-        grid, fixed_s = hw.fitted(kernel_class, name + "+window")
-        if grid is not None:
-            return grid, fixed_s
-    return hw.fitted(kernel_class, name)
+    if np.any(np.asarray(window) > 0) and hw.fitted(kernel_class, name + "+window")[0] is not None:
+        name += "+window"
+    return hw.fitted(kernel_class, name + source)
 
 
 def _window_keys(keys, window):
@@ -245,7 +243,7 @@ def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: 
             "compute_bound": compute_ideal >= memory_ideal}
 
 
-def _fitted_decode(fixed_s, *, eff, peak, bandwidth, saving_s, batch, cache, context, n_heads, head_dim, v_head_dim,
+def _fitted_decode(*, fixed_s, eff, peak, bandwidth, saving_s, batch, cache, context, n_heads, head_dim, v_head_dim,
                    n_kv_heads, kv_elements_per_token, act_bytes, kv_bytes, window) -> dict:
     """attention_decode from the efficiency `eff` of the framework's fitted surface at
     decode_attention_coords (fixed latency `fixed_s`), on a chip of `peak` FLOP/s and
@@ -279,9 +277,14 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
     latent = bool(np.any(np.asarray(kv_elements_per_token) != np.asarray(n_kv_heads * (head_dim + v_head_dim))))
     grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, window)
     if grid is not None:  # a point's numbers depend on that point alone: evaluated in cache-sized blocks
-        eff = grid(**decode_attention_coords(batch=batch, kv_len=cache, n_heads=n_heads, n_kv_heads=n_kv_heads,
-                                             head_dim=head_dim))
-        r = blockwise(functools.partial(_fitted_decode, fixed_s), eff=eff, peak=hw.peak(dtype),
+        coords = decode_attention_coords(batch=batch, kv_len=cache, n_heads=n_heads, n_kv_heads=n_kv_heads,
+                                         head_dim=head_dim)
+        eff = grid(**coords)
+        fallback, fallback_fixed_s = _fitted(hw, "decode_attention", dtype, kv_bytes, window, FALLBACK)
+        if fallback is not None:  # TensorRT-LLM: XQA where it fills the GPU, else its MMHA kernel
+            xqa = runs_xqa(slices=batch * n_kv_heads, history=cache - 1.0, n_sms=hw.n_sms)
+            eff, fixed_s = where(xqa, eff, fallback(**coords)), where(xqa, fixed_s, fallback_fixed_s)
+        r = blockwise(_fitted_decode, fixed_s=fixed_s, eff=eff, peak=hw.peak(dtype),
                       bandwidth=hw.hbm_bandwidth_bytes_per_s, saving_s=hw.graph_saving_s, batch=batch, cache=cache,
                       context=context, n_heads=n_heads, head_dim=head_dim, v_head_dim=v_head_dim,
                       n_kv_heads=n_kv_heads, kv_elements_per_token=kv_elements_per_token,
