@@ -30,5 +30,5 @@ FRAMEWORK = "trtllm"  # the framework whose dispatch this is
 def runs_xqa(*, slices, history, n_sms):
     """True where TensorRT-LLM runs XQA for `slices` (sequence, KV head) pairs over
     `history` cached tokens on a GPU of `n_sms` SMs, False where it falls back to MMHA."""
-    blocks = slices * np.maximum(1.0, np.floor(np.asarray(history, float) / MIN_HISTORY_TOKENS_PER_BLOCK))
+    blocks = slices * np.maximum(1.0, np.floor(history / MIN_HISTORY_TOKENS_PER_BLOCK))
     return blocks * ENABLE_MIN_BLOCK_FACTOR >= n_sms
