@@ -198,15 +198,39 @@ def _ids(c):
     return f"{c[0]}-{c[1]}-tp{c[2]}-{c[3]}"
 
 
+def _one_decode_kernel(cfg, dim: str) -> xr.DataArray:
+    """True for each step along `dim` of the sweep that stays on one TensorRT-LLM decode
+    kernel: where the GPU's tables carry the MMHA fallback (primitives/xqa_dispatch.py), a
+    step whose points run XQA over some of their caches (prompt to prompt + generate) and
+    MMHA over others is left out. Across that boundary the measured kernel is slower at the
+    shorter cache (H100: 37 us at 4,096 keys, 21 us at 8,192; tests/primitives/
+    test_xqa_dispatch.py), so TPOT may fall there as it does on the GPU."""
+    from workbench.backends import numbers
+    from workbench.primitives.xqa_dispatch import FALLBACK, runs_xqa
+    hardware, model, tp, _ = cfg
+    hw = numbers(hardware, framework=None)
+    batch, prompt = xr.DataArray(BATCHES, dims="batch", coords={"batch": BATCHES}), \
+        xr.DataArray(PROMPTS, dims="prompt", coords={"prompt": PROMPTS})
+    if hw.kernels is None or hw.fitted("decode_attention", "bf16/bf16" + FALLBACK)[0] is None:
+        return xr.ones_like(batch * prompt, dtype=bool).isel({dim: slice(1, None)})
+    slices = batch * max(load_model(model).n_kv_heads / tp, 1.0)
+    ends = [runs_xqa(slices=slices, history=prompt + g, n_sms=hw.n_sms) for g in (0.0, 128.0)]
+    kernel = xr.where(ends[0] == ends[1], ends[0].astype(int), -1)  # -1: the point's cache crosses the boundary
+    same = (kernel >= 0) & (kernel == kernel.shift({dim: 1}))
+    return same.isel({dim: slice(1, None)})
+
+
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_ids)
 def test_tpot_non_decreasing_in_batch(cfg):
-    assert bool((_sweep(cfg).tpot_s.diff("batch") >= 0).all())
+    step = _sweep(cfg).tpot_s.diff("batch")
+    assert bool((step >= 0).where(_one_decode_kernel(cfg, "batch"), True).all())
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_ids)
 def test_tpot_non_decreasing_in_prompt(cfg):
     # A longer prompt means a longer KV cache to read at every decode step.
-    assert bool((_sweep(cfg).tpot_s.diff("prompt") >= 0).all())
+    step = _sweep(cfg).tpot_s.diff("prompt")
+    assert bool((step >= 0).where(_one_decode_kernel(cfg, "prompt"), True).all())
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_ids)
