@@ -163,6 +163,36 @@ def test_tensorrt_llm_decode_tables_split_by_their_dispatch():
     assert [v for v, _, _ in kf._fit_decode(vllm, chip, kf.SMOOTH)] == ["bf16/bf16"]
 
 
+def _gemv_table(warm: bool):
+    """bf16 GEMVs (m = 1) over 1 MiB to 2 GiB of weights on a chip of 1 TB/s and 96 MiB of
+    L2, timed at 0.85 of the DRAM rate, and with `warm` at 3x it where the weights fit 1.5x
+    the L2 (a benchmark re-reading them from the L2, as the GDDR cards' tables do)."""
+    class chip(_Chip):
+        class hbm:
+            bandwidth_bytes_per_s = 1e12
+        l2_bytes = 96 * 2.0 ** 20
+    n = 2.0 ** np.arange(9, 16)
+    nn, kk = np.meshgrid(n, n, indexing="ij")
+    rows = pd.DataFrame({"m": 1.0, "n": nn.ravel(), "k": kk.ravel()})
+    nbytes = 2.0 * (rows.n * rows.k + rows.k + rows.n)
+    rate = np.where(warm & (nbytes <= 1.5 * chip.l2_bytes), 3.0, 0.85) * 1e12
+    table = kf.Table("gemm", "bf16", rows.assign(time_s=2e-6 + nbytes / rate), kf.gemm_features)
+    return table, chip, nbytes
+
+
+def test_a_table_timed_with_a_warm_l2_keeps_only_its_cold_rows():
+    """Served iterations read weights and caches cold: a streaming kernel's table whose
+    L2-sized rows beat the DRAM roofline (3x) loses the rows within 1.5x the L2; a table
+    read cold keeps every row, and so does a class that does not stream its operands."""
+    warm, chip, nbytes = _gemv_table(True)
+    kept, left = kf.cold_rows(warm, chip)
+    assert left == int((nbytes <= 1.5 * chip.l2_bytes).sum()) > 0
+    assert len(kept.rows) == len(warm.rows) - left and (2.0 * kept.rows.n * kept.rows.k > 1.5 * chip.l2_bytes).all()
+    cold, chip, _ = _gemv_table(False)
+    assert kf.cold_rows(cold, chip) == (cold, 0)
+    assert kf.cold_rows(kf.Table("attention", "bf16/bf16", warm.rows, kf.gemm_features), chip)[1] == 0
+
+
 def test_penalty_leaves_log_linear_surfaces_alone():
     d = kf._penalty((5, 4))
     x = np.add.outer(np.arange(5.0), 2 * np.arange(4.0)).ravel()  # linear in both axes

@@ -195,6 +195,7 @@ class Table:
     variant: str
     rows: pd.DataFrame
     features: object
+    floor_s: float | None = None  # the fastest time of the whole table where rows were left out
 
 
 def _by_kernel(rows: pd.DataFrame, kernel_class: str, variant: str, features) -> list[Table]:
