@@ -241,7 +241,7 @@ def test_sweep_view_marks_the_current_value_and_the_pareto_front():
     # faster XQA from 4, xqa_dispatch.py), and so is the one with the most per device
     h100 = ds.sel(hardware="h100_sxm")
     for metric in ("output_tokens_per_s_per_user", "output_tokens_per_s_per_device"):
-        best = int(h100.batch[int(h100[metric].where(h100.fits).argmax())])
+        best = int(h100.batch[int(h100[metric].where(h100.fits).argmax("batch"))])
         assert bool(front.sel(hardware="h100_sxm", batch=best)), (metric, best)
     assert not front.sel(hardware="h100_sxm").all()  # and some batches are dominated
     with pytest.raises(InputError, match="metric_x='fits' is not known"):
