@@ -16,6 +16,11 @@ or its near neighbours. The fitted surfaces go to workbench/specs/kernels/<hw>-<
 with their held-out scores:
 
     workbench calibrate fit-kernels --tables DIR [--hardware h100_sxm] [--framework trtllm]
+
+Two kinds of table are not fitted whole: a streaming kernel's table timed with a warm L2
+keeps its cold rows (cold_rows: a served iteration reads its operands from DRAM), and a
+TensorRT-LLM decode table may split by the framework's XQA/MMHA dispatch (_fit_decode,
+primitives/xqa_dispatch.py).
 """
 from __future__ import annotations
 
