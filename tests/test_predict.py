@@ -177,6 +177,7 @@ def test_batch_max_when_nothing_fits():
 # ---- monotonicity ---------------------------------------------------------------------------
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 PROMPTS = [128, 256, 512, 1024, 2048, 4096, 8192]
+GENERATE = 128  # tokens each sweep point generates
 CONFIGS = [  # (hardware, model, tp, weights)
     ("h100_sxm", "llama_3_1_70b", 8, "fp8"),
     ("h100_sxm", "llama_2_7b", 1, "bf16"),
@@ -191,7 +192,7 @@ CONFIGS = [  # (hardware, model, tp, weights)
 def _sweep(cfg):
     hardware, model, tp, weights = cfg
     return predict.inference(hardware=hardware, model=model, tp=tp, batch=BATCHES, prompt=PROMPTS,
-                             generate=128, weights=weights)
+                             generate=GENERATE, weights=weights)
 
 
 def _ids(c):
@@ -214,7 +215,7 @@ def _one_decode_kernel(cfg, dim: str) -> xr.DataArray:
     if hw.kernels is None or hw.fitted("decode_attention", "bf16/bf16" + FALLBACK)[0] is None:
         return xr.ones_like(batch * prompt, dtype=bool).isel({dim: slice(1, None)})
     slices = batch * max(load_model(model).n_kv_heads / tp, 1.0)
-    ends = [runs_xqa(slices=slices, history=prompt + g, n_sms=hw.n_sms) for g in (0.0, 128.0)]
+    ends = [runs_xqa(slices=slices, history=prompt + g, n_sms=hw.n_sms) for g in (0.0, GENERATE)]
     kernel = xr.where(ends[0] == ends[1], ends[0].astype(int), -1)  # -1: the point's cache crosses the boundary
     same = (kernel >= 0) & (kernel == kernel.shift({dim: 1}))
     return same.isel({dim: slice(1, None)})

@@ -324,6 +324,12 @@ def fit_dataset(df: pd.DataFrame, hw, smooth: float = SMOOTH, classes=None) -> d
     return out
 
 
+def _held_out_mean(per_row: pd.DataFrame) -> float:
+    """Mean held-out |error| of fit_table's per-row frame: how _fit_gemm and _fit_decode
+    choose between candidate fits of one table."""
+    return float(np.nanmean(np.abs(per_row["err"])))
+
+
 # (tile_m, max_passes) candidates of gemm_work.weight_passes; (0, 0): the weights read once
 GEMM_ROW_TILES = ((0.0, 0.0), (128.0, 8.0), (128.0, 16.0), (256.0, 8.0), (256.0, 16.0))
 
@@ -337,7 +343,7 @@ def _fit_gemm(t: Table, hw, smooth: float):
         tt = Table(t.kernel_class, t.variant, t.rows, functools.partial(gemm_features, tile_m=tile, max_passes=cap),
                    t.floor_s)
         g, fixed_s, score, per_row = fit_table(tt, hw, smooth)
-        mean = float(np.nanmean(np.abs(per_row["err"])))
+        mean = _held_out_mean(per_row)
         if best is None or mean < best[0]:
             best = (mean, g, fixed_s, dict(score, tile_m=tile, max_passes=cap) if tile else score)
     return best[1:]
@@ -361,7 +367,7 @@ def _fit_decode(t: Table, hw, smooth: float) -> list:
     parts = [fit_table(Table(t.kernel_class, t.variant, rows[mask], t.features, t.floor_s), hw, smooth)
              for mask in (xqa, ~xqa)]
     per = pd.concat([p[3] for p in parts], ignore_index=True)
-    if np.nanmean(np.abs(per["err"])) >= np.nanmean(np.abs(per_row["err"])):
+    if _held_out_mean(per) >= _held_out_mean(per_row):
         return single
     scored = per[np.isfinite(per["err"])]
     both = dict(summarize(scored["err"].to_numpy()), worst=worst_regions(scored, ROOFLINES[t.kernel_class].sizes))

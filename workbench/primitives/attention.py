@@ -282,7 +282,8 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
         eff = grid(**coords)
         fallback, fallback_fixed_s = _fitted(hw, "decode_attention", dtype, kv_bytes, window, FALLBACK)
         if fallback is not None:  # TensorRT-LLM: XQA where it fills the GPU, else its MMHA kernel
-            xqa = runs_xqa(slices=batch * n_kv_heads, history=cache - 1.0, n_sms=hw.n_sms)
+            # the tables' keys are the cached history plus the new token
+            xqa = runs_xqa(slices=coords["slices"], history=coords["keys"] - 1.0, n_sms=hw.n_sms)
             eff, fixed_s = where(xqa, eff, fallback(**coords)), where(xqa, fixed_s, fallback_fixed_s)
         r = blockwise(_fitted_decode, fixed_s=fixed_s, eff=eff, peak=hw.peak(dtype),
                       bandwidth=hw.hbm_bandwidth_bytes_per_s, saving_s=hw.graph_saving_s, batch=batch, cache=cache,
