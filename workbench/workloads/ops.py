@@ -257,8 +257,12 @@ def qk_width(model) -> int:
 
 def tp_allreduce_bytes(model, *, tokens, a_bytes):
     """Bytes of each of the two all-reduces of a layer's [T, D] activations across the TP
-    group (after attention, after the MLP: Megatron-LM tensor parallelism)."""
-    return tokens * model.d_model * a_bytes
+    group (after attention, after the MLP: Megatron-LM tensor parallelism), in at least 16
+    bits: they sum the row-parallel GEMMs' outputs, which FP8 and FP4 GEMMs write in BF16
+    (the residual stream stays 16-bit; AIConfigurator models them the same way, its
+    ModelConfig.comm_quant_mode defaulting to CommQuantMode.half, aiconfigurator-core 0.12.0
+    sdk/config.py)."""
+    return tokens * model.d_model * np.maximum(a_bytes, 2.0)
 
 
 def expert_dispatch_bytes(model, *, tokens, a_bytes):
