@@ -59,7 +59,7 @@ from ..primitives._array import choose
 from ..units import DTYPE_BYTES
 from . import ops
 from .inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head, _model_pass,
-                        activation_bytes_per_token, kv_bytes_per_sequence)
+                        activation_bytes_per_token, kv_bytes_per_sequence, weight_bytes)
 from .layers import add, layer_iteration
 
 # Tokens one iteration may carry (decode tokens plus a prefill chunk): TensorRT-LLM's
@@ -110,7 +110,7 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
     gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights and
     activations leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction)."""
     experts = routed_params(model)
-    weights = (model.n_params - experts) * w_bytes / tp + experts * w_bytes / (tp * attention_dp)
+    weights = weight_bytes(model, w_bytes, model.n_params - experts) / tp + experts * w_bytes / (tp * attention_dp)
     act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
     kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=1.0, kv_bytes=kv_bytes)
     logits = model.vocab_size / tp * LOGIT_BYTES

@@ -44,10 +44,20 @@ def _model_pass(step, hw, model, **kw) -> dict:
     return kinds[0] if len(kinds) == 1 else add(*kinds)
 
 
+# Quantized checkpoints keep the token embeddings and the LM head in 16 bits: every FP8,
+# NVFP4 and MXFP4 config aiconfigurator-core 0.12.0 ships under model_configs/ excludes
+# lm_head from quantization (ModelOpt hf_quant_config.json exclude_modules / ignore,
+# Qwen's and MiniMax's modules_to_not_convert, gpt-oss's modules_to_not_convert with
+# model.embed_tokens); DeepSeek's block-FP8 release quantizes only the linear layers.
+HEAD_BYTES = 2.0
+HEAD_MATH = ("bf16", "fp16")  # the 16-bit maths; any other runs the head in bf16
+
+
 def _lm_head(hw, model, *, rows, tp, math, w_bytes, a_bytes) -> dict:
+    """The logits GEMM in 16 bits whatever the layers' format (HEAD_BYTES)."""
     head = ops.lm_head(model)
-    g = gemm(hw=hw, m=rows, n=head.n / tp, k=head.k, dtype=math,
-             a_bytes=a_bytes, b_bytes=w_bytes, c_bytes=LOGIT_BYTES)
+    g = gemm(hw=hw, m=rows, n=head.n / tp, k=head.k, dtype=math if math in HEAD_MATH else "bf16",
+             a_bytes=np.maximum(a_bytes, HEAD_BYTES), b_bytes=np.maximum(w_bytes, HEAD_BYTES), c_bytes=LOGIT_BYTES)
     out = {k: g[k] for k in ("flops", "bytes", "compute_s", "memory_s", "overhead_s", "time_s")}
     return dict(out, matmul_s=g["time_s"] + g["overhead_s"])
 
@@ -60,6 +70,13 @@ def _pp_transfer(hw, model, *, tokens, tp, pp, stream_bytes) -> dict:
     t = collective(hw=hw, op="send_recv", size=size,
                    devices=where(inside, 2.0, hw.link("scale_up").domain_size + 1.0))["time_s"]
     return {"comm_s": (pp - 1.0) * t, "time_s": (pp - 1.0) * t}
+
+
+def weight_bytes(model: ModelSpec, w_bytes, params=None):
+    """Bytes of `params` parameters (default: all) of `model` stored in a `w_bytes` format,
+    its embeddings and LM head in 16 bits (HEAD_BYTES)."""
+    params = model.n_params if params is None else params
+    return (params - model.embedding_params) * w_bytes + model.embedding_params * np.maximum(w_bytes, HEAD_BYTES)
 
 
 def kv_bytes_per_sequence(model: ModelSpec, *, tokens, tp, pp, kv_bytes):
@@ -84,7 +101,7 @@ def activation_bytes_per_token(model: ModelSpec, *, tp, stream_bytes):
 def memory_per_device(hw: GpuNumbers, model: ModelSpec, *, batch, prompt, generate, tp, pp,
                       w_bytes, kv_bytes, stream_bytes) -> dict:
     """Weights, KV cache and activation bytes on one device."""
-    weights = model.n_params * w_bytes / (tp * pp)
+    weights = weight_bytes(model, w_bytes) / (tp * pp)
     kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=pp, kv_bytes=kv_bytes)
     act_per_token = activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
     chunk = np.minimum(batch * prompt, MAX_PREFILL_TOKENS)
