@@ -290,7 +290,9 @@ def write_ttft_constants(waves: float, fit: dict, path: Path | None = None) -> P
     note = (lambda f: f"{f['rows']} rows; leave-one-model-out TTFT median |err| "
                       f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
     sections = {key: _section(fit["frameworks"], key, note) for key in LATENCY_KEYS}
-    return _rewrite(path or SERVING_CONSTANTS, sections, {"benchmark_waves": waves})
+    score = f"{waves}" + (f"  # TTFT median |err| {fit['median_abs_err']:.1%}; leave-one-model-out "
+                          f"{fit['loo_model_median_abs_err']:.1%}" if "median_abs_err" in fit else "")
+    return _rewrite(path or SERVING_CONSTANTS, sections, {"benchmark_waves": score})
 
 
 def _section(fits: dict, key: str, note) -> list[str]:

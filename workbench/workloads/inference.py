@@ -48,7 +48,9 @@ def _model_pass(step, hw, model, **kw) -> dict:
 # NVFP4 and MXFP4 config aiconfigurator-core 0.12.0 ships under model_configs/ excludes
 # lm_head from quantization (ModelOpt hf_quant_config.json exclude_modules / ignore,
 # Qwen's and MiniMax's modules_to_not_convert, gpt-oss's modules_to_not_convert with
-# model.embed_tokens); DeepSeek's block-FP8 release quantizes only the linear layers.
+# model.embed_tokens); DeepSeek-V3's reference inference builds its head in the default
+# 16-bit dtype (inference/model.py: ColumnParallelLinear(dim, vocab_size,
+# dtype=torch.get_default_dtype())) while its layers load FP8.
 HEAD_BYTES = 2.0
 HEAD_MATH = ("bf16", "fp16")  # the 16-bit maths; any other runs the head in bf16
 
