@@ -104,3 +104,22 @@ def test_busiest_rank_experts_against_a_monte_carlo():
         load = np.stack([(rank == r).sum(axis=(1, 2)) for r in range(ep)], axis=1)
         pairs, _ = ops.busiest_rank_experts(n_experts=E, top_k=k, tokens=float(T), ep=float(ep))
         assert float(pairs) == pytest.approx(load.max(axis=1).mean(), rel=0.10), T
+
+
+@pytest.mark.parametrize("a_bytes, stream", [(0.5, 2.0), (1.0, 2.0), (2.0, 2.0), (4.0, 4.0)])
+def test_tensor_parallel_all_reduces_move_16_bit_values_at_least(a_bytes, stream):
+    """The row-parallel GEMMs write BF16 also from FP8 or FP4 inputs, so a TP all-reduce sums
+    T x D values of at least 2 bytes (aiconfigurator-core 0.12.0 sdk/config.py: comm_quant_mode
+    defaults to half); Llama-3.1-70B, D = 8192 (config.json hidden_size)."""
+    m = load_model("llama_3_1_70b")
+    assert ops.tp_allreduce_bytes(m, tokens=64.0, a_bytes=a_bytes) == 64 * 8192 * stream
+
+
+def test_fp8_and_bf16_decode_share_their_all_reduce_time():
+    """Same tokens, same 16-bit all-reduces: a TP8 decode step's communication does not halve with
+    FP8 activations (it did while the all-reduce moved a_bytes)."""
+    from workbench import predict
+    ds = predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=32, prompt=1024, generate=128,
+                           weights=["bf16", "fp8"], framework="none")
+    comm = ds.decode_comm_s.values
+    assert comm[0] > 0 and comm[1] == pytest.approx(comm[0], rel=1e-12)
