@@ -74,14 +74,14 @@ _HEAD16 = ("issue 16: a quantized checkpoint keeps its embeddings and LM head in
            "_lm_head; every FP8/NVFP4/MXFP4 config aiconfigurator-core ships excludes lm_head): the FP8 and FP4 points "
            "move, TPOT +0.1..+6% (the 8B model at tp 1 most), weights +1.8% for Llama-3.1-8B in FP8, max batch down "
            "as much")
-_NOW = _HEAD16 + "; before: " + _AR16  # the two changes of the latest session, newest first
+_HEAD16_AR16 = _HEAD16 + "; before: " + _AR16  # the 16-bit LM head, after the 16-bit all-reduces
 REBASED = {
-    "inference_gpu_dense": _NOW + " (before: " + _W8A16 + ")",
-    "inference_gpu_max_batch": _NOW + " (before: " + _W8A16 + ")",
-    "inference_gpu_moe": _NOW + " (before: " + _EP + "; then " + _W8A16 + ")",
-    "inference_gpu_dp": _NOW, "serving_h100_draft": _NOW, "serving_moe": _NOW, "disaggregated_gpu": _NOW,
-    "serving_h200_70b_spec": _NOW + " (before: " + _MTP + ")",
-    "inference_gpu_tables": _NOW + " (before: " + _XQA + "; " + _FOLDS + "; then " + _W8A16 + ")",
+    "inference_gpu_dense": _HEAD16_AR16 + " (before: " + _W8A16 + ")",
+    "inference_gpu_max_batch": _HEAD16_AR16 + " (before: " + _W8A16 + ")",
+    "inference_gpu_moe": _HEAD16_AR16 + " (before: " + _EP + "; then " + _W8A16 + ")",
+    "inference_gpu_dp": _HEAD16_AR16, "serving_h100_draft": _HEAD16_AR16, "serving_moe": _HEAD16_AR16, "disaggregated_gpu": _HEAD16_AR16,
+    "serving_h200_70b_spec": _HEAD16_AR16 + " (before: " + _MTP + ")",
+    "inference_gpu_tables": _HEAD16_AR16 + " (before: " + _XQA + "; " + _FOLDS + "; then " + _W8A16 + ")",
     "attention_gpu_tables": _FOLDS,
     "collective_gpu_tables": _FOLDS, "serving_h100_8b_tables": _HEAD16 + "; before: " + _XQA + " (before: " + _FOLDS + ")",
     "serving_h100_8b": _HEAD16,

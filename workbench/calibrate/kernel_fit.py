@@ -133,7 +133,7 @@ def fit_fixed(grid: EffGrid, coords: dict, roof, measured, smooth: float = SMOOT
     squared log error in time; `shape_fix(grid, t0, coords)` (monotone) is applied to each
     candidate before it is scored."""
     best = None
-    fastest = float(np.min(measured)) if floor_s is None else min(float(floor_s), float(np.min(measured)))
+    fastest = min(float(np.min(measured)), np.inf if floor_s is None else float(floor_s))
     for share in FIXED_SHARES:
         t0 = share * fastest
         g = fit_grid(grid, coords, roof, measured, t0, smooth, kernel_class)

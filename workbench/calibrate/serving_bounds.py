@@ -4,8 +4,9 @@ Two lower bounds on the time of an aggregated run, from its stated deployment al
 efficiency, no fitted constant):
 
 - decode: every decode iteration reads, on each device, its share of the weights the
-  iteration touches: the weights without routed experts (split over the tp devices of an
-  attention replica) and the routed experts that at least one of the iteration's tokens
+  iteration touches: the layers' weights without routed experts and the 16-bit LM head
+  (split over the tp devices of an attention replica; the input embedding table is only
+  gathered from) and the routed experts that at least one of the iteration's tokens
   visits (split over every device of the instance). With uniform routing of B tokens to k of
   E experts, a layer touches E (1 - (1 - k/E)^B) experts on average; B is taken as half the
   requests of a replica (a lower bound: at most half are prefilling at once). Each of those
@@ -13,8 +14,8 @@ efficiency, no fitted constant):
   cache the frameworks keep), B capped by the requests whose FP8 caches fit beside the
   weights. So TPOT >= (touched weight bytes + KV bytes) per device / HBM bandwidth.
 - prefill: the instance prefills every request it completes: requests per second
-  (concurrency / end-to-end time, measured) x prompt tokens x 2 FLOPs per active parameter
-  <= devices x the peak of the run's math format.
+  (concurrency / end-to-end time, measured) x prompt tokens x 2 FLOPs per active layer
+  parameter (no embedding, no LM head) <= devices x the peak of the run's math format.
 
 A measured run below either bound is inconsistent as stated (a speculative-decoding run, a
 prefix-cache hit, requests that never held their KV cache, a mislabelled layout); the
@@ -25,41 +26,50 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..backends import numbers
+from ..backends.gpu import default_activations
+from ..primitives.kernel_fits import expected_experts_touched
+from ..specs import hf_index, load_model
 from ..units import DTYPE_BYTES
+from ..workloads.concurrency import routed_params, weights_per_device_bytes
+from ..workloads.inference import HEAD_BYTES, kv_bytes_per_sequence
 from .serving_rows import SYSTEMS, _n, layout, quant
 
 DECODING_SHARE = 0.5  # of a replica's requests in one decode iteration, at least
+NARROWEST_KV = "fp8"  # the narrowest KV cache the three frameworks keep
 
 
 def _bounds(r) -> tuple[float, float]:
-    """(decode TPOT floor in seconds, prefill work / peak) of one aggregated row; NaN where
-    the row is not in the catalog."""
-    from ..backends import numbers
-    from ..specs import hf_index, load_model
-    from ..workloads.concurrency import routed_params
-    from ..workloads.inference import kv_bytes_per_sequence
-    from ..backends.gpu import default_activations
+    """(decode TPOT floor [s], prefill FLOPs per second over the devices' peak) of one
+    aggregated row; NaN where the catalog does not describe it or its layout cannot exist."""
     fmt, _ = quant(r)
     if fmt is None or r.model_path not in hf_index() or r.system not in SYSTEMS:
         return np.nan, np.nan
     model, hw = load_model(hf_index()[r.model_path]), numbers(SYSTEMS[r.system])
     tp, dp, _ = layout(r)
-    if model.n_heads % tp:  # a layout that cannot exist (predict.serving refuses it): no bound to judge by
+    if model.n_heads % tp:  # a layout predict.serving refuses: no bound to judge by
         return np.nan, np.nan
     weights, activations = fmt
-    math = activations or default_activations(weights, hw)
-    w = DTYPE_BYTES[weights]
+    w_bytes = DTYPE_BYTES[weights]
     routed = routed_params(model)
-    batch = max(_n(r.concurrency) / dp * DECODING_SHARE, 1.0)
-    touched = 1.0 - (1.0 - model.n_active_experts / model.n_experts) ** batch if model.n_moe_layers else 0.0
-    weights_per_device = (model.n_params - routed) * w / tp + routed * w / (tp * dp)
-    read = (model.n_params - routed) * w / tp + routed * touched * w / (tp * dp)
-    kv = kv_bytes_per_sequence(model, tokens=_n(r.isl), tp=tp, pp=1.0, kv_bytes=DTYPE_BYTES["fp8"])
-    held = max(np.floor((hw.hbm_capacity_bytes - weights_per_device) / kv), 0.0)  # FP8 caches that fit
-    tpot_floor = (read + min(batch, held) * kv) / hw.hbm_bandwidth_bytes_per_s
-    e2e = r.silicon_ttft_ms / 1e3 + (_n(r.osl) - 1) * r.silicon_tpot_ms / 1e3
-    flops = _n(r.concurrency) / e2e * _n(r.isl) * 2.0 * model.n_params_active
-    return float(tpot_floor), float(flops / (tp * dp * hw.peak(math)))
+    decoding = max(_n(r.concurrency) / dp * DECODING_SHARE, 1.0)  # requests of a replica in a decode step
+    touched_share = expected_experts_touched(n_experts=model.n_experts, top_k=model.n_active_experts,
+                                             tokens=decoding) / model.n_experts if model.n_moe_layers else 0.0
+    # a step reads the layers' weights and the LM head (16-bit), not the input embedding table
+    layers = model.n_params - routed - model.embedding_params
+    read_bytes = ((layers * w_bytes + model.vocab_size * model.d_model * HEAD_BYTES) / tp
+                  + routed * touched_share * w_bytes / (tp * dp))
+    kv_bytes_per_request = kv_bytes_per_sequence(model, tokens=_n(r.isl), tp=tp, pp=1.0,
+                                                 kv_bytes=DTYPE_BYTES[NARROWEST_KV])
+    free_bytes = hw.hbm_capacity_bytes - weights_per_device_bytes(model, w_bytes, tp=tp, attention_dp=dp)
+    held = max(np.floor(free_bytes / kv_bytes_per_request), 0.0)  # requests whose caches fit
+    tpot_floor_s = (read_bytes + min(decoding, held) * kv_bytes_per_request) / hw.hbm_bandwidth_bytes_per_s
+    e2e_s = r.silicon_ttft_ms / 1e3 + (_n(r.osl) - 1) * r.silicon_tpot_ms / 1e3
+    # the layers' matmuls over every prompt token (the LM head runs on the last one only)
+    flops_per_s = _n(r.concurrency) / e2e_s * _n(r.isl) * 2.0 * (model.n_matmul_params_active
+                                                               - model.vocab_size * model.d_model)
+    peak = hw.peak(activations or default_activations(weights, hw))
+    return float(tpot_floor_s), float(flops_per_s / (tp * dp * peak))
 
 
 def violations(df: pd.DataFrame) -> pd.Series:
@@ -70,11 +80,11 @@ def violations(df: pd.DataFrame) -> pd.Series:
         if r.mode != "agg":
             out[r.id] = ""
             continue
-        floor, work = _bounds(r)
+        tpot_floor_s, peak_share = _bounds(r)
         why = []
-        if floor == floor and r.silicon_tpot_ms / 1e3 < floor:
-            why.append(f"TPOT < {floor * 1e3:.2f} ms to read weights and KV")
-        if work == work and work > 1.0:
-            why.append(f"prefill needs {work:.0%} of peak FLOP/s")
+        if r.silicon_tpot_ms / 1e3 < tpot_floor_s:  # False where NaN
+            why.append(f"TPOT < {tpot_floor_s * 1e3:.2f} ms to read weights and KV")
+        if peak_share > 1.0:
+            why.append(f"prefill needs {peak_share:.0%} of peak FLOP/s")
         out[r.id] = "; ".join(why)
     return pd.Series(out, name="violates")

@@ -102,6 +102,14 @@ def routed_params(model) -> float:
 KV_MEMORY_OF = ("total", "free")  # what the framework's memory fraction applies to
 
 
+def weights_per_device_bytes(model, w_bytes, *, tp, attention_dp):
+    """Weight bytes on one device of an instance: the routed experts split over all its tp x
+    attention_dp devices, the rest (embeddings and LM head in 16 bits: inference.weight_bytes)
+    over the tp devices of a replica."""
+    experts = routed_params(model)
+    return weight_bytes(model, w_bytes, model.n_params - experts) / tp + experts * w_bytes / (tp * attention_dp)
+
+
 def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes,
                 kv_memory_of="total"):
     """Requests one replica's KV cache admits: what is left of the usable memory after the
@@ -109,8 +117,7 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
     The usable memory is MEMORY_UTILIZATION of the device ("total": vLLM's
     gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights and
     activations leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction)."""
-    experts = routed_params(model)
-    weights = weight_bytes(model, w_bytes, model.n_params - experts) / tp + experts * w_bytes / (tp * attention_dp)
+    weights = weights_per_device_bytes(model, w_bytes, tp=tp, attention_dp=attention_dp)
     act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
     kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=1.0, kv_bytes=kv_bytes)
     logits = model.vocab_size / tp * LOGIT_BYTES
