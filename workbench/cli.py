@@ -288,6 +288,20 @@ def _fit_kernels(ns) -> int:
     return 0
 
 
+def _kernel_repeatability(ns) -> int:
+    """`workbench calibrate kernel-repeatability --tables DIR`: two frameworks' tables of one
+    library kernel against each other -> workbench/specs/kernels/repeatability.csv."""
+    from pathlib import Path
+
+    from .calibrate import kernel_repeatability
+    df = kernel_repeatability.repeatability(Path(ns.tables))
+    if df.empty:
+        raise InputError(f"tables={ns.tables!r} holds no two frameworks' tables of one GPU; allowed: the --out "
+                         "folder of workbench calibrate import-kernels")
+    print(f"wrote {kernel_repeatability.write(df, Path(ns.out)) if ns.out else kernel_repeatability.write(df)}")
+    return 0
+
+
 def _fit_serving(ns) -> int:
     """`workbench calibrate fit-serving`: each framework's CUDA-graph saving per kernel, its
     per-iteration host overhead, then the harness's waves and each framework's request
@@ -453,6 +467,10 @@ def parser(table: dict) -> argparse.ArgumentParser:
     fk.add_argument("--out", default=None, help="folder for the JSON surfaces (default: workbench/specs/kernels)")
     fk.add_argument("--classes", default=None, help="refit only these kernel classes (comma-separated, e.g. moe), "
                                                     "keeping the file's other surfaces")
+    kr = csub.add_parser("kernel-repeatability", help="how far two frameworks' tables of one library kernel agree "
+                                                      "(the floor under a kernel model's error)")
+    kr.add_argument("--tables", required=True, help="the --out folder of import-kernels")
+    kr.add_argument("--out", default=None, help="CSV to write (default: workbench/specs/kernels/repeatability.csv)")
     csub.add_parser("fit-serving", help="fit each serving framework's per-iteration overhead to the measured "
                                         "serving runs (specs/serving/frameworks.yaml), leave-one-out scored")
     return p
@@ -465,8 +483,8 @@ def main(argv=None) -> int:
         if ns.command == "predict":
             return _predict(ns.kind, table[ns.kind], ns)
         if ns.command == "calibrate":
-            return {"fit-kernels": _fit_kernels, "fit-serving": _fit_serving}.get(ns.calibrate_command,
-                                                                                _import_kernels)(ns)
+            return {"fit-kernels": _fit_kernels, "fit-serving": _fit_serving,
+                    "kernel-repeatability": _kernel_repeatability}.get(ns.calibrate_command, _import_kernels)(ns)
         if ns.command == "microbench":
             from .microbench.__main__ import main as microbench_main
             return microbench_main(["--device", ns.device, "--out", ns.out] + (["--quick"] if ns.quick else []))

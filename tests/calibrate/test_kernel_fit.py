@@ -288,6 +288,31 @@ def test_held_out_scores_within_the_stated_bounds(path):
             assert s["score"]["p90_abs_err"] <= bound[1], (path.stem, s["class"], s["variant"], s["score"])
 
 
+def test_pooled_scores_mix_the_surfaces_by_their_rows():
+    """Two surfaces, |error| uniform on [0, 0.1] over 100 rows and on [0, 0.3] over 300 rows:
+    the pooled CDF is F(x) = 0.25 min(x / 0.1, 1) + 0.75 x / 0.3, so the median is 0.1
+    (F = 0.25 + 2.5 x = 0.5) and the 90th percentile 0.26; one surface alone pools to itself."""
+    levels = kf.ABS_ERR_LEVELS
+    ks = pd.DataFrame({"hardware": ["h100_sxm"] * 3, "kernel_class": ["gemm", "gemm", "attention"],
+                       "rows": [100, 300, 50],
+                       "abs_err_quantiles": [list(0.1 * levels), list(0.3 * levels), list(0.2 * levels ** 2)]})
+    p = kf.pooled(ks).set_index("kernel_class")
+    assert p.loc["gemm", "median_abs_err"] == pytest.approx(0.1, rel=0.01)
+    assert p.loc["gemm", "p90_abs_err"] == pytest.approx(0.26, rel=0.01)
+    assert (p.loc["gemm", "rows"], p.loc["gemm", "surfaces"]) == (400, 2)
+    assert p.loc["attention", "median_abs_err"] == pytest.approx(0.2 * 0.5 ** 2, rel=0.02)
+    assert p.loc["attention", "p90_abs_err"] == pytest.approx(0.2 * 0.9 ** 2, rel=0.02)
+
+
+def test_a_score_keeps_its_error_quantiles():
+    err = np.random.default_rng(0).normal(0.0, 0.1, 5000)
+    s = kf.summarize(err)
+    q = np.asarray(s["abs_err_quantiles"])
+    assert len(q) == len(kf.ABS_ERR_LEVELS) and np.all(np.diff(q) >= 0)
+    assert q[25] == pytest.approx(s["median_abs_err"], rel=1e-3)  # level 0.5
+    assert q[45] == pytest.approx(s["p90_abs_err"], rel=1e-3)  # level 0.9
+
+
 # ---- the primitives reproduce the tables (needs the silicon extra) ----------------------
 
 def _measured(kind_file: str, gpu: str = "h100_sxm", framework: str = "trtllm"):

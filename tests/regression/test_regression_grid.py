@@ -75,13 +75,19 @@ _HEAD16 = ("issue 16: a quantized checkpoint keeps its embeddings and LM head in
            "move, TPOT +0.1..+6% (the 8B model at tp 1 most), weights +1.8% for Llama-3.1-8B in FP8, max batch down "
            "as much")
 _HEAD16_AR16 = _HEAD16 + "; before: " + _AR16  # the 16-bit LM head, after the 16-bit all-reduces
+_B200_HBM = ("B200 device memory is nvidia-smi's memory.total, 183359 MiB = 192.27 GB (the marketed '180 GB' in "
+             "GiB, as H100/H200/A100 already were), not 180e9 bytes: memory_capacity_bytes +6.8% on the b200 points, "
+             "the largest batch that fits +7% (its TTFT and TPOT follow), training's capacity likewise; every other "
+             "number identical")
+_B200_AFTER = _B200_HBM + "; before: " + _HEAD16_AR16
 REBASED = {
-    "inference_gpu_dense": _HEAD16_AR16 + " (before: " + _W8A16 + ")",
-    "inference_gpu_max_batch": _HEAD16_AR16 + " (before: " + _W8A16 + ")",
-    "inference_gpu_moe": _HEAD16_AR16 + " (before: " + _EP + "; then " + _W8A16 + ")",
-    "inference_gpu_dp": _HEAD16_AR16, "serving_h100_draft": _HEAD16_AR16, "serving_moe": _HEAD16_AR16, "disaggregated_gpu": _HEAD16_AR16,
+    "inference_gpu_dense": _B200_AFTER + " (before: " + _W8A16 + ")",
+    "inference_gpu_max_batch": _B200_AFTER + " (before: " + _W8A16 + ")",
+    "inference_gpu_moe": _B200_AFTER + " (before: " + _EP + "; then " + _W8A16 + ")",
+    "inference_gpu_dp": _B200_AFTER, "serving_h100_draft": _HEAD16_AR16, "serving_moe": _B200_AFTER,
+    "disaggregated_gpu": _HEAD16_AR16, "training_gpu": _B200_HBM,
     "serving_h200_70b_spec": _HEAD16_AR16 + " (before: " + _MTP + ")",
-    "inference_gpu_tables": _HEAD16_AR16 + " (before: " + _XQA + "; " + _FOLDS + "; then " + _W8A16 + ")",
+    "inference_gpu_tables": _B200_AFTER + " (before: " + _XQA + "; " + _FOLDS + "; then " + _W8A16 + ")",
     "attention_gpu_tables": _FOLDS,
     "collective_gpu_tables": _FOLDS, "serving_h100_8b_tables": _HEAD16 + "; before: " + _XQA + " (before: " + _FOLDS + ")",
     "serving_h100_8b": _HEAD16,

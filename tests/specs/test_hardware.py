@@ -25,10 +25,10 @@ EXPECTED_HARDWARE = {"a100_sxm", "h100_sxm", "h200_sxm", "b200", "mi300x"}
 
 # CAPACITY: NVIDIA's "80 GB" / "141 GB" HBM is binary-sized. The specs hold the device memory
 # nvidia-smi reports (memory.total: H100 SXM 81559 MiB, A100 80GB 81920 MiB, H200 143771 MiB,
-# cited in the YAML comments), which is the marketed figure in GiB within 0.5%:
-# 81559 MiB = 79.65 GiB, 81920 MiB = 80.00 GiB, 143771 MiB = 140.40 GiB. B200 (A19d "usable")
-# and MI300X (A21d) keep the decimal figure the table quotes.
-NVIDIA_SMI_MIB = {"h100_sxm": 81559, "a100_sxm": 81920, "h200_sxm": 143771}
+# B200 183359 MiB, cited in the YAML comments), which is the marketed figure in GiB within 0.5%:
+# 81559 MiB = 79.65 GiB, 81920 MiB = 80.00 GiB, 143771 MiB = 140.40 GiB, 183359 MiB = 179.06
+# GiB (B200's "180 GB usable", A19d, within 0.6%). MI300X (A21d) keeps the decimal figure the table quotes.
+NVIDIA_SMI_MIB = {"h100_sxm": 81559, "a100_sxm": 81920, "h200_sxm": 143771, "b200": 183359}
 
 # (hardware, attribute path, expected SI value, relative tolerance, measurements.csv id)
 # Datasheet figures are quoted to 3-4 significant digits ("989 TFLOP/s"), so a spec that
@@ -52,7 +52,7 @@ DATASHEET = [
     ("b200", "peak.bf16", 2250e12, 0.0, "A19a"),
     ("b200", "peak.fp8", 4500e12, 0.0, "A19b"),
     ("b200", "peak.fp4", 9000e12, 0.0, "A19c"),
-    ("b200", "hbm.capacity", 180e9, 0.0, "A19d"),
+    ("b200", "hbm.capacity", 180 * GIB, 0.006, "A19d"),  # see CAPACITY note (179.06 GiB)
     ("b200", "hbm.bandwidth", 8.0e12, 0.0, "A19e"),
     # NVIDIA A100 SXM 80GB: A20a 312 BF16, A20b 2.0 TB/s, A20c 80 GB.
     ("a100_sxm", "peak.bf16", 312e12, 0.0, "A20a"),

@@ -188,10 +188,14 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+ABS_ERR_LEVELS = np.linspace(0.0, 1.0, 51)  # the |error| quantiles a score keeps, to pool surfaces (pooled)
+
+
 def summarize(err: np.ndarray) -> dict:
     a = np.abs(err)
     return {"rows": int(len(err)), "median_abs_err": float(np.median(a)), "p90_abs_err": float(np.quantile(a, 0.9)),
-            "median_signed_err": float(np.median(err))}
+            "median_signed_err": float(np.median(err)),
+            "abs_err_quantiles": [float(f"{q:.4g}") for q in np.quantile(a, ABS_ERR_LEVELS)]}
 
 
 def fit_table(t: Table, hw, smooth: float = SMOOTH) -> tuple[EffGrid, float, dict, pd.DataFrame]:
@@ -445,5 +449,24 @@ def scores(kernels_dir: Path = KERNELS_DIR) -> pd.DataFrame:
             rows.append({"hardware": doc["hardware"], "framework": doc["framework"], "kernel_class": s["class"],
                          "variant": s["variant"], "rows": sc["rows"], "median_abs_err": sc["median_abs_err"],
                          "p90_abs_err": sc["p90_abs_err"], "median_signed_err": sc["median_signed_err"],
-                         "fixed_s": sc.get("fixed_s", 0.0), "worst": "; ".join(sc.get("worst", []))})
+                         "fixed_s": sc.get("fixed_s", 0.0), "worst": "; ".join(sc.get("worst", [])),
+                         "abs_err_quantiles": sc.get("abs_err_quantiles")})
     return pd.DataFrame(rows)
+
+
+def pooled(scores_df: pd.DataFrame, by=("hardware", "kernel_class"), samples: int = 200) -> pd.DataFrame:
+    """Median and 90th-percentile held-out |error| of every row of the surfaces in each group
+    (all frameworks and formats of a GPU's kernel class together), from each surface's stored
+    |error| quantiles (ABS_ERR_LEVELS, read as a piecewise-linear quantile function) weighted
+    by its rows; surfaces scored before the quantiles were stored are left out."""
+    mid = (np.arange(samples) + 0.5) / samples
+    out = []
+    for key, g in scores_df.dropna(subset=["abs_err_quantiles"]).groupby(list(by)):
+        values = np.concatenate([np.interp(mid, ABS_ERR_LEVELS, q) for q in g["abs_err_quantiles"]])
+        weights = np.repeat(g["rows"].to_numpy(float) / samples, samples)
+        order = np.argsort(values)
+        cdf = np.cumsum(weights[order]) / weights.sum()
+        at = lambda p: float(values[order][np.searchsorted(cdf, p)])
+        out.append({**dict(zip(by, key)), "surfaces": len(g), "rows": int(g["rows"].sum()),
+                    "median_abs_err": at(0.5), "p90_abs_err": at(0.9)})
+    return pd.DataFrame(out)
