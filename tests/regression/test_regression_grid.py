@@ -79,6 +79,8 @@ _B200_HBM = ("B200 device memory is nvidia-smi's memory.total, 183359 MiB = 192.
              "GiB, as H100/H200/A100 already were), not 180e9 bytes: memory_capacity_bytes +6.8% on the b200 points, "
              "the largest batch that fits +7% (its TTFT and TPOT follow), training's capacity likewise; every other "
              "number identical")
+_BLACKWELL_HBM = ("GB200, GB300 and B300 device memory likewise nvidia-smi's (189471, 284208, 275040 MiB: "
+                  "aiconfigurator-core systems/*.yaml), +6.8% each; " + _B200_HBM)
 _B200_AFTER = _B200_HBM + "; before: " + _HEAD16_AR16
 REBASED = {
     "inference_gpu_dense": _B200_AFTER + " (before: " + _W8A16 + ")",
@@ -87,7 +89,7 @@ REBASED = {
     "inference_gpu_dp": _B200_AFTER, "serving_h100_draft": _HEAD16_AR16, "serving_moe": _B200_AFTER,
     "disaggregated_gpu": _HEAD16_AR16, "training_gpu": _B200_HBM,
     "serving_h200_70b_spec": _HEAD16_AR16 + " (before: " + _MTP + ")",
-    "inference_gpu_tables": _B200_AFTER + " (before: " + _XQA + "; " + _FOLDS + "; then " + _W8A16 + ")",
+    "inference_gpu_tables": _BLACKWELL_HBM + "; before: " + _HEAD16_AR16 + " (before: " + _XQA + "; " + _FOLDS + "; then " + _W8A16 + ")",
     "attention_gpu_tables": _FOLDS,
     "collective_gpu_tables": _FOLDS, "serving_h100_8b_tables": _HEAD16 + "; before: " + _XQA + " (before: " + _FOLDS + ")",
     "serving_h100_8b": _HEAD16,

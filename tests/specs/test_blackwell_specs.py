@@ -17,7 +17,10 @@ from gpu_spec_checks import check_gpu_spec, spec_value
 from workbench.specs import load_hardware
 
 NEW = ["b300", "gb200", "gb300"]
-P, T = 1e15, 1e12  # PFLOP/s, TFLOP/s (and TB, TB/s)
+P, T = 1e15, 1e12  # PFLOP/s, TFLOP/s (and TB/s)
+GIB = 2.0 ** 30  # NVIDIA's memory "GB" is binary (the CAPACITY note of test_hardware.py), its rack "TB" 1000 of those
+# nvidia-smi memory.total per GPU, MiB (aiconfigurator-core 0.12.0 systems/*.yaml mem_capacity comments)
+NVIDIA_SMI_MIB = {"gb200": 189471, "gb300": 284208, "b300": 275040}
 
 # (hardware, attribute path, expected SI value, relative tolerance, cited figure)
 CITED = [
@@ -29,7 +32,7 @@ CITED = [
     ("gb200", "peak.fp4", 1440 * P / 72 / 2, 0.0, "rack 1,440 PFLOPS FP4 sparse / 72 / 2 = 10 PF"),
     ("gb200", "peak.tf32", 2.5 * P / 2, 0.0, "per GPU TF32 2.5 PFLOPS sparse / 2"),
     ("gb200", "peak.int8", 10 * P / 2, 0.0, "per GPU INT8 10 POPS sparse / 2"),
-    ("gb200", "hbm.capacity", 13.4 * T / 72, 0.001, "rack 13.4 TB / 72 = 186.1 GB (per GPU 186 GB)"),
+    ("gb200", "hbm.capacity", 13.4e3 / 72 * GIB, 0.006, "rack 13.4 TB / 72 = 186.1 GB (per GPU 186 GB), GB in GiB"),
     ("gb200", "hbm.bandwidth", 576 * T / 72, 0.0, "rack 576 TB/s / 72 = 8 TB/s"),
     # GB300 NVL72: rack FP4 1,440 sparse | 1,080 dense PFLOPS; FP8/FP6 720, FP16/BF16 360 PFLOPS,
     # INT8 24 POPS (with sparsity); 20 TB HBM3e at 576 TB/s per rack.
@@ -38,7 +41,7 @@ CITED = [
     ("gb300", "peak.fp8", 720 * P / 72 / 2, 0.0, "rack 720 PFLOPS FP8 sparse / 72 / 2 = 5 PF"),
     ("gb300", "peak.bf16", 360 * P / 72 / 2, 0.0, "rack 360 PFLOPS FP16/BF16 sparse / 72 / 2 = 2.5 PF"),
     ("gb300", "peak.int8", 24 * P / 72 / 2, 0.001, "rack 24 POPS INT8 sparse / 72 / 2 = 0.167 POPS"),
-    ("gb300", "hbm.capacity", 20 * T / 72, 0.005, "rack 20 TB / 72 = 278 GB (Verda per GPU 279 GB)"),
+    ("gb300", "hbm.capacity", 20e3 / 72 * GIB, 0.005, "rack 20 TB / 72 = 278 GB (Verda per GPU 279 GB), GB in GiB"),
     ("gb300", "hbm.bandwidth", 576 * T / 72, 0.0, "rack 576 TB/s / 72 = 8 TB/s"),
     # HGX B300 (8 GPUs): FP4 144 sparse | 105 dense PFLOPS; FP8/FP6 72, FP16/BF16 36, TF32 18
     # PFLOPS and INT8 2 POPS (with sparsity). Per GPU 270 GB usable (MLPerf 'B300-SXM-270GB').
@@ -47,7 +50,7 @@ CITED = [
     ("b300", "peak.bf16", 36 * P / 8 / 2, 0.0, "board 36 PFLOPS FP16/BF16 sparse / 8 / 2 = 2.25 PF"),
     ("b300", "peak.tf32", 18 * P / 8 / 2, 0.0, "board 18 PFLOPS TF32 sparse / 8 / 2"),
     ("b300", "peak.int8", 2 * P / 8 / 2, 0.0, "board 2 POPS INT8 sparse / 8 / 2 = 0.125 POPS"),
-    ("b300", "hbm.capacity", 270e9, 0.0, "270 GB usable per GPU (288 GB physical)"),
+    ("b300", "hbm.capacity", 270 * GIB, 0.006, "270 GB usable per GPU (288 GB physical), in GiB"),
     ("b300", "hbm.bandwidth", 8 * T, 0.0, "NVIDIA blog: 8 TB/s per GPU"),
 ]
 
@@ -60,6 +63,11 @@ def test_spec_loads_and_is_a_gpu(name):
 @pytest.mark.parametrize("name, path, expected, rtol, cited", CITED, ids=[f"{c[0]}-{c[1]}" for c in CITED])
 def test_value_follows_from_the_cited_figure(name, path, expected, rtol, cited):
     assert spec_value(load_hardware(name), path) == pytest.approx(expected, rel=rtol, abs=0), cited
+
+
+@pytest.mark.parametrize("name, mib", sorted(NVIDIA_SMI_MIB.items()))
+def test_capacity_is_nvidia_smi_memory_total(name, mib):
+    assert load_hardware(name).hbm.capacity_bytes == pytest.approx(mib * 2.0 ** 20, rel=5e-4)
 
 
 def test_gb200_dense_fp4_is_half_the_sparse_datasheet_figure():

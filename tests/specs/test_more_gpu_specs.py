@@ -66,7 +66,7 @@ CITED = [
     ("a30", "peak.tf32", 82 * T, 0.0, "TF32 82 TFLOPS"),
     ("a30", "peak.int8", 330 * T, 0.0, "INT8 330 TOPS"),
     ("a30", "hbm.bandwidth", 933 * G, 0.0, "933 GB/s HBM2"),
-    ("a30", "hbm.capacity", 24 * G, 0.0, "24 GB HBM2"),
+    ("a30", "hbm.capacity", 24 * 2.0 ** 30, 5e-4, "24 GB HBM2, in GiB (aiconfigurator-core systems/a30.yaml: 24 GiB)"),
 ]
 
 # (hardware, SMs, TDP W, scale-up link per direction, scale-up domain, its name prefix)
