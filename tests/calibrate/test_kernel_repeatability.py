@@ -85,3 +85,22 @@ def test_vllm_block_fp8_tables_hold_host_time(committed):
     assert len(with_vllm) == 8 and len(without) == 4
     assert (with_vllm.median_abs_log_ratio > np.log(HOST_BOUND_FACTOR)).all()
     assert (without.median_abs_log_ratio < np.log(1.06)).all()
+
+
+def test_the_command_writes_the_csv_and_refuses_an_empty_folder(tmp_path, capsys):
+    from workbench.cli import main
+    xr = pytest.importorskip("xarray")
+    truth = _gemm_times(200)
+    shapes = truth.index.to_frame(index=False)
+    for fw, op in (("sglang", "sglang_torch_linear"), ("trtllm", "torch_flow")):
+        frame = shapes.assign(kind="gemm", op=op, dtype="bf16", kv_dtype=np.nan, time_s=truth.to_numpy())
+        xr.Dataset.from_dataframe(frame).to_netcdf(tmp_path / f"a100_sxm-{fw}.nc")
+    out = tmp_path / "rep.csv"
+    assert main(["calibrate", "kernel-repeatability", "--tables", str(tmp_path), "--out", str(out)]) == 0
+    got = kr.load(out)
+    assert got.frameworks.tolist() == ["sglang/trtllm"] and got.median_abs_log_ratio.tolist() == [0.0]
+    empty = tmp_path / "none"
+    empty.mkdir()
+    assert main(["calibrate", "kernel-repeatability", "--tables", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "tables=" in err and "allowed" in err and len(err.strip().splitlines()) == 1
