@@ -77,8 +77,8 @@ def _pools(r) -> tuple[int, int, int, int] | None:
 
 def _bounds(r) -> tuple[float, float]:
     """(decode TPOT floor [s], prefill FLOPs per second over the prefill devices' peak) of one
-    row (a namedtuple of DataFrame.itertuples); NaN where the catalog does not describe it, it does not state its pools, or its
-    layout cannot exist."""
+    row (a namedtuple of DataFrame.itertuples); NaN where the catalog does not describe it,
+    it does not state its pools, or its layout cannot exist."""
     fmt, _ = quant(r)
     pools = _pools(r) if fmt is not None and r.system in SYSTEMS else None
     if pools is None or r.model_path not in hf_index():
