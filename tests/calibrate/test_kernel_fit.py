@@ -304,6 +304,16 @@ def test_pooled_scores_mix_the_surfaces_by_their_rows():
     assert p.loc["attention", "p90_abs_err"] == pytest.approx(0.2 * 0.9 ** 2, rel=0.02)
 
 
+def test_host_bound_tables_are_the_ones_a_served_gemm_sets_aside():
+    """vLLM's block-FP8 tables on Blackwell hold 128-210 us of fixed latency against a few us for
+    its FP8 tables (gemm.HOST_BOUND_FACTOR): flagged, and no TensorRT-LLM or SGLang table is."""
+    ks = kf.scores()
+    flagged = ks[kf.host_bound(ks)]
+    assert len(flagged) and (flagged.kernel_class == "gemm").all() and (flagged.framework == "vllm").all()
+    assert set(flagged.variant.str.split("@").str[0]) == {"fp8_block"}
+    assert {"b200", "gb200", "b300", "gb300"} <= set(flagged.hardware)
+
+
 def test_a_score_keeps_its_error_quantiles():
     err = np.random.default_rng(0).normal(0.0, 0.1, 5000)
     s = kf.summarize(err)

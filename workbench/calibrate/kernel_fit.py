@@ -454,6 +454,20 @@ def scores(kernels_dir: Path = KERNELS_DIR) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def host_bound(scores_df: pd.DataFrame) -> pd.Series:
+    """Per surface: a scaled-format GEMM table whose fixed latency is over HOST_BOUND_FACTOR x
+    that of its framework's table of the same math, which a served iteration does not read
+    (primitives/gemm._served_surface reads the math's table instead)."""
+    from ..primitives.gemm import HOST_BOUND_FACTOR, SCALED_FORMAT_MATH
+    gemm = scores_df[scores_df["kernel_class"] == "gemm"]
+    math_fixed = {(r.hardware, r.framework, r.variant): r.fixed_s for r in gemm.itertuples()}
+    flags = [r.kernel_class == "gemm" and r.variant.split("@")[0] in SCALED_FORMAT_MATH
+             and r.fixed_s > HOST_BOUND_FACTOR * math_fixed.get(
+                 (r.hardware, r.framework, SCALED_FORMAT_MATH[r.variant.split("@")[0]]), np.inf)
+             for r in scores_df.itertuples()]
+    return pd.Series(flags, index=scores_df.index, name="host_bound")
+
+
 def pooled(scores_df: pd.DataFrame, by=("hardware", "kernel_class"), samples: int = 200) -> pd.DataFrame:
     """Median and 90th-percentile held-out |error| of every row of the surfaces in each group
     (all frameworks and formats of a GPU's kernel class together), from each surface's stored
