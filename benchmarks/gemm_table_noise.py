@@ -9,19 +9,19 @@ DIR holds the netCDF tables `workbench calibrate import-kernels --source aiconfi
    and moves more bytes, so its time should not fall. The share of neighbouring k where the
    time falls by more than 5% is noise (or a different kernel picked: either way, what a
    surface that is smooth in k cannot follow).
-2. The same kernel timed by two harnesses: every framework's bf16 table times
-   torch.nn.functional.linear (cuBLAS) on the same shapes, so the ratio of two frameworks'
-   times at one shape is harness noise; its 10th-90th percentiles bound how closely a model
-   fitted to one harness can agree with the other.
+2. The same kernel timed by two harnesses: calibrate/kernel_repeatability.py (every
+   framework's bf16 table times torch.nn.functional.linear, cuBLAS, on the same shapes; the
+   committed figures: workbench calibrate kernel-repeatability), printed here per GPU.
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import xarray as xr
+
+from workbench.calibrate.kernel_repeatability import repeatability
 
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
 
@@ -53,16 +53,11 @@ def main() -> None:
     for (hw, fw), g in sorted(tables.items()):
         for dtype, gd in g.groupby("dtype"):
             print(f"  {hw:13s} {fw:7s} {dtype:10s} {len(gd):6d} rows  {falling_share(gd):6.1%}")
-    print("the same cuBLAS bf16 GEMM timed by two harnesses: time ratio p10 / p50 / p90")
-    for hw in sorted({hw for hw, _ in tables}):
-        bf16 = {fw: tables[(hw, fw)].query("dtype == 'bf16'").groupby(["m", "n", "k"]).time_s.median()
-                for fw in FRAMEWORKS if (hw, fw) in tables}
-        for a, b in [(x, y) for i, x in enumerate(FRAMEWORKS) for y in FRAMEWORKS[i + 1:] if x in bf16 and y in bf16]:
-            joined = pd.concat([bf16[a].rename("a"), bf16[b].rename("b")], axis=1).dropna()
-            if len(joined):
-                p = np.percentile(joined["b"] / joined["a"], [10, 50, 90])
-                print(f"  {hw:13s} {b}/{a}: {len(joined):6d} shapes  {p[0]:.3f} / {p[1]:.3f} / {p[2]:.3f}")
-
+    print("the same library kernel timed by two harnesses: |ln ratio| median / p90 (floor p90 of one table)")
+    rep = repeatability(args.tables)
+    for r in rep[rep.hardware.isin({hw for hw, _ in tables})].itertuples():
+        print(f"  {r.hardware:13s} {r.kernel_class} {r.variant:9s} {r.frameworks:14s} {r.shapes:6d} shapes  "
+              f"{r.median_abs_log_ratio:.3f} / {r.p90_abs_log_ratio:.3f} ({r.floor_p90_abs_err:.1%})")
 
 if __name__ == "__main__":
     main()
