@@ -298,7 +298,7 @@ def _kernel_repeatability(ns) -> int:
     if df.empty:
         raise InputError(f"tables={ns.tables!r} holds no two frameworks' tables of one GPU; allowed: the --out "
                          "folder of workbench calibrate import-kernels")
-    print(f"wrote {kernel_repeatability.write(df, Path(ns.out)) if ns.out else kernel_repeatability.write(df)}")
+    print(f"wrote {kernel_repeatability.write(df, Path(ns.out) if ns.out else kernel_repeatability.REPEATABILITY_CSV)}")
     return 0
 
 

@@ -99,6 +99,11 @@ def test_the_command_writes_the_csv_and_refuses_an_empty_folder(tmp_path, capsys
     assert main(["calibrate", "kernel-repeatability", "--tables", str(tmp_path), "--out", str(out)]) == 0
     got = kr.load(out)
     assert got.frameworks.tolist() == ["sglang/trtllm"] and got.median_abs_log_ratio.tolist() == [0.0]
+    assert main(["calibrate", "kernel-repeatability", "--tables", str(tmp_path), "--out", str(out)]) == 0  # its own
+    mine = tmp_path / "notes.csv"
+    mine.write_text("a file the workbench did not write\n")
+    assert main(["calibrate", "kernel-repeatability", "--tables", str(tmp_path), "--out", str(mine)]) == 2
+    assert mine.read_text() == "a file the workbench did not write\n" and "notes.csv" in capsys.readouterr().err
     empty = tmp_path / "none"
     empty.mkdir()
     assert main(["calibrate", "kernel-repeatability", "--tables", str(empty)]) == 2

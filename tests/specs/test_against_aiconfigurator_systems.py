@@ -19,13 +19,16 @@ says where they and NVIDIA's file part, and by how much:
 Skipped without the silicon extra (pip install -e '.[silicon]'), which CI installs."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import yaml
 
 from workbench.specs import load_hardware
+
+pytest.importorskip("aiconfigurator_core", reason="aiconfigurator-core (the silicon extra) is not installed")
+pytest.importorskip("pyarrow")
+from workbench.calibrate.aiconfigurator import data_root  # noqa: E402
+
+SYSTEMS = data_root().parent  # aiconfigurator-core's systems/
 
 CATALOG = {"a100_pcie": "a100_pcie", "a100_sxm": "a100_sxm", "a30": "a30", "b200_sxm": "b200", "b300_sxm": "b300",
            "b60": "b60", "gb200": "gb200", "gb300": "gb300", "h100_pcie": "h100_pcie", "h100_sxm": "h100_sxm",
@@ -34,15 +37,6 @@ BANDWIDTH_RTOL = {"b200": 0.04, "b300": 0.04, "a100_sxm": 0.02}  # the module's 
 CAPACITY_RTOL = {"l4": 0.07}
 PEAK_RTOL = {"rtx_pro_6000": 0.03, "b300": 0.07}
 PEAKS = {"bfloat16_tc_flops": "bf16", "fp8_tc_flops": "fp8", "fp4_tc_flops": "fp4"}
-
-
-def _systems() -> Path | None:
-    spec = importlib.util.find_spec("aiconfigurator_core")
-    return Path(list(spec.submodule_search_locations)[0]) / "systems" if spec else None
-
-
-SYSTEMS = _systems()
-pytestmark = pytest.mark.skipif(SYSTEMS is None, reason="aiconfigurator-core (the silicon extra) is not installed")
 
 
 def _gpu(system: str) -> dict:

@@ -25,10 +25,12 @@ EXPECTED_HARDWARE = {"a100_sxm", "h100_sxm", "h200_sxm", "b200", "mi300x"}
 
 # CAPACITY: NVIDIA's "80 GB" / "141 GB" HBM is binary-sized. The specs hold the device memory
 # nvidia-smi reports (memory.total: H100 SXM 81559 MiB, A100 80GB 81920 MiB, H200 143771 MiB,
-# B200 183359 MiB, cited in the YAML comments), which is the marketed figure in GiB within 0.5%:
+# B200 183359 MiB; GB200 189471, GB300 284208, B300 275040 MiB as aiconfigurator-core 0.12.0's
+# systems/*.yaml quote them; cited in the YAML comments), which is the marketed figure in GiB within 0.5%:
 # 81559 MiB = 79.65 GiB, 81920 MiB = 80.00 GiB, 143771 MiB = 140.40 GiB, 183359 MiB = 179.06
 # GiB (B200's "180 GB usable", A19d, within 0.6%). MI300X (A21d) keeps the decimal figure the table quotes.
-NVIDIA_SMI_MIB = {"h100_sxm": 81559, "a100_sxm": 81920, "h200_sxm": 143771, "b200": 183359}
+NVIDIA_SMI_MIB = {"h100_sxm": 81559, "a100_sxm": 81920, "h200_sxm": 143771, "b200": 183359,
+                  "gb200": 189471, "gb300": 284208, "b300": 275040}
 
 # (hardware, attribute path, expected SI value, relative tolerance, measurements.csv id)
 # Datasheet figures are quoted to 3-4 significant digits ("989 TFLOP/s"), so a spec that

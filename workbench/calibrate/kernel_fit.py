@@ -458,13 +458,12 @@ def host_bound(scores_df: pd.DataFrame) -> pd.Series:
     """Per surface: a scaled-format GEMM table whose fixed latency is over HOST_BOUND_FACTOR x
     that of its framework's table of the same math, which a served iteration does not read
     (primitives/gemm._served_surface reads the math's table instead)."""
-    from ..primitives.gemm import HOST_BOUND_FACTOR, SCALED_FORMAT_MATH
-    gemm = scores_df[scores_df["kernel_class"] == "gemm"]
-    math_fixed = {(r.hardware, r.framework, r.variant): r.fixed_s for r in gemm.itertuples()}
-    flags = [r.kernel_class == "gemm" and r.variant.split("@")[0] in SCALED_FORMAT_MATH
-             and r.fixed_s > HOST_BOUND_FACTOR * math_fixed.get(
-                 (r.hardware, r.framework, SCALED_FORMAT_MATH[r.variant.split("@")[0]]), np.inf)
-             for r in scores_df.itertuples()]
+    from ..primitives.gemm import SCALED_FORMAT_MATH, host_bound_table
+    is_gemm = scores_df["kernel_class"] == "gemm"
+    fixed = scores_df[is_gemm].set_index(["hardware", "framework", "variant"])["fixed_s"]
+    math = scores_df["variant"].str.split("@").str[0].map(SCALED_FORMAT_MATH)
+    math_fixed = fixed.reindex(pd.MultiIndex.from_arrays([scores_df["hardware"], scores_df["framework"], math]))
+    flags = is_gemm.to_numpy() & host_bound_table(scores_df["fixed_s"].to_numpy(), math_fixed.fillna(np.inf).to_numpy())
     return pd.Series(flags, index=scores_df.index, name="host_bound")
 
 

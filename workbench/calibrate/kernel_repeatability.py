@@ -85,11 +85,21 @@ def repeatability(tables_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+HEADER = ("# Agreement of two frameworks' tables timing the same library kernel at equal shapes "
+          "(calibrate/kernel_repeatability.py), from aiconfigurator-core's kernel tables "
+          "(workbench calibrate import-kernels); written by workbench calibrate kernel-repeatability\n")
+
+
 def write(df: pd.DataFrame, path: Path = REPEATABILITY_CSV) -> Path:
-    header = ("# Agreement of two frameworks' tables timing the same library kernel at equal shapes "
-              "(calibrate/kernel_repeatability.py), from aiconfigurator-core's kernel tables "
-              "(workbench calibrate import-kernels); written by workbench calibrate kernel-repeatability\n")
-    path.write_text(header + df.to_csv(index=False, float_format="%.4g"))
+    """Write the figures to `path`, replacing only a file this function wrote (its HEADER);
+    written beside it and renamed over it, so a failed write leaves the old file whole."""
+    from ..errors import InputError
+    if path.exists() and (not path.is_file() or not path.read_text(errors="replace").startswith(HEADER)):
+        raise InputError(f"out={str(path)!r} exists and was not written by kernel-repeatability; allowed: a new "
+                         "path or an earlier repeatability CSV")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(HEADER + df.to_csv(index=False, float_format="%.4g"))
+    tmp.replace(path)
     return path
 
 

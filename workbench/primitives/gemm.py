@@ -124,13 +124,19 @@ HOST_BOUND_FACTOR = 4.0
 SCALED_FORMAT_MATH = {"fp8_block": "fp8"}
 
 
+def host_bound_table(fixed_s, math_fixed_s):
+    """Whether a scaled format's table (fixed latency `fixed_s`) holds host time: over
+    HOST_BOUND_FACTOR x the fixed latency of its framework's table of the same math."""
+    return np.asarray(fixed_s) > HOST_BOUND_FACTOR * np.asarray(math_fixed_s)
+
+
 def _served_surface(hw: GpuNumbers, variant: str):
     """(grid, fixed_s, passes) of the GEMM table a served iteration reads (HOST_BOUND_FACTOR);
     passes: its row tile and pass cap (gemm_work.weight_passes)."""
     grid, fixed_s = hw.fitted("gemm", variant)
     if grid is not None and variant in SCALED_FORMAT_MATH:
         alt, alt_fixed_s = hw.fitted("gemm", SCALED_FORMAT_MATH[variant])
-        if alt is not None and fixed_s > HOST_BOUND_FACTOR * alt_fixed_s:
+        if alt is not None and host_bound_table(fixed_s, alt_fixed_s):
             grid, fixed_s, variant = alt, alt_fixed_s, SCALED_FORMAT_MATH[variant]
     return grid, fixed_s, (hw.fitted_param("gemm", variant, "tile_m"), hw.fitted_param("gemm", variant, "max_passes"))
 

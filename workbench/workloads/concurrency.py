@@ -150,7 +150,7 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     if kv_memory_of not in KV_MEMORY_OF:
         raise ValueError(f"kv_memory_of={kv_memory_of!r} is not known; allowed: {', '.join(KV_MEMORY_OF)}")
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
-    stream_bytes = max(a_bytes, 2.0)
+    stream_bytes = max(a_bytes, ops.STREAM_BYTES)
     per_replica = concurrency / attention_dp
     # Paged KV caches hold what a request has so far: staggered requests ("spread") hold
     # p + g/2 tokens on average; in lockstep or clumps they all reach p + g together.
@@ -268,7 +268,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     The prefill framework's request latency (host time before the first token) adds to both.
     """
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
-    stream_bytes = max(a_bytes, 2.0)
+    stream_bytes = max(a_bytes, ops.STREAM_BYTES)
     replicas_p = prefill_workers * prefill_attention_dp
     replicas_d = decode_workers * decode_attention_dp
     per_decode = concurrency / replicas_d

@@ -51,7 +51,7 @@ def _model_pass(step, hw, model, **kw) -> dict:
 # model.embed_tokens); DeepSeek-V3's reference inference builds its head in the default
 # 16-bit dtype (inference/model.py: ColumnParallelLinear(dim, vocab_size,
 # dtype=torch.get_default_dtype())) while its layers load FP8.
-HEAD_BYTES = 2.0
+HEAD_BYTES = ops.STREAM_BYTES
 HEAD_MATH = ("bf16", "fp16")  # the 16-bit maths; any other runs the head in bf16
 
 
@@ -126,7 +126,7 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
               weights: str, activations: str, kv: str, ep=1.0, imbalance=1.0) -> dict:
     """Prefill + static-batch decode. Returns the public outputs and their named parts."""
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
-    stream_bytes = max(a_bytes, 2.0)  # residual stream, norms and all-reduces stay 16-bit
+    stream_bytes = max(a_bytes, ops.STREAM_BYTES)  # residual stream, norms and all-reduces stay 16-bit
     math = activations
     common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, ep=ep, imbalance=imbalance)
 

@@ -22,6 +22,10 @@ import numpy as np
 from ..primitives.kernel_fits import expected_experts_touched  # noqa: F401  (the one formula: routed experts' shapes)
 
 SPLITS = ("n", "k", "none")
+# Bytes of a value of the residual stream: it stays 16-bit (BF16) whatever format the GEMMs
+# read, so its norms, the all-reduces of the row-parallel GEMMs' outputs and the MoE
+# dispatch move at least this many bytes a value.
+STREAM_BYTES = 2.0
 
 
 @dataclass(frozen=True)
@@ -262,13 +266,13 @@ def tp_allreduce_bytes(model, *, tokens, a_bytes):
     (the residual stream stays 16-bit; AIConfigurator models them the same way, its
     ModelConfig.comm_quant_mode defaulting to CommQuantMode.half, aiconfigurator-core 0.12.0
     sdk/config.py)."""
-    return tokens * model.d_model * np.maximum(a_bytes, 2.0)
+    return tokens * model.d_model * np.maximum(a_bytes, STREAM_BYTES)
 
 
 def expert_dispatch_bytes(model, *, tokens, a_bytes):
     """Bytes of each all-to-all of an MoE layer (dispatch, combine): every token's hidden
     state (a latent MoE's latent) to its k experts, in at least 16 bits."""
-    return tokens * model.n_active_experts * model.expert_width * max(a_bytes, 2.0)
+    return tokens * model.n_active_experts * model.expert_width * max(a_bytes, STREAM_BYTES)
 
 
 def training_model_flops(model, *, tokens, seq_len):
