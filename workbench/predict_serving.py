@@ -55,10 +55,21 @@ MOE_MLA_KERNELS = ("composed", "measured")
 
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
-                 framework, hardware_overrides, model_overrides, moe_mla_kernels="composed"):
-    """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions)."""
+                 framework, hardware_overrides, model_overrides, moe_mla_kernels="composed", draft_model=None,
+                 draft_len=0, acceptance=0.0):
+    """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions);
+    draft_len > 0 or a draft_model is speculative decoding (the target's MTP head without
+    a draft_model), with the draft length of least TPOT as `best_draft_len` when swept."""
+    from .predict import _draft_spec
+    from .workloads.speculative import MTP_HEAD
     for v in values_of(moe_mla_kernels):
         check_choice("moe_mla_kernels", v, MOE_MLA_KERNELS)
+    check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
+    speculative = draft_model is not None or any(float(v) > 0 for v in values_of(draft_len))
+    if speculative:
+        _check_one("serving", draft_model=draft_model)
+        check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
+    draft = (_draft_spec(draft_model) if draft_model is not None else MTP_HEAD) if speculative else None
     hw_axis, specs = _hardware_axis(hardware)
     for name, spec in specs.items():
         if backend_for(spec).kind != "gpu":
@@ -77,15 +88,24 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
     framework = _check_framework(framework, specs, default="spec")
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)
-    return evaluate(_dispatch("closed_loop", specs, knob_axes, models),
-                    categorical={"hardware": hw_axis, **model_axes, "weights": as_axis("weights", weights),
-                                 "activations": as_axis("activations", activations), "kv": as_axis("kv", kv),
-                                 "framework": as_axis("framework", framework),
-                                 "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels)},
-                    numeric={**_axes(concurrency=concurrency, prompt=prompt, generate=generate, tp=tp, ep=ep,
-                                     attention_dp=attention_dp), **knob_axes},
-                    attrs={"function": "predict.serving", "batching": "continuous, fixed concurrency (closed loop)",
-                           "tpot": "(end-to-end - TTFT) / (generate - 1), mean over requests"})
+    ds = evaluate(_dispatch("closed_loop", specs, knob_axes, models, extra={"draft_model": draft} if speculative else None),
+                  categorical={"hardware": hw_axis, **model_axes, "weights": as_axis("weights", weights),
+                               "activations": as_axis("activations", activations), "kv": as_axis("kv", kv),
+                               "framework": as_axis("framework", framework),
+                               "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels)},
+                  numeric={**_axes(concurrency=concurrency, prompt=prompt, generate=generate, tp=tp, ep=ep,
+                                   attention_dp=attention_dp,
+                                   **({"draft_len": draft_len, "acceptance": acceptance} if speculative else {})),
+                           **knob_axes},
+                  attrs={"function": "predict.serving", "batching": "continuous, fixed concurrency (closed loop)",
+                         "tpot": "(end-to-end - TTFT) / (generate - 1), mean over requests",
+                         **({"speculative": f"draft={draft if isinstance(draft, str) else draft.name}"}
+                            if speculative else {})})
+    if "draft_len" in ds.dims:  # swept: the draft length with the least TPOT where it fits
+        tpot = ds.tpot_s.where(ds.fits).fillna(np.inf)
+        ds["best_draft_len"] = tpot.idxmin("draft_len").where(ds.fits.any("draft_len"))
+        ds["best_draft_len"].attrs.update({"long_name": "draft length with the least time per output token"})
+    return ds
 
 
 def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
@@ -112,20 +132,22 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     requests/s per instance (a list sweeps it; default: a grid up to saturation). With
     draft_len > 0, speculative decoding by `draft_model` (or, when None, the target's MTP
     head: one more layer of its shape with its lm_head, speculative.mtp_draft) at per-token
-    `acceptance`. Scalar categorical
+    `acceptance`, open or closed loop; at a fixed concurrency draft_len and acceptance
+    sweep, `tokens_per_step`, `decode_draft_s` and, when draft_len is swept,
+    `best_draft_len` come back. Scalar categorical
     arguments and knobs only (sweep hardware or models by calling once per value)."""
     import xarray as xr
 
     if concurrency is not None:
-        for arg, v, default in (("arrival_rate", arrival_rate, None), ("draft_len", draft_len, 0),
-                                ("draft_model", draft_model, None), ("pp", pp, 1), ("devices", devices, None)):
+        for arg, v, default in (("arrival_rate", arrival_rate, None), ("pp", pp, 1), ("devices", devices, None)):
             if v is not default and v != default:
                 raise InputError(f"{arg}={brief(v)} is not allowed with concurrency; allowed: {default} (the "
                                  "closed-loop model has no {arg} yet)".replace("{arg}", arg))
         return _closed_loop(hardware=hardware, model=model, concurrency=concurrency, prompt=prompt, generate=generate,
                             tp=tp, ep=ep, attention_dp=attention_dp, weights=weights, activations=activations, kv=kv,
                             framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
-                            moe_mla_kernels=moe_mla_kernels)
+                            moe_mla_kernels=moe_mla_kernels, draft_model=draft_model, draft_len=draft_len,
+                            acceptance=acceptance)
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
                             ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "composed")):
         if v is not default and v != default:
@@ -204,8 +226,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
 
 def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, prompt, generate, weights, activations,
                  kv, framework, prefill_tp, prefill_ep, prefill_attention_dp, prefill_workers, prefill_batch, decode_tp,
-                 decode_ep, decode_attention_dp, decode_workers):
-    """predict.disaggregated at a fixed concurrency (workloads/concurrency.disaggregated_closed_loop)."""
+                 decode_ep, decode_attention_dp, decode_workers, draft_model=None, draft_len=0, acceptance=0.0):
+    """predict.disaggregated at a fixed concurrency (workloads/concurrency.disaggregated_closed_loop);
+    draft_len > 0: the decode pool speculates (the target's MTP head without a draft_model)."""
     import dataclasses
 
     import xarray as xr
@@ -220,9 +243,14 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                  prefill_batch=prefill_batch, decode_tp=decode_tp, decode_ep=decode_ep,
                  decode_attention_dp=decode_attention_dp, decode_workers=decode_workers)
     _check_one("disaggregated", prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,
-               weights=weights, activations=activations, kv=kv, framework=framework, **sizes)
+               weights=weights, activations=activations, kv=kv, framework=framework, draft_model=draft_model,
+               draft_len=draft_len, acceptance=acceptance, **sizes)
     for arg, v in sizes.items():
         check_positive(arg, v, integer=True)
+    check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
+    speculative = draft_model is not None or draft_len > 0
+    if speculative:
+        check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
     _check_dtype("weights", weights)
     spec = load_model(model)
     pools = {}
@@ -241,8 +269,16 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     kvd = kv or ("fp16" if act == "fp16" else "bf16")
     pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]
     dec_hw, _, dec_h, _ = pools["decode"]
+    draft = {}
+    if speculative:  # the decode pool's draft: a model, or the target's MTP head
+        from .backends.gpu import _draft_memory
+        from .predict import _draft_spec
+        from .workloads.speculative import MTP_HEAD
+        draft = dict(_draft_memory(spec, _draft_spec(draft_model) if draft_model is not None else MTP_HEAD,
+                                   weights=weights, kv=kvd, tp=decode_tp, attention_dp=decode_attention_dp,
+                                   prompt=prompt, generate=generate), draft_len=draft_len, acceptance=acceptance)
     r = disaggregated_closed_loop(
-        prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd,
+        prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd, **draft,
         **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
         request_latency_s=pre_latency_s, kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
         **{k: float(v) for k, v in sizes.items()})
@@ -263,7 +299,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                   decode_devices=None, prompt=2048, generate=256, ttft_slo=2.0, tpot_slo=0.05, quantile=0.9,
                   weights="bf16", kv=None, total_devices=64, framework=None, concurrency=None, activations=None,
                   prefill_ep=1, prefill_attention_dp=1, prefill_workers=1, prefill_batch=1, decode_ep=1,
-                  decode_attention_dp=1, decode_workers=1):
+                  decode_attention_dp=1, decode_workers=1, draft_model=None, draft_len=0, acceptance=0.0):
     """Prefill and decode in separate pools.
 
     With `concurrency` (requests in flight, as the serving benchmarks run): fixed pools of
@@ -288,8 +324,10 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                             prefill_ep=prefill_ep, prefill_attention_dp=prefill_attention_dp,
                             prefill_workers=prefill_workers, prefill_batch=prefill_batch, decode_tp=decode_tp,
                             decode_ep=decode_ep, decode_attention_dp=decode_attention_dp,
-                            decode_workers=decode_workers)
+                            decode_workers=decode_workers, draft_model=draft_model, draft_len=draft_len,
+                            acceptance=acceptance)
     for arg, v, default in (("activations", activations, None), ("prefill_ep", prefill_ep, 1),
+                            ("draft_model", draft_model, None), ("draft_len", draft_len, 0),
                             ("prefill_attention_dp", prefill_attention_dp, 1), ("prefill_workers", prefill_workers, 1),
                             ("prefill_batch", prefill_batch, 1), ("decode_ep", decode_ep, 1),
                             ("decode_attention_dp", decode_attention_dp, 1), ("decode_workers", decode_workers, 1)):

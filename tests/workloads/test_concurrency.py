@@ -141,6 +141,61 @@ def test_bad_input():
         predict.serving(hardware="h100_sxm", model="llama_3_1_8b", concurrency=0)
 
 
+@pytest.mark.parametrize("model,tp", [("llama_3_1_70b", 8), ("deepseek_v3", 8), ("mixtral_8x7b", 4)])
+def test_speculation_at_concurrency_one_is_the_static_speculative_model(model, tp):
+    """One request in flight with an MTP head drafting k = 3 tokens at acceptance 0.7: the
+    TPOT of the static speculative model (speculative.per_token_s of the draft's step and
+    the verify step, GpuBackend._speculative's rule) to the last digits; the TTFT adds the
+    draft's pass over the prompt (its cache), which the static model leaves out."""
+    import dataclasses
+
+    from workbench.workloads.inference import inference
+    from workbench.workloads.speculative import mtp_draft, per_token_s
+    hw = dataclasses.replace(numbers("h200_sxm", framework="trtllm"), graph_saving_s=3e-6)
+    spec, k, a = load_model(model), 3.0, 0.7
+    draft = mtp_draft(spec)
+    kw = dict(hw=hw, prompt=2048.0, generate=512.0, tp=float(tp), weights="fp8", activations="fp8", kv="bf16")
+    c = closed_loop(model=spec, concurrency=1.0, attention_dp=1.0, ep=1.0, overhead_s=0.0, token_budget=8192.0,
+                    draft=draft, draft_len=k, acceptance=a, **kw)
+    one, wide, d = (inference(model=m, pp=1.0, dp=1.0, batch=b, **kw) for m, b in ((spec, 1.0), (spec, k + 1.0),
+                                                                                   (draft, 1.0)))
+    verify = wide["tpot_s"] - wide["decode_attention_s"] + one["decode_attention_s"]
+    ref = per_token_s(draft_step_s=d["tpot_s"], verify_step_s=verify, draft_len=k, acceptance=a)
+    assert float(c["tpot_s"]) == pytest.approx(float(ref), rel=1e-9)
+    assert float(one["ttft_s"]) < float(c["ttft_s"]) < 1.05 * float(one["ttft_s"])
+
+
+def test_speculative_serving_sweeps_the_draft_and_reports_the_best():
+    """predict.serving(concurrency=..., draft_len=[...]): the MTP head by default, E tokens per
+    step from the acceptance, the draft length of least TPOT per point; k = 0 is serving
+    without speculation; the draft's weights and cache take KV room (fewer requests fit);
+    at a low acceptance a longer draft stops paying."""
+    kw = dict(hardware="b200", model="deepseek_v3", tp=8, concurrency=[4, 256], prompt=1024, generate=1024,
+              weights="fp4", framework="trtllm")
+    plain = predict.serving(**kw)
+    r = predict.serving(draft_len=[0, 1, 2, 3, 4], acceptance=[0.3, 0.8], **kw)
+    np.testing.assert_allclose(r.tpot_s.sel(draft_len=0, acceptance=0.8).values, plain.tpot_s.values, rtol=1e-12)
+    e = r.tokens_per_step.sel(concurrency=4, acceptance=0.8).values
+    np.testing.assert_allclose(e, [(1 - 0.8 ** (k + 1)) / (1 - 0.8) for k in range(5)], rtol=1e-12)
+    assert int(r.best_draft_len.sel(concurrency=4, acceptance=0.8)) >= 2
+    assert int(r.best_draft_len.sel(concurrency=4, acceptance=0.3)) <= int(r.best_draft_len.sel(concurrency=4,
+                                                                                                acceptance=0.8))
+    assert float(r.tpot_s.sel(concurrency=4, acceptance=0.8, draft_len=3)) < 0.7 * float(plain.tpot_s.sel(concurrency=4))
+    assert float(r.max_running.sel(draft_len=3, acceptance=0.8, concurrency=4)) < float(plain.max_running.sel(concurrency=4))
+    assert float(r.decode_draft_s.sel(draft_len=0, acceptance=0.8, concurrency=4)) == 0.0
+    assert "draft=" in r.attrs["speculative"]
+
+
+def test_speculative_serving_bad_input():
+    kw = dict(hardware="h100_sxm", model="llama_3_1_8b", concurrency=4)
+    with pytest.raises(InputError, match="acceptance=1.5 is not allowed"):
+        predict.serving(draft_len=2, acceptance=1.5, **kw)
+    with pytest.raises(InputError, match="draft_len=-1 is not allowed"):
+        predict.serving(draft_len=-1, **kw)
+    with pytest.raises(InputError, match="draft_model='nope'"):
+        predict.serving(draft_len=2, acceptance=0.7, draft_model="nope", **kw)
+
+
 def test_tpot_and_ttft_against_the_measured_serving_runs():
     """Every answered aggregated row of the serving benchmarks (TensorRT-LLM, vLLM, SGLang on
     H100, H200, B200, GB200; aiconfigurator-core 0.12.0's measurement sample, copied to
@@ -186,6 +241,68 @@ def test_fixed_pools_obey_littles_law_and_respond_to_their_sizes():
     more_d = disaggregated_closed_loop(concurrency=c, prefill_workers=1.0, decode_workers=2.0, **kw)
     assert np.all(more_p["ttft_s"] <= r["ttft_s"] + 1e-12) and np.all(more_d["tpot_s"] <= r["tpot_s"] + 1e-12)
     assert np.all(r["prefill_utilization"] <= 1.0 + 1e-12)
+
+
+def test_fixed_pools_prefill_queue_is_the_md1_wait_at_the_loop_rate():
+    """The prefill pool as an M/D/1 queue (DistServe, OSDI'24, sec. 3.1): at the rate the
+    closed loop settles at, each prompt waits rho D / (2 (1 - rho)) (D one prefill batch,
+    rho the pool's utilization), and that rate closes the loop (decoding requests / (cycle +
+    wait)); the wait grows with concurrency and vanishes at low load; at capacity the pool
+    saturates and Little's law holds either way."""
+    from workbench.workloads.concurrency import disaggregated_closed_loop
+    hw = numbers("h200_sxm", framework="trtllm")
+    kw = dict(prefill_hw=hw, decode_hw=hw, model=load_model("deepseek_v3"), prompt=8192.0, generate=1024.0,
+              prefill_tp=8.0, prefill_attention_dp=1.0, prefill_ep=8.0, prefill_batch=1.0, decode_tp=1.0,
+              decode_attention_dp=8.0, decode_ep=8.0, weights="fp8", activations="fp8", kv="fp8",
+              prefill_overhead_s=0.0, decode_overhead_s=0.0, kv_link_bytes_per_s=8 * 50e9, prefill_workers=1.0,
+              decode_workers=1.0)
+    c = np.array([1.0, 16.0, 64.0, 128.0, 256.0, 4096.0])
+    r = disaggregated_closed_loop(concurrency=c, **kw)
+    rho, d = r["prefill_utilization"], r["prefill_batch_s"]
+    np.testing.assert_allclose(r["prefill_wait_s"], np.minimum(rho, 0.999) * d / (2.0 * (1.0 - np.minimum(rho, 0.999))),
+                               rtol=1e-9)
+    below = rho < 0.99
+    decoding = np.minimum(8.0 * r["decode_running"], c)
+    cycle = r["prefill_batch_s"] + r["kv_transfer_s"] + r["prefill_wait_s"] + 1023.0 * r["tpot_s"]
+    np.testing.assert_allclose((r["requests_per_s"] * cycle)[below], decoding[below], rtol=1e-9)
+    assert r["prefill_wait_s"][0] < 0.01 * d[0] and np.all(np.diff(r["prefill_wait_s"]) >= 0)
+    assert rho[-1] == pytest.approx(1.0, abs=1e-3)  # saturated: the rest queue at the prefill pool
+    np.testing.assert_allclose(r["requests_per_s"] * r["e2e_s"], c, rtol=1e-9)
+
+
+def test_fixed_pools_with_a_speculating_decode_pool():
+    """The decode pool speculating with the MTP head (k = 3, a = 0.7): its step is k draft
+    iterations plus a verify step over 4 tokens per sequence, emitting E = 2.533 tokens, so
+    TPOT = that step / E (to the last digits, from the pool's own iterations); Little's law
+    holds; the draft's prompt pass and cache lengthen the prefill batch and KV transfer;
+    draft_len 0 is the pool without speculation."""
+    from workbench.workloads.concurrency import disaggregated_closed_loop, iteration
+    from workbench.workloads.speculative import mtp_draft
+    hw = numbers("h200_sxm", framework="trtllm")
+    model = load_model("deepseek_v3")
+    kw = dict(prefill_hw=hw, decode_hw=hw, model=model, prompt=4096.0, generate=1024.0, prefill_tp=8.0,
+              prefill_attention_dp=1.0, prefill_ep=8.0, prefill_batch=1.0, decode_tp=8.0, decode_attention_dp=1.0,
+              decode_ep=8.0, weights="fp8", activations="fp8", kv="fp8", prefill_overhead_s=0.0,
+              decode_overhead_s=0.0, kv_link_bytes_per_s=8 * 50e9, prefill_workers=1.0, decode_workers=1.0)
+    c = np.array([8.0, 64.0])
+    draft, k, a = mtp_draft(model), 3.0, 0.7
+    plain = disaggregated_closed_loop(concurrency=c, **kw)
+    spec = disaggregated_closed_loop(concurrency=c, draft=draft, draft_len=k, acceptance=a,
+                                     draft_weights_bytes=2e9, **kw)  # its MoE layer, FP8, over 8 GPUs: ~1.4 GB
+    zero = disaggregated_closed_loop(concurrency=c, draft=draft, draft_len=0.0, acceptance=a, **kw)
+    np.testing.assert_allclose(spec["requests_per_s"] * spec["e2e_s"], c, rtol=1e-9)
+    np.testing.assert_allclose(zero["tpot_s"], plain["tpot_s"], rtol=1e-12)
+    common = dict(hw=hw, context=4096.0 + 512.0, prompt=4096.0, tp=8.0, attention_dp=1.0, ep=8.0, math="fp8",
+                  w_bytes=1.0, a_bytes=1.0, kv_bytes=1.0, prefill_tokens=0.0 * c)
+    verify = iteration(model=model, decode_batch=c, verify=1.0 + k, **common)
+    drafting = iteration(model=draft, decode_batch=c, **common)
+    e = (1.0 - a ** (k + 1.0)) / (1.0 - a)
+    step = verify["time_s"] + verify["overhead_s"] + k * (drafting["time_s"] + drafting["overhead_s"])
+    np.testing.assert_allclose(spec["tpot_s"], step / e, rtol=1e-9)
+    assert np.all(spec["tpot_s"] < plain["tpot_s"])
+    assert np.all(spec["prefill_batch_s"] > plain["prefill_batch_s"])
+    assert np.all(spec["kv_transfer_s"] > plain["kv_transfer_s"])
+    assert np.all(spec["decode_max_running"] < plain["decode_max_running"])
 
 
 def test_fixed_pools_public_call_and_flags():

@@ -15,6 +15,9 @@ import pytest
 from workbench.backends import numbers
 from workbench.specs import load_model
 from workbench.workloads import concurrency as cc
+from workbench.workloads.speculative import mtp_draft
+
+DRAFT = mtp_draft(load_model("llama_3_1_8b"))  # stands for any draft: the fixture gives it draft_cost
 
 FIXED_S, PER_DECODE_S, PER_PREFILL_S = 4e-3, 3e-5, 2e-6  # a linear iteration cost
 
@@ -23,14 +26,26 @@ def cost(decode, prefill):
     return FIXED_S + PER_DECODE_S * decode + PER_PREFILL_S * prefill
 
 
+# a speculative draft's linear iteration cost: one layer of the target's kind (an MTP head)
+DRAFT_FIXED_S, DRAFT_PER_DECODE_S, DRAFT_PER_PREFILL_S = 4e-4, PER_DECODE_S / 10, PER_PREFILL_S / 10
+
+
+def draft_cost(decode, prefill):
+    return DRAFT_FIXED_S + DRAFT_PER_DECODE_S * decode + DRAFT_PER_PREFILL_S * prefill
+
+
 def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_waves=3, seed=0, jitter=0.0,
-             prefill_first=False, per_sequence_s=0.0):
+             prefill_first=False, per_sequence_s=0.0, draft_len=0, acceptance=0.0):
     """Mean TTFT and TPOT of the kept requests, and how many were kept. `jitter`: each
     request's output length is uniform in generate x [1 - jitter, 1 + jitter] (mean
     generate), which desynchronizes the arrivals. `prefill_first`: an iteration with queued
     prompts prefills them alone (no decode in it), as SGLang schedules. `per_sequence_s`:
     host time per sequence an iteration carries (each decoding request, each prompt its
-    chunk touches)."""
+    chunk touches). `draft_len` k > 0: speculative decoding, a Monte Carlo of the acceptance
+    process: the draft runs k steps over the decoding requests (and once over the prompts
+    prefilled), the target verifies 1 + k tokens of each, and each request keeps its first
+    token plus the drafted ones up to the first rejection (each accepted with probability
+    `acceptance`), never past its output length."""
     rng = np.random.default_rng(seed)
 
     def length():
@@ -60,12 +75,17 @@ def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_w
         queue = [q for q in queue if q[1] > 0]
         stalled = prefill_first and chunk > 0  # a prefill batch runs alone
         running = 0 if stalled else len(decoding)
-        tau = cost(running, chunk) + per_sequence_s * (running + touched)
+        tau = cost(running * (1 + draft_len), chunk) + per_sequence_s * (running + touched)
+        if draft_len:
+            tau += (draft_len * draft_cost(running, 0) if running else 0.0) + (draft_cost(0, chunk) if chunk else 0.0)
         t_end = t + tau
         still = []
         for d in decoding:
             if not stalled:
-                d[2] += 1
+                accepted = 0
+                while accepted < draft_len and rng.uniform() < acceptance:
+                    accepted += 1
+                d[2] = min(d[2] + 1 + accepted, d[3])
             if d[2] >= d[3]:
                 done.append((d[0], d[1], t_end, d[3]))
                 pending.append(t_end + rng.uniform(0.0, tau))  # the client's next request
@@ -86,8 +106,11 @@ def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_w
 @pytest.fixture
 def linear_iterations(monkeypatch):
     """concurrency.iteration replaced by the linear cost (the layer model is not under test)."""
-    def iteration(*, decode_batch, prefill_tokens, **_):
-        t = cost(decode_batch, prefill_tokens)
+    def iteration(*, decode_batch, prefill_tokens, verify=1.0, model=None, **_):
+        if model is DRAFT:  # the draft's own iteration
+            t = draft_cost(decode_batch, prefill_tokens)
+        else:
+            t = cost(decode_batch * verify, prefill_tokens)
         zero = 0.0 * t
         return {"time_s": t, "overhead_s": zero, "matmul_s": zero, "attention_s": zero, "elementwise_s": zero,
                 "comm_s": zero}
@@ -180,3 +203,83 @@ def test_per_sequence_overhead_matches_the_simulation(linear_iterations, schedul
     # without them, and the per-sequence term adds per_seq x the sequences per token
     assert float(r["kernel_tpot_s"] + per_seq * r["tpot_sequences"]) == pytest.approx(float(r["tpot_s"]), rel=1e-12)
     assert float(r["kernel_tpot_s"]) == pytest.approx(float(base["tpot_s"]), rel=1e-9)
+
+
+# SGLang's prefill batches alone with output lengths jittered +-50%: the requests no longer
+# move in lockstep, each prompt (with those that arrived beside it) is a prefill batch that
+# stalls the decoding ones ("prefill_first_spread"): TPOT within 4%, TTFT within 5%.
+@pytest.mark.parametrize("concurrency,prompt,generate,ttft_rtol", CASES)
+def test_prefill_first_spread_matches_a_desynchronized_prefill_first_simulation(linear_iterations, concurrency,
+                                                                                 prompt, generate, ttft_rtol):
+    sim_ttft, sim_tpot, n = simulate(concurrency=concurrency, prompt=prompt, generate=generate, budget=8192,
+                                     jitter=0.5, iterations=8000, prefill_first=True)
+    assert n > 2 * concurrency
+    r = _formulas(concurrency, prompt, generate, "prefill_first_spread")
+    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.04)
+    assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=0.05)
+
+
+def _speculating(concurrency, prompt, generate, schedule, draft_len, acceptance):
+    return cc.closed_loop(hw=numbers("h200_sxm"), model=load_model("llama_3_1_8b"), concurrency=float(concurrency),
+                          prompt=float(prompt), generate=float(generate), tp=1.0, attention_dp=1.0, ep=1.0,
+                          weights="fp8", activations="fp8", kv="fp8", overhead_s=0.0, token_budget=8192.0,
+                          schedule=schedule, draft=DRAFT, draft_len=float(draft_len), acceptance=acceptance)
+
+
+SPECULATION = [(1, 0.8), (3, 0.7), (4, 0.3)]  # (draft_len, acceptance)
+SPEC_CASES = [CASES[1], CASES[2], CASES[4], CASES[5]]
+
+
+# Speculative decoding at a fixed concurrency: the closed-loop formulas (a request decodes
+# its g - 1 later tokens in (g - 1) / E verify steps, each carrying k draft steps) against
+# the simulated scheduler drawing every acceptance (a Monte Carlo of the acceptance
+# process), lengths jittered +-50%. TPOT within 6% ("spread": desynchronized, the others'
+# prompts ride the tagged request's iterations one by one where the formula counts one
+# clump, 1-3% short without speculation, up to 6% with it) and 5% (prefill batches alone);
+# TTFT within 7%.
+@pytest.mark.parametrize("schedule,prefill_first,tpot_rtol", [("spread", False, 0.06), ("prefill_first", True, 0.05)])
+@pytest.mark.parametrize("draft_len,acceptance", SPECULATION)
+@pytest.mark.parametrize("concurrency,prompt,generate,ttft_rtol", SPEC_CASES)
+def test_speculative_decoding_matches_a_monte_carlo_of_acceptance(linear_iterations, schedule, prefill_first,
+                                                                  tpot_rtol, draft_len, acceptance, concurrency,
+                                                                  prompt, generate, ttft_rtol):
+    sim_ttft, sim_tpot, n = simulate(concurrency=concurrency, prompt=prompt, generate=generate, budget=8192,
+                                     jitter=0.5, iterations=8000, prefill_first=prefill_first, draft_len=draft_len,
+                                     acceptance=acceptance)
+    assert n > 2 * concurrency
+    r = _speculating(concurrency, prompt, generate, schedule, draft_len, acceptance)
+    e = (1.0 - acceptance ** (draft_len + 1)) / (1.0 - acceptance)  # Leviathan et al. 2023, eq. 1
+    assert float(r["tokens_per_step"]) == pytest.approx(e, rel=1e-12)
+    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=tpot_rtol)
+    assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=0.07)
+
+
+# Random acceptance desynchronizes requests of identical lengths: their steps emit 1 to k + 1
+# tokens, so a wave's requests finish apart and the next wave's prompts arrive spread.
+# closed_loop answers with the spread forms under speculation (DESYNCHRONIZED): within 13%
+# of the simulated TTFT and 6% of its TPOT (k = 3, a = 0.7), where the lockstep forms miss
+# the TTFT by 1.2x-15x.
+@pytest.mark.parametrize("schedule,prefill_first", [("clumped", False), ("prefill_first", True)])
+@pytest.mark.parametrize("concurrency,prompt,generate,ttft_rtol", SPEC_CASES)
+def test_random_acceptance_desynchronizes_equal_lengths(linear_iterations, schedule, prefill_first, concurrency,
+                                                        prompt, generate, ttft_rtol):
+    draft_len, acceptance = 3, 0.7
+    sim_ttft, sim_tpot, _ = simulate(concurrency=concurrency, prompt=prompt, generate=generate, budget=8192,
+                                     iterations=8000, prefill_first=prefill_first, draft_len=draft_len,
+                                     acceptance=acceptance)
+    r = _speculating(concurrency, prompt, generate, schedule, draft_len, acceptance)
+    spread = _speculating(concurrency, prompt, generate, cc.DESYNCHRONIZED[schedule], draft_len, acceptance)
+    assert float(r["ttft_s"]) == float(spread["ttft_s"]) and float(r["tpot_s"]) == float(spread["tpot_s"])
+    assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=0.13)
+    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.06)
+    lockstep = cc._steady_state(hw=numbers("h200_sxm"), model=load_model("llama_3_1_8b"),
+                                concurrency=float(concurrency), prompt=float(prompt), generate=float(generate), tp=1.0,
+                                attention_dp=1.0, ep=1.0, weights="fp8", activations="fp8", kv="fp8", overhead_s=0.0,
+                                token_budget=8192.0, schedule=schedule, draft=DRAFT, draft_len=float(draft_len),
+                                acceptance=acceptance)
+    assert float(lockstep["ttft_s"]) > 1.2 * sim_ttft
+    # no draft step (k = 0): the lockstep forms without speculation, to the last digit
+    zero = _speculating(concurrency, prompt, generate, schedule, 0, acceptance)
+    plain = _formulas(concurrency, prompt, generate, schedule)
+    for out in ("ttft_s", "tpot_s"):
+        assert float(zero[out]) == pytest.approx(float(plain[out]), rel=1e-12)

@@ -47,6 +47,20 @@ same iterations):
   each wave is a burst of r prompts through the token budget (chunks = r·p / B prefill-only
   iterations), mean TTFT (chunks + N_p) / 2 of them, then r decode together and a request's
   TPOT carries the (chunks - N_p) / 2 prefill batches after its own.
+- "prefill_first_spread": prefill batches alone as in "prefill_first", arrivals spread
+  (lengths jitter, or speculation's random acceptance): each prompt, with the q - 1 that
+  arrived during the iteration before it, is a prefill batch that stalls every decoding
+  request, so a request's TPOT carries the others' (r - 1) / q · N_p batches; it waits
+  E[T^2] / (2 E[T]) of the iteration it lands in (length-biased), q and the arrival rate
+  solved together (FIXED_POINT_ROUNDS).
+
+Speculative decoding (closed_loop's draft, draft_len k, acceptance a): every decode
+iteration runs k draft iterations and verifies 1 + k tokens per sequence, emitting
+E = (1 - a^(k+1)) / (1 - a) tokens each, so a request decodes its g - 1 later tokens in
+(g - 1) / E iterations (the "g - 1" of the formulas above). Its random acceptance
+desynchronizes requests of equal lengths: lockstep schedules take their spread forms
+(DESYNCHRONIZED). All four forms are checked against a discrete-event simulation of the
+scheduler that draws every acceptance (tests/workloads/test_concurrency_simulation.py).
 
 Every TTFT adds the framework's request latency (API server, tokenization, admission,
 first-token streaming: host time per request that no kernel table sees).
@@ -61,13 +75,22 @@ from . import ops
 from .inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head, _model_pass,
                         activation_bytes_per_token, kv_bytes_per_sequence, weight_bytes)
 from .layers import add, layer_iteration
+from .speculative import expected_tokens_per_step
 
 # Tokens one iteration may carry (decode tokens plus a prefill chunk): TensorRT-LLM's
 # max_num_tokens default 8192 (trtllm-serve / LLM API BuildConfig), vLLM V1's
 # max_num_batched_tokens 8192 for online serving on large GPUs (vllm/engine/arg_utils.py,
 # UsageContext.OPENAI_API_SERVER), SGLang's chunked_prefill_size 8192 on GPUs with > 80 GB
 # (sglang/srt/server_args.py; 4096 below).
-SCHEDULES = ("clumped", "spread", "prefill_first")  # how arrivals meet the iterations (module doc)
+SCHEDULES = ("clumped", "spread", "prefill_first", "prefill_first_spread")  # how arrivals meet the iterations
+# What random acceptance makes of a lockstep schedule: requests whose steps emit 1 to k + 1
+# tokens at random finish apart, so the next wave's prompts arrive spread (the PE-free
+# simulation of tests/workloads/test_concurrency_simulation.py: lockstep TTFT 2-15x the
+# simulated one under speculation, the spread forms within 5-17%).
+DESYNCHRONIZED = {"clumped": "spread", "prefill_first": "prefill_first_spread"}
+FIXED_POINT_ROUNDS = 6
+BISECTION_ROUNDS = 50  # of the disaggregated closed loop's rate against its prefill queue (2^-50 of the span)
+MAX_UTILIZATION = 0.999  # of a prefill pool in the M/D/1 wait (at 1 it is unbounded: Little's law takes over)  # of prefill_first_spread's batch size against the arrival rate it sets
 TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "sglang": 8192.0, "none": 8192.0}
 # vLLM's defaults depend on the GPU (vllm/engine/arg_utils.py get_batch_defaults, OpenAI
 # server): max_num_batched_tokens 8192 and max_num_seqs 1024 on a GPU with >= 70 GiB that is
@@ -111,15 +134,17 @@ def weights_per_device_bytes(model, w_bytes, *, tp, attention_dp):
 
 
 def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes,
-                kv_memory_of="total"):
+                kv_memory_of="total", extra_weights_bytes=0.0, extra_kv_bytes_per_token=0.0):
     """Requests one replica's KV cache admits: what is left of the usable memory after the
     weights and the activation working set of a full token budget, over one request's cache.
     The usable memory is MEMORY_UTILIZATION of the device ("total": vLLM's
     gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights and
-    activations leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction)."""
-    weights = weights_per_device_bytes(model, w_bytes, tp=tp, attention_dp=attention_dp)
+    activations leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction).
+    `extra_*`: a speculative draft's weights on the device and its cache per token."""
+    weights = weights_per_device_bytes(model, w_bytes, tp=tp, attention_dp=attention_dp) + extra_weights_bytes
     act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
-    kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=1.0, kv_bytes=kv_bytes)
+    kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=1.0, kv_bytes=kv_bytes) + \
+        extra_kv_bytes_per_token * (prompt + generate)
     logits = model.vocab_size / tp * LOGIT_BYTES
     free = np.where(kv_memory_of == "free", (hw.hbm_capacity_bytes - weights - act) * MEMORY_UTILIZATION,
                     hw.hbm_capacity_bytes * MEMORY_UTILIZATION - weights - act)
@@ -127,24 +152,52 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
 
 
 def iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, attention_dp, ep, math, w_bytes,
-              a_bytes, kv_bytes, imbalance=1.0) -> dict:
+              a_bytes, kv_bytes, imbalance=1.0, verify=1.0) -> dict:
     """Kernel time of one iteration on one device: every layer, then the LM head over the
-    decoded tokens and the last token of each prompt prefilled."""
+    decoded tokens (`verify` per decoding sequence: 1 + the drafted tokens of a
+    speculative verify step, each position's logits) and the last token of each prompt
+    prefilled."""
     kw = dict(decode_batch=decode_batch, context=context, prefill_tokens=prefill_tokens, prompt=prompt, tp=tp,
               math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, attention_dp=attention_dp, ep=ep,
-              imbalance=imbalance)
+              imbalance=imbalance, verify=verify)
     layers = _model_pass(layer_iteration, hw, model, **kw)
-    head = _lm_head(hw, model, rows=decode_batch + prefill_tokens / prompt, tp=tp, math=math, w_bytes=w_bytes,
-                    a_bytes=a_bytes)
+    head = _lm_head(hw, model, rows=decode_batch * verify + prefill_tokens / prompt, tp=tp, math=math,
+                    w_bytes=w_bytes, a_bytes=a_bytes)
     return add(layers, head)
 
 
 def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, ep, weights: str, activations: str,
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
-                max_sequences=np.inf) -> dict:
+                max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
+                draft_kv_bytes_per_token=0.0) -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
-    (`schedule`: one of SCHEDULES, see the module)."""
+    (`schedule`: one of SCHEDULES, see the module). With a `draft` model (a spec: a small
+    model, or the target's MTP head, speculative.draft_for) and draft_len = k > 0, every
+    decode iteration is a speculative step (module speculative): k draft iterations of the
+    decoding sequences, then the target verifying 1 + k tokens per sequence, which emits
+    E = (1 - a^(k+1)) / (1 - a) tokens per sequence at per-token `acceptance` a, so a
+    request decodes its g - 1 later tokens in (g - 1) / E iterations; prefilled prompts
+    pass through the draft too (its cache). The draft's weights (`draft_weights_bytes`
+    per device) and cache (`draft_kv_bytes_per_token` per device) take KV-cache room.
+    Random acceptance (0 < a < 1) desynchronizes requests of equal lengths, so under
+    speculation a lockstep schedule becomes its spread form (DESYNCHRONIZED)."""
+    args = dict(locals())
+    if draft is None or schedule not in DESYNCHRONIZED:
+        return _steady_state(**args)
+    lockstep = _steady_state(**args)
+    spread = _steady_state(**dict(args, schedule=DESYNCHRONIZED[schedule]))
+    a = np.asarray(acceptance, float)
+    random = (np.asarray(draft_len, float) > 0) & (a > 0.0) & (a < 1.0)
+    return {key: np.where(random, spread[key], value) for key, value in lockstep.items()}
+
+
+def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp, ep, weights: str, activations: str,
+                kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
+                request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
+                max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
+                draft_kv_bytes_per_token=0.0) -> dict:
+    """closed_loop at one schedule (its doc)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
     if kv_memory_of not in KV_MEMORY_OF:
@@ -157,7 +210,9 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     held = generate / 2.0 if schedule == "spread" else generate
     cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=held, tp=tp,
                                                  attention_dp=attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
-                                                 stream_bytes=stream_bytes, kv_memory_of=kv_memory_of)
+                                                 stream_bytes=stream_bytes, kv_memory_of=kv_memory_of,
+                                                 extra_weights_bytes=draft_weights_bytes,
+                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token)
     cap = np.minimum(cap, max_sequences)  # the KV cache's room, or the framework's cap on running requests
     r = np.maximum(np.minimum(per_replica, cap), 1.0)
     # Requests that finish together are replaced together, so prompts arrive in clumps: an
@@ -165,7 +220,10 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     clump = np.minimum(r * prompt, token_budget)  # prefill tokens of a prefill iteration
     n_prefill = np.ceil(prompt / token_budget)  # iterations one prompt spans
     clumps = np.maximum(np.ceil(r * prompt / clump), n_prefill)  # prefill iterations per cycle of r requests
-    share = (generate - 1.0) / (generate - 1.0 + n_prefill)  # of its life a request spends decoding
+    k = np.asarray(draft_len, float) if draft is not None else 0.0
+    tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=k)  # per decoding sequence
+    steps = (generate - 1.0) / tokens_per_step  # iterations a request decodes its later tokens in
+    share = steps / (steps + n_prefill)  # of its life a request spends decoding
     decoding = 1.0 + (r - 1.0) * share  # in a decode iteration of the tagged request: it and the others
     kw = dict(hw=hw, model=model, context=prompt + generate / 2.0, prompt=prompt, tp=tp, attention_dp=attention_dp,
               ep=ep, math=activations, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, imbalance=imbalance)
@@ -174,7 +232,17 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
         """(parts, seconds, sequences) of one iteration: its kernels plus the host overhead,
         h per iteration and h_seq per sequence in it (each decoding request, each prompt a
         chunk of the budget touches: at least one when any prefill runs)."""
-        it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, **kw)
+        it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, verify=1.0 + k, **kw)
+        if draft is not None:  # k draft iterations of the decoding sequences; the prompts through the draft
+            # (an iteration without decoding sequences, or without prompts, runs no such draft pass:
+            # each pass is timed at one sequence or token at least, then masked)
+            drafting = iteration(decode_batch=np.maximum(decode_batch, 1.0), prefill_tokens=0.0 * prefill_tokens,
+                                 **dict(kw, model=draft))
+            prompts = iteration(decode_batch=0.0 * decode_batch, prefill_tokens=np.maximum(prefill_tokens, 1.0),
+                                **dict(kw, model=draft))
+            it = dict(it, draft_s=np.where(decode_batch > 0, k * (drafting["time_s"] + drafting["overhead_s"]), 0.0)
+                      + np.where((prefill_tokens > 0) & (k > 0), prompts["time_s"] + prompts["overhead_s"], 0.0))
+            it["time_s"] = it["time_s"] + it["draft_s"]
         sequences = decode_batch + np.maximum(prefill_tokens / prompt, np.minimum(prefill_tokens, 1.0))
         seconds = it["time_s"] + it["overhead_s"] + overhead_s + overhead_s_per_sequence * sequences
         return it, seconds, sequences
@@ -188,16 +256,34 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
         _, prefill_iter, prefill_seqs = step(0.0 * r, clump)
 
         def per_token(prefill_s, decode_s):  # after its first token a request waits for the wave's other prefills
-            return ((chunks - n_prefill) / 2.0 * prefill_s + (generate - 1.0) * decode_s) / (generate - 1.0)
+            return ((chunks - n_prefill) / 2.0 * prefill_s + steps * decode_s) / (generate - 1.0)
         service_ttft = (chunks + n_prefill) / 2.0 * prefill_iter  # every wave is a burst
+    elif schedule == "prefill_first_spread":  # prefill batches alone, arrivals spread over the cycle
+        dec, decode_iter, decode_seqs = step(decoding, 0.0 * r)
+        _, burst_iter, _ = step(0.0 * r, clump)  # the first wave's batches: a whole budget each
+        others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
+        q = 1.0 + 0.0 * r  # prompts in a prefill batch: the request and those that arrived with it
+        for _ in range(FIXED_POINT_ROUNDS):
+            _, prefill_iter, prefill_seqs = step(0.0 * r, np.minimum(q * prompt / n_prefill, token_budget))
+            interrupts = (r - 1.0) / q * n_prefill  # the others' prefill batches stall each decoding request
+            # an arrival lands in an iteration with odds its length: it waits E[T^2] / (2 E[T]) of it
+            n_p = interrupts + n_prefill
+            residual = (steps * decode_iter ** 2 + n_p * prefill_iter ** 2) / \
+                (2.0 * (steps * decode_iter + n_p * prefill_iter))
+            service_ttft = residual * others + n_prefill * prefill_iter
+            lam = r / (service_ttft + (interrupts * prefill_iter + steps * decode_iter))
+            q = 1.0 + lam * 2.0 * residual * others  # arrivals during the iteration before the batch
+
+        def per_token(prefill_s, decode_s):
+            return (interrupts * prefill_s + steps * decode_s) / (generate - 1.0)
     else:
         dec, decode_iter, decode_seqs = step(decoding, 0.0 * r)
         _, prefill_iter, prefill_seqs = step(np.maximum(r - clump / prompt, 0.0) * share, clump)
         # A request decodes through the other clumps' prefill iterations and the pure decode ones
-        interrupts = np.minimum(clumps - n_prefill, generate - 1.0)
+        interrupts = np.minimum(clumps - n_prefill, steps)
 
         def per_token(prefill_s, decode_s):
-            return (interrupts * prefill_s + (generate - 1.0 - interrupts) * decode_s) / (generate - 1.0)
+            return (interrupts * prefill_s + (steps - interrupts) * decode_s) / (generate - 1.0)
         # Clumps stay adjacent (they were prefilled one after another), so a request arrives
         # while the previous clump's prefill iteration runs and waits for half of it on
         # average; with one clump the server is idle when it arrives.
@@ -209,10 +295,11 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     if schedule == "spread":
         others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
         lam = r / (service_ttft + (generate - 1.0) * tpot)
-        q = 1.0 + lam * tpot * others  # prompts prefilled in the request's own iterations
+        mean_iter = tpot * (generate - 1.0) / steps  # a decoding request's iteration (E tokens of it)
+        q = 1.0 + lam * mean_iter * others  # prompts prefilled in the request's own iterations
         _, own_iter, _ = step((r - 1.0) * share, np.minimum(q * prompt / n_prefill, token_budget))
-        service_ttft = 0.5 * tpot * others + n_prefill * own_iter
-    burst_s = (chunks + n_prefill) / 2.0 * prefill_iter
+        service_ttft = 0.5 * mean_iter * others + n_prefill * own_iter
+    burst_s = (chunks + n_prefill) / 2.0 * (burst_iter if schedule == "prefill_first_spread" else prefill_iter)
     service_ttft = service_ttft + request_latency_s
     cycle = service_ttft + (generate - 1.0) * tpot
     rate = r / cycle  # requests completed per second per replica
@@ -235,9 +322,10 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
         "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot,
         "requests_per_s": attention_dp * rate,
-        "batch": decoding + clump / prompt * clumps / (clumps + generate - 1.0),  # sequences per iteration
+        "batch": decoding + clump / prompt * clumps / (clumps + steps),  # sequences per iteration
         "running": r, "max_running": cap, "prefill_iterations": n_prefill, "prefill_clumps": clumps,
         "decode_iteration_s": decode_iter, "framework_overhead_s": host_tpot,
+        "decode_draft_s": dec.get("draft_s", 0.0) + 0.0 * tpot, "tokens_per_step": tokens_per_step + 0.0 * tpot,
         "request_latency_s": request_latency_s + 0.0 * tpot,
         "kernel_tpot_s": tpot - host_tpot,
         "tpot_iterations": tpot_iterations, "tpot_sequences": tpot_sequences,
@@ -254,7 +342,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                               decode_attention_dp, decode_ep, decode_workers, weights: str, activations: str, kv: str,
                               prefill_overhead_s, decode_overhead_s, kv_link_bytes_per_s, waves=np.inf,
                               request_latency_s=0.0, prefill_overhead_s_per_sequence=0.0,
-                              decode_overhead_s_per_sequence=0.0) -> dict:
+                              decode_overhead_s_per_sequence=0.0, draft=None, draft_len=0.0, acceptance=0.0,
+                              draft_weights_bytes=0.0, draft_kv_bytes_per_token=0.0) -> dict:
     """Fixed prefill and decode pools under `concurrency` requests in flight.
 
     Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
@@ -266,6 +355,9 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     (Little's law: a prefill-bound deployment queues at the prefill pool). The first wave
     (all requests at once) goes through the prefill replicas in rounds; `waves` averages it in.
     The prefill framework's request latency (host time before the first token) adds to both.
+    With a `draft` and draft_len = k > 0 the decode pool speculates (closed_loop's rule: k
+    draft iterations and a verify step over 1 + k tokens per sequence emit E tokens each),
+    the draft prefills the prompts too and ships its cache with the target's.
     """
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, ops.STREAM_BYTES)
@@ -274,25 +366,53 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     per_decode = concurrency / replicas_d
     cap, weights_bytes, kv_per_seq = max_running(decode_hw, model, prompt=prompt, generate=generate, tp=decode_tp,
                                                  attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
-                                                 stream_bytes=stream_bytes)
+                                                 stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes,
+                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token)
     r = np.maximum(np.minimum(per_decode, cap), 1.0)
     common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, math=activations, w_bytes=w_bytes,
                   a_bytes=a_bytes, kv_bytes=kv_bytes)
-    dec = iteration(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp,
-                    attention_dp=decode_attention_dp, ep=decode_ep, **common)
-    pre = iteration(hw=prefill_hw, decode_batch=0.0 * r, prefill_tokens=prefill_batch * prompt, tp=prefill_tp,
-                    attention_dp=prefill_attention_dp, ep=prefill_ep, **common)
-    # each pool's framework host overhead: per iteration and per sequence in it
-    host_tpot = decode_overhead_s + decode_overhead_s_per_sequence * r
-    tpot = dec["time_s"] + dec["overhead_s"] + host_tpot
-    batch_s = pre["time_s"] + pre["overhead_s"] + prefill_overhead_s + prefill_overhead_s_per_sequence * prefill_batch
-    kv_s = model.kv_cache_bytes(context=prompt, dtype=kv) * prefill_batch / kv_link_bytes_per_s
+    k = np.asarray(draft_len, float) if draft is not None else 0.0
+    tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=k)
+    dec_side = dict(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp, attention_dp=decode_attention_dp,
+                    ep=decode_ep)
+    pre_side = dict(hw=prefill_hw, decode_batch=0.0 * r, prefill_tokens=prefill_batch * prompt + 0.0 * r, tp=prefill_tp,
+                    attention_dp=prefill_attention_dp, ep=prefill_ep)
+    dec = iteration(verify=1.0 + k, **dec_side, **common)
+    pre = iteration(**pre_side, **common)
+    draft_s, draft_prefill_s, draft_kv_bytes = 0.0, 0.0, 0.0
+    if draft is not None:  # k draft iterations per step; the prompts through the draft, its cache shipped too
+        d = iteration(**dec_side, **dict(common, model=draft))
+        p = iteration(**pre_side, **dict(common, model=draft))
+        draft_s = k * (d["time_s"] + d["overhead_s"])
+        draft_prefill_s = np.where(k > 0, p["time_s"] + p["overhead_s"], 0.0)
+        draft_kv_bytes = np.where(k > 0, draft.kv_cache_bytes(context=prompt, dtype=kv), 0.0)
+    # each pool's framework host overhead: per iteration and per sequence in it; a step emits E tokens
+    host_tpot = (decode_overhead_s + decode_overhead_s_per_sequence * r) / tokens_per_step
+    tpot = (dec["time_s"] + dec["overhead_s"] + draft_s) / tokens_per_step + host_tpot
+    batch_s = pre["time_s"] + pre["overhead_s"] + draft_prefill_s + prefill_overhead_s + \
+        prefill_overhead_s_per_sequence * prefill_batch
+    kv_s = (model.kv_cache_bytes(context=prompt, dtype=kv) + draft_kv_bytes) * prefill_batch / kv_link_bytes_per_s
     capacity = replicas_p * prefill_batch / batch_s  # requests per second the prefill pool admits
     # requests in decode at once: r per replica, but never more than are in flight (fewer
     # requests than decode replicas leave replicas idle)
     decoding = np.minimum(replicas_d * r, concurrency)
-    rate = np.minimum(capacity, decoding / (request_latency_s + batch_s + kv_s + (generate - 1.0) * tpot))
-    steady_ttft = concurrency / rate - (generate - 1.0) * tpot
+    # A prompt that finds its prefill replica busy waits: an M/D/1 queue of deterministic
+    # batches (DistServe, OSDI'24, sec. 3.1: mean wait rho D / (2 (1 - rho)) at utilization
+    # rho = lambda D), the arrival rate lambda set by the closed loop it lengthens: the rate
+    # solving rate = decoding / (cycle + wait(rate)), by bisection (the right side falls as
+    # the rate grows); a prefill pool at capacity queues the rest (Little's law below).
+    cycle = request_latency_s + batch_s + kv_s + (generate - 1.0) * tpot
+    lo, hi = 0.0 * cycle, np.minimum(capacity, decoding / cycle)
+    for _ in range(BISECTION_ROUNDS):
+        mid = 0.5 * (lo + hi)
+        rho = np.minimum(mid / capacity, MAX_UTILIZATION)
+        short = mid < decoding / (cycle + rho * batch_s / (2.0 * (1.0 - rho)))
+        lo, hi = np.where(short, mid, lo), np.where(short, hi, mid)
+    rate = np.where(hi >= capacity * MAX_UTILIZATION, hi, lo)  # at capacity: the pool's rate, the rest queue
+    rho = np.minimum(rate / capacity, MAX_UTILIZATION)
+    prefill_wait = rho * batch_s / (2.0 * (1.0 - rho))
+    steady_ttft = np.maximum(concurrency / rate - (generate - 1.0) * tpot,
+                             request_latency_s + prefill_wait + batch_s + kv_s)
     rounds = np.ceil(concurrency / (replicas_p * prefill_batch))
     burst_ttft = np.maximum(request_latency_s + (rounds + 1.0) / 2.0 * batch_s + kv_s, steady_ttft)
     ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
@@ -303,8 +423,10 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     reason = choose([(cap < 1.0, "decode weights + activations leave no room for one request's KV cache")], "")
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "kv_transfer_s": kv_s + 0.0 * tpot,
             "prefill_batch_s": batch_s + 0.0 * tpot, "prefill_utilization": rate / capacity,
+            "prefill_wait_s": prefill_wait + 0.0 * tpot,
             "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
             "output_tokens_per_s_per_user": 1.0 / tpot, "requests_per_s": rate, "decode_running": r,
             "decode_max_running": cap, "devices": devices + 0.0 * tpot, "kernel_tpot_s": tpot - host_tpot,
-            "tpot_iterations": 1.0 + 0.0 * tpot, "tpot_sequences": r + 0.0 * tpot,
+            "tpot_iterations": 1.0 / tokens_per_step + 0.0 * tpot, "tpot_sequences": r / tokens_per_step + 0.0 * tpot,
+            "tokens_per_step": tokens_per_step + 0.0 * tpot, "decode_draft_s": draft_s + 0.0 * tpot,
             "fits": fits, "reason": reason}

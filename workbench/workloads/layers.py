@@ -366,22 +366,30 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
 
 
 def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, math, w_bytes, a_bytes,
-                    kv_bytes, moe, attention_dp=1.0, ep=1.0, imbalance=1.0) -> dict:
+                    kv_bytes, moe, attention_dp=1.0, ep=1.0, imbalance=1.0, verify=1.0) -> dict:
     """One layer of a continuous-batching iteration on one device of an attention replica:
-    `decode_batch` sequences decode one token each at `context`, and `prefill_tokens`
-    prompt tokens of `prompt`-token requests are prefilled (a chunk's attention is that
-    share of a whole prompt's: the chunks of a prompt attend to its earlier ones). The
-    attention projections, attention and dense MLP run TP-way in each of `attention_dp`
-    replicas; an MoE layer gathers every replica's tokens and runs over all tp·attention_dp
-    devices, experts split `ep`-way (MoE TP = tp·attention_dp / ep)."""
-    tokens = decode_batch + prefill_tokens
+    `decode_batch` sequences decode `verify` tokens each at `context` (one; 1 + the drafted
+    tokens when speculative decoding verifies them), and `prefill_tokens` prompt tokens of
+    `prompt`-token requests are prefilled (a chunk's attention is that share of a whole
+    prompt's: the chunks of a prompt attend to its earlier ones). The attention
+    projections, attention and dense MLP run TP-way in each of `attention_dp` replicas; an
+    MoE layer gathers every replica's tokens and runs over all tp·attention_dp devices,
+    experts split `ep`-way (MoE TP = tp·attention_dp / ep). A verify step's matmuls,
+    norms and collectives see every position; its decode attention reads each sequence's
+    cache once (speculative.time_per_token_s's rule: the few extra queries of a
+    memory-bound kernel ride on the same KV read)."""
+    decode_tokens = decode_batch * verify
+    tokens = decode_tokens + prefill_tokens
     g = dict(math=math, w_bytes=w_bytes, a_bytes=a_bytes)
     blocks = dict(tp=tp, math=math, w_bytes=w_bytes, kv_bytes=kv_bytes, a_bytes=a_bytes)
     dec_block = attention_block(hw, model, phase="decode", batch=decode_batch, new=1.0, prefix=context, **blocks)
     pre_block = attention_block(hw, model, phase="prefill", batch=prefill_tokens / prompt, new=prompt, prefix=0.0, **blocks)
-    # the attention projections of the tokens whose block is composed (a measured block holds its own)
-    projected = (decode_batch if dec_block is None else 0.0) + (prefill_tokens if pre_block is None else 0.0)
-    attn_mm = {} if dec_block is not None and pre_block is not None else _classed(layer_gemms(
+    # the attention projections of the tokens whose block is composed (a measured block holds its own,
+    # one token per decoding sequence: a verify step's drafted tokens are projected here)
+    projected = (decode_tokens if dec_block is None else decode_tokens - decode_batch) + \
+        (prefill_tokens if pre_block is None else 0.0)
+    measured = dec_block is not None and pre_block is not None and not np.any(np.asarray(verify) > 1.0)
+    attn_mm = {} if measured else _classed(layer_gemms(
         hw, model, tokens=projected, tp=tp, moe=moe, matmuls=ops.attention_matmuls(model), **g), "matmul")
     if dec_block is not None or pre_block is not None:
         attn_mm = {k: where(projected > 0, v, 0.0) for k, v in attn_mm.items()}
