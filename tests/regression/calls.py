@@ -93,4 +93,15 @@ CALLS = [
         hardware=["a100_sxm", "h100_sxm", "b200", "gb200"], devices=[2, 8, 64], op=["all_reduce", "all_gather"],
         size_bytes=[1e3, 1e6, 1e9], framework=["trtllm", "vllm"])),
     ("serving_h100_8b_tables", "serving", dict(hardware="h100_sxm", model="llama_3_1_8b", tp=1, weights="fp8")),
+    # recorded at the fixed-concurrency serving of issue 16 with the committed surfaces and framework constants
+    ("serving_fixed_concurrency_tables", "serving", dict(
+        hardware=["h200_sxm", "b200"], model=["llama_3_1_70b", "deepseek_v3"], tp=8, concurrency=[1, 16, 256],
+        prompt=[1024, 8192], generate=1024, weights="fp8", framework=["trtllm", "vllm", "sglang"])),
+    ("serving_fixed_concurrency_mtp", "serving", dict(
+        hardware="b200", model="deepseek_v3", tp=8, concurrency=[4, 64], prompt=1024, generate=1024, weights="fp4",
+        framework=["trtllm", "sglang"], draft_len=[0, 3], acceptance=[0.6, 0.8])),
+    ("disaggregated_fixed_pools", "disaggregated", dict(
+        prefill_hardware="b200", decode_hardware="b200", model="deepseek_v3", concurrency=64, prompt=8192,
+        generate=1024, weights="fp4", framework="trtllm", prefill_tp=4, prefill_workers=2, decode_tp=8,
+        decode_workers=1, draft_len=3, acceptance=0.7)),
 ]
