@@ -1,6 +1,7 @@
 """Speed of fixed-concurrency serving (predict.serving with concurrency): one call over a
 concurrency x prompt x output x tp x ep x attention-DP grid of Qwen3-235B-A22B on H200
-against a loop of scalar calls.
+against a loop of scalar calls; then the same concurrency x prompt x output grid at one
+layout with the MTP head speculating, over draft length x acceptance.
 
     .venv/bin/python benchmarks/bench_serving.py [--loop 50]
 """
@@ -37,6 +38,11 @@ def main() -> None:
     loop_s = time.perf_counter() - t0
     summary(n=n, vec_s=vec_s, loop_calls=args.loop, loop_s=loop_s, ds=ds,
             extra=f" ({float(ds.fits.mean()):.0%} of the layouts fit)")
+    # the same grid at tp = ep = 8 with the MTP head speculating: draft length x acceptance
+    spec = dict(grid, tp=8, ep=8, attention_dp=1, draft_len=[0, 1, 2, 3, 4], acceptance=[0.5, 0.6, 0.7, 0.8, 0.9])
+    ds, spec_s = best_time(lambda: predict.serving(**spec, **common))
+    print(f"speculative: {ds.tpot_s.size:,} points in {spec_s:.2f} s ({ds.tpot_s.size / spec_s:,.0f} points/s), "
+          f"best_draft_len reported at {int(ds.best_draft_len.notnull().sum()):,} points")
 
 
 if __name__ == "__main__":
