@@ -88,7 +88,8 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
     framework = _check_framework(framework, specs, default="spec")
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)
-    ds = evaluate(_dispatch("closed_loop", specs, knob_axes, models, extra={"draft_model": draft} if speculative else None),
+    extra = {"draft_model": draft} if speculative else None
+    ds = evaluate(_dispatch("closed_loop", specs, knob_axes, models, extra=extra),
                   categorical={"hardware": hw_axis, **model_axes, "weights": as_axis("weights", weights),
                                "activations": as_axis("activations", activations), "kv": as_axis("kv", kv),
                                "framework": as_axis("framework", framework),

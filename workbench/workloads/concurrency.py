@@ -84,13 +84,13 @@ from .speculative import expected_tokens_per_step
 # (sglang/srt/server_args.py; 4096 below).
 SCHEDULES = ("clumped", "spread", "prefill_first", "prefill_first_spread")  # how arrivals meet the iterations
 # What random acceptance makes of a lockstep schedule: requests whose steps emit 1 to k + 1
-# tokens at random finish apart, so the next wave's prompts arrive spread (the PE-free
-# simulation of tests/workloads/test_concurrency_simulation.py: lockstep TTFT 2-15x the
-# simulated one under speculation, the spread forms within 5-17%).
+# tokens at random finish apart, so the next wave's prompts arrive spread (the discrete-event
+# simulation of tests/workloads/test_concurrency_simulation.py, k = 3, a = 0.7: the lockstep
+# forms' TTFT 1.2-15x the simulated one, the spread forms within 13%).
 DESYNCHRONIZED = {"clumped": "spread", "prefill_first": "prefill_first_spread"}
-FIXED_POINT_ROUNDS = 6
+FIXED_POINT_ROUNDS = 6  # of prefill_first_spread's batch size against the arrival rate it sets
 BISECTION_ROUNDS = 50  # of the disaggregated closed loop's rate against its prefill queue (2^-50 of the span)
-MAX_UTILIZATION = 0.999  # of a prefill pool in the M/D/1 wait (at 1 it is unbounded: Little's law takes over)  # of prefill_first_spread's batch size against the arrival rate it sets
+MAX_UTILIZATION = 0.999  # of a prefill pool in the M/D/1 wait (at 1 it is unbounded: Little's law takes over)
 TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "sglang": 8192.0, "none": 8192.0}
 # vLLM's defaults depend on the GPU (vllm/engine/arg_utils.py get_batch_defaults, OpenAI
 # server): max_num_batched_tokens 8192 and max_num_seqs 1024 on a GPU with >= 70 GiB that is
@@ -205,9 +205,9 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, ops.STREAM_BYTES)
     per_replica = concurrency / attention_dp
-    # Paged KV caches hold what a request has so far: staggered requests ("spread") hold
+    # Paged KV caches hold what a request has so far: staggered requests (spread arrivals) hold
     # p + g/2 tokens on average; in lockstep or clumps they all reach p + g together.
-    held = generate / 2.0 if schedule == "spread" else generate
+    held = generate / 2.0 if schedule in ("spread", "prefill_first_spread") else generate
     cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=held, tp=tp,
                                                  attention_dp=attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                                  stream_bytes=stream_bytes, kv_memory_of=kv_memory_of,
@@ -373,8 +373,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                   a_bytes=a_bytes, kv_bytes=kv_bytes)
     k = np.asarray(draft_len, float) if draft is not None else 0.0
     tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=k)
-    dec_side = dict(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp, attention_dp=decode_attention_dp,
-                    ep=decode_ep)
+    dec_side = dict(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp,
+                    attention_dp=decode_attention_dp, ep=decode_ep)
     pre_side = dict(hw=prefill_hw, decode_batch=0.0 * r, prefill_tokens=prefill_batch * prompt + 0.0 * r, tp=prefill_tp,
                     attention_dp=prefill_attention_dp, ep=prefill_ep)
     dec = iteration(verify=1.0 + k, **dec_side, **common)
