@@ -146,8 +146,9 @@ def _formulas(concurrency, prompt, generate, schedule):
 
 
 # Output lengths jittered by +-50% split the clumps: the "spread" formulas (vLLM, TRT-LLM)
-# follow the simulation within 5% on TPOT and 6% on TTFT where prompts fit the budget (10%
-# beyond it), where the clumped formulas are 75-175% slow on TTFT.
+# follow the simulation within 1% on TPOT (the others' prompts ride the request's own
+# iterations; counted as clumps they were 1-6% short) and 6% on TTFT where prompts fit the
+# budget (10% beyond it), where the clumped formulas are 75-175% slow on TTFT.
 @pytest.mark.parametrize("concurrency,prompt,generate,ttft_rtol", CASES)
 def test_spread_formulas_match_a_desynchronized_simulation(linear_iterations, concurrency, prompt, generate,
                                                            ttft_rtol):
@@ -155,7 +156,7 @@ def test_spread_formulas_match_a_desynchronized_simulation(linear_iterations, co
                                      jitter=0.5, iterations=8000)
     assert n > 2 * concurrency
     r = _formulas(concurrency, prompt, generate, "spread")
-    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.05)
+    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.01)
     assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=ttft_rtol + 0.01)
     if concurrency > 1 and prompt < 8192:
         clumped = _formulas(concurrency, prompt, generate, "clumped")
@@ -202,7 +203,9 @@ def test_per_sequence_overhead_matches_the_simulation(linear_iterations, schedul
     # TPOT is linear in the host constants, as the fit assumes: the kernel part is the run's
     # without them, and the per-sequence term adds per_seq x the sequences per token
     assert float(r["kernel_tpot_s"] + per_seq * r["tpot_sequences"]) == pytest.approx(float(r["tpot_s"]), rel=1e-12)
-    assert float(r["kernel_tpot_s"]) == pytest.approx(float(base["tpot_s"]), rel=1e-9)
+    # (under "spread" the host time moves the arrival rate, hence the prompts per iteration,
+    # a little: the kernel part within 1e-6 of the run's without it)
+    assert float(r["kernel_tpot_s"]) == pytest.approx(float(base["tpot_s"]), rel=1e-6)
 
 
 # SGLang's prefill batches alone with output lengths jittered +-50%: the requests no longer
@@ -233,11 +236,9 @@ SPEC_CASES = [CASES[1], CASES[2], CASES[4], CASES[5]]
 # Speculative decoding at a fixed concurrency: the closed-loop formulas (a request decodes
 # its g - 1 later tokens in (g - 1) / E verify steps, each carrying k draft steps) against
 # the simulated scheduler drawing every acceptance (a Monte Carlo of the acceptance
-# process), lengths jittered +-50%. TPOT within 6% ("spread": desynchronized, the others'
-# prompts ride the tagged request's iterations one by one where the formula counts one
-# clump, 1-3% short without speculation, up to 6% with it) and 5% (prefill batches alone);
-# TTFT within 7%.
-@pytest.mark.parametrize("schedule,prefill_first,tpot_rtol", [("spread", False, 0.06), ("prefill_first", True, 0.05)])
+# process), lengths jittered +-50%. TPOT within 1% ("spread") and 5% (prefill batches
+# alone); TTFT within 7%.
+@pytest.mark.parametrize("schedule,prefill_first,tpot_rtol", [("spread", False, 0.01), ("prefill_first", True, 0.05)])
 @pytest.mark.parametrize("draft_len,acceptance", SPECULATION)
 @pytest.mark.parametrize("concurrency,prompt,generate,ttft_rtol", SPEC_CASES)
 def test_speculative_decoding_matches_a_monte_carlo_of_acceptance(linear_iterations, schedule, prefill_first,

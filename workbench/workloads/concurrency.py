@@ -30,9 +30,8 @@ attention_dp - r) / that rate. At concurrency 1 this is the static model plus h 
 prefill, then decode steps alone. The benchmarks' first wave (all requests start together)
 is averaged in by the harness constant `waves`.
 
-The TTFT depends on how arrivals line up with the scheduler (`schedule`, per framework in
-specs/serving/frameworks.yaml); TPOT does not (the same prefill work is spread over the
-same iterations):
+TTFT and TPOT depend on how arrivals line up with the scheduler (`schedule`, per
+framework in specs/serving/frameworks.yaml):
 
 - "clumped": the formulas above, the deterministic limit (identical lengths, replacements
   reaching the server within an iteration: clumps never split).
@@ -41,7 +40,9 @@ same iterations):
   A request waits for the running iteration (T/2, T = TPOT the mean iteration, when
   others run), then its prompt is prefilled together with the q - 1 = lambda·T·(r-1)/r
   others that arrived in the same window: N_p iterations carrying the decode batch and
-  q·p / N_p prompt tokens each.
+  q·p / N_p prompt tokens each. Its TPOT carries the others' prompts the same way:
+  (r - 1) / q · N_p such iterations in its life (where clumps prefilled their mates
+  before the request decoded: 1-6% more TPOT at moderate r, which the simulation shows).
 - "prefill_first": prefill batches run alone and before decode (SGLang without mixed
   chunks), so every running request finishes prefill, decodes and finishes in lockstep:
   each wave is a burst of r prompts through the token budget (chunks = r·p / B prefill-only
@@ -88,7 +89,7 @@ SCHEDULES = ("clumped", "spread", "prefill_first", "prefill_first_spread")  # ho
 # simulation of tests/workloads/test_concurrency_simulation.py, k = 3, a = 0.7: the lockstep
 # forms' TTFT 1.2-15x the simulated one, the spread forms within 13%).
 DESYNCHRONIZED = {"clumped": "spread", "prefill_first": "prefill_first_spread"}
-FIXED_POINT_ROUNDS = 6  # of prefill_first_spread's batch size against the arrival rate it sets
+FIXED_POINT_ROUNDS = 6  # of a spread schedule's prompts per iteration against the arrival rate they set
 BISECTION_ROUNDS = 50  # of the disaggregated closed loop's rate against its prefill queue (2^-50 of the span)
 MAX_UTILIZATION = 0.999  # of a prefill pool in the M/D/1 wait (at 1 it is unbounded: Little's law takes over)
 TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "sglang": 8192.0, "none": 8192.0}
@@ -294,11 +295,19 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     host_tpot = overhead_s * tpot_iterations + overhead_s_per_sequence * tpot_sequences
     if schedule == "spread":
         others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
-        lam = r / (service_ttft + (generate - 1.0) * tpot)
-        mean_iter = tpot * (generate - 1.0) / steps  # a decoding request's iteration (E tokens of it)
-        q = 1.0 + lam * mean_iter * others  # prompts prefilled in the request's own iterations
-        _, own_iter, _ = step((r - 1.0) * share, np.minimum(q * prompt / n_prefill, token_budget))
-        service_ttft = 0.5 * mean_iter * others + n_prefill * own_iter
+        # The others' prompts no longer come in clumps either: each (with the q - 1 that
+        # arrived beside it) rides one of the tagged request's iterations, (r - 1) / q · N_p
+        # of them in its life, solved with q and the arrival rate (FIXED_POINT_ROUNDS).
+        for _ in range(FIXED_POINT_ROUNDS):
+            lam = r / (service_ttft + (generate - 1.0) * tpot)
+            mean_iter = tpot * (generate - 1.0) / steps  # a decoding request's iteration (E tokens of it)
+            q = 1.0 + lam * mean_iter * others  # prompts prefilled in the request's own iterations
+            _, own_iter, own_seqs = step((r - 1.0) * share, np.minimum(q * prompt / n_prefill, token_budget))
+            service_ttft = 0.5 * mean_iter * others + n_prefill * own_iter
+            interrupts = np.minimum((r - 1.0) / q * n_prefill, steps)
+            tpot = per_token(own_iter, decode_iter)
+        tpot_iterations, tpot_sequences = per_token(1.0, 1.0) + 0.0 * tpot, per_token(own_seqs, decode_seqs)
+        host_tpot = overhead_s * tpot_iterations + overhead_s_per_sequence * tpot_sequences
     burst_s = (chunks + n_prefill) / 2.0 * (burst_iter if schedule == "prefill_first_spread" else prefill_iter)
     service_ttft = service_ttft + request_latency_s
     cycle = service_ttft + (generate - 1.0) * tpot
