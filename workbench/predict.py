@@ -297,12 +297,8 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
                    ("decode_pe_grid", decode_pe_grid), ("prefill_pe_grid", prefill_pe_grid)):
         if v is not None:
             check_positive(arg, v, integer=True)
-    check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
-    speculative = draft_model is not None or any(float(v) > 0 for v in values_of(draft_len))
-    if speculative:
-        if draft_model is not None and not isinstance(draft_model, dict):
-            check_scalar("draft_model", draft_model, "one model (call once per draft model)")
-        check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
+    draft = _speculation(draft_model, draft_len, acceptance)
+    speculative = draft is not None
     wafer_only = {"devices='min'": devices_min, "generate='max'": generate_max,
                   "decode_pe_grid": decode_pe_grid is not None, "prefill_pe_grid": prefill_pe_grid is not None}
     for name, spec in specs.items():
@@ -329,8 +325,6 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
                    "placement": as_axis("placement", placement), "framework": as_axis("framework", framework)}
-    from .workloads.speculative import MTP_HEAD
-    draft = (_draft_spec(draft_model) if draft_model is not None else MTP_HEAD) if speculative else None
     extra = {"devices_min": devices_min, **({"draft_model": draft} if speculative else {})}
     gpus_only = all(backend_for(s).kind == "gpu" for s in specs.values())  # wafer-only settings say nothing here
     ds = evaluate(_dispatch("inference", specs, knob_axes, models, extra=extra),
@@ -418,6 +412,20 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
         return out
     return evaluate(dispatch if recompute is not None else own_default, categorical=categorical,
                     numeric={**numeric, **knob_axes}, attrs={"function": "predict.training"})
+
+
+def _speculation(draft_model, draft_len, acceptance):
+    """The draft of a call's speculative decoding after checking its arguments: None without
+    speculation (draft_len 0 everywhere, no draft_model), a draft model's spec, or
+    speculative.MTP_HEAD (the target's own head) when only draft_len is given."""
+    from .workloads.speculative import MTP_HEAD
+    check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
+    if draft_model is None and not any(float(v) > 0 for v in values_of(draft_len)):
+        return None
+    if draft_model is not None and not isinstance(draft_model, dict):
+        check_scalar("draft_model", draft_model, "one model (call once per draft model)")
+    check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
+    return _draft_spec(draft_model) if draft_model is not None else MTP_HEAD
 
 
 def _draft_spec(draft_model):

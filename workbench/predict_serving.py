@@ -10,7 +10,7 @@ from ._broadcast import as_axis, evaluate, values_of
 from .backends import backend_for
 from .errors import InputError, brief, check_choice, check_positive, check_range
 from .predict import (_axes, _check_dtype, _check_framework, _check_one, _dispatch, _hardware_axis, _knob_axes,
-                      _model_axes, inference)
+                      _model_axes, _speculation, inference)
 from .specs import load_hardware, load_model
 from .units import unit_attrs
 
@@ -60,16 +60,10 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
     """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions);
     draft_len > 0 or a draft_model is speculative decoding (the target's MTP head without
     a draft_model), with the draft length of least TPOT as `best_draft_len` when swept."""
-    from .predict import _draft_spec
-    from .workloads.speculative import MTP_HEAD
     for v in values_of(moe_mla_kernels):
         check_choice("moe_mla_kernels", v, MOE_MLA_KERNELS)
-    check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
-    speculative = draft_model is not None or any(float(v) > 0 for v in values_of(draft_len))
-    if speculative:
-        _check_one("serving", draft_model=draft_model)
-        check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
-    draft = (_draft_spec(draft_model) if draft_model is not None else MTP_HEAD) if speculative else None
+    draft = _speculation(draft_model, draft_len, acceptance)
+    speculative = draft is not None
     hw_axis, specs = _hardware_axis(hardware)
     for name, spec in specs.items():
         if backend_for(spec).kind != "gpu":
@@ -238,7 +232,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     from .backends.kernel_tables import request_latency_s, resolve, serving_constants
     from .backends import flag_problems
     from .layout import serving_problems
-    from .workloads.concurrency import disaggregated_closed_loop
+    from .workloads.concurrency import disaggregated_closed_loop, draft_memory
     sizes = dict(concurrency=concurrency, prompt=prompt, generate=generate, prefill_tp=prefill_tp, prefill_ep=prefill_ep,
                  prefill_attention_dp=prefill_attention_dp, prefill_workers=prefill_workers,
                  prefill_batch=prefill_batch, decode_tp=decode_tp, decode_ep=decode_ep,
@@ -248,10 +242,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                draft_len=draft_len, acceptance=acceptance, **sizes)
     for arg, v in sizes.items():
         check_positive(arg, v, integer=True)
-    check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
-    speculative = draft_model is not None or draft_len > 0
-    if speculative:
-        check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
+    draft = _speculation(draft_model, draft_len, acceptance)
     _check_dtype("weights", weights)
     spec = load_model(model)
     pools = {}
@@ -270,16 +261,12 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     kvd = kv or ("fp16" if act == "fp16" else "bf16")
     pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]
     dec_hw, _, dec_h, _ = pools["decode"]
-    draft = {}
-    if speculative:  # the decode pool's draft: a model, or the target's MTP head
-        from .backends.gpu import _draft_memory
-        from .predict import _draft_spec
-        from .workloads.speculative import MTP_HEAD
-        draft = dict(_draft_memory(spec, _draft_spec(draft_model) if draft_model is not None else MTP_HEAD,
-                                   weights=weights, kv=kvd, tp=decode_tp, attention_dp=decode_attention_dp,
-                                   prompt=prompt, generate=generate), draft_len=draft_len, acceptance=acceptance)
+    # the decode pool's draft (a model, or the target's MTP head), its memory and speculation
+    speculating = {} if draft is None else dict(
+        draft_memory(spec, draft, weights=weights, kv=kvd, tp=decode_tp, attention_dp=decode_attention_dp,
+                     prompt=prompt, generate=generate), draft_len=draft_len, acceptance=acceptance)
     r = disaggregated_closed_loop(
-        prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd, **draft,
+        prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd, **speculating,
         **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
         request_latency_s=pre_latency_s, kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
         **{k: float(v) for k, v in sizes.items()})

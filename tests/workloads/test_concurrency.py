@@ -354,3 +354,23 @@ def test_kv_memory_rule_per_framework():
     # the framework holding fewer requests at once queues more of the rest: a longer TTFT
     assert float(r.running.sel(framework="vllm")) < float(r.running.sel(framework="trtllm"))
     assert float(r.ttft_s.sel(framework="vllm")) > float(r.ttft_s.sel(framework="trtllm"))
+
+
+def test_an_mtp_head_counts_its_layer_not_the_shared_embedding_and_head():
+    """draft_memory: DeepSeek-V3's MTP module shares the target's embedding and output head
+    (DeepSeek-V3 tech report sec. 2.2), so on one of 8 GPUs it adds its one layer's
+    parameters / 8 in the weights' format (FP8: 1 byte), while a draft model adds all of its
+    parameters (16-bit embeddings); the cache per token is one layer's, 1/61 of the target's."""
+    from workbench.workloads.concurrency import draft_memory
+    from workbench.workloads.inference import kv_bytes_per_sequence
+    from workbench.workloads.speculative import MTP_HEAD
+    target = load_model("deepseek_v3")
+    kw = dict(weights="fp8", kv="bf16", tp=8.0, attention_dp=1.0, prompt=1024.0, generate=1024.0)
+    mtp = draft_memory(target, MTP_HEAD, **kw)
+    layer = mtp["draft"].n_params - mtp["draft"].embedding_params
+    assert 10e9 < layer < 13e9  # one MoE layer: 256 experts x 3 x 7168 x 2048 = 11.3 B
+    assert mtp["draft_weights_bytes"] == pytest.approx(layer * 1.0 / 8.0, rel=1e-9)
+    per_token = kv_bytes_per_sequence(target, tokens=2048.0, tp=8.0, pp=1.0, kv_bytes=2.0) / 2048.0
+    assert mtp["draft_kv_bytes_per_token"] == pytest.approx(per_token / target.n_layers, rel=1e-9)
+    small = draft_memory(load_model("llama_3_1_70b"), load_model("llama_3_1_8b"), **kw)
+    assert small["draft_weights_bytes"] > small["draft"].n_params * 1.0 / 8.0  # its 16-bit embeddings too

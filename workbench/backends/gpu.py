@@ -122,24 +122,6 @@ def _unsupported(hw: GpuNumbers, dtype: str, shape) -> tuple:
     return supported, np.where(supported, "", f"no {dtype} math units on {hw.label}").astype(object)
 
 
-def _draft_memory(model, draft_model, *, weights, kv, tp, attention_dp, prompt, generate) -> dict:
-    """closed_loop's draft arguments: the draft's spec (speculative.draft_for), its weights
-    on one device (an MTP head shares the target's embedding and LM head: only its layer)
-    and its cache per token; no draft without `draft_model`."""
-    if draft_model is None:
-        return {}
-    from ..workloads import concurrency as cc
-    from ..workloads.inference import kv_bytes_per_sequence, weight_bytes
-    from ..workloads.speculative import MTP_HEAD, draft_for
-    draft = draft_for(model, draft_model)
-    w = cc.weights_per_device_bytes(draft, DTYPE_BYTES[weights], tp=tp, attention_dp=attention_dp)
-    if draft_model == MTP_HEAD:  # the embedding and LM head (16-bit, split over the tp ranks) are the target's
-        w = w - weight_bytes(draft, DTYPE_BYTES[weights], draft.embedding_params) / tp
-    tokens = prompt + generate
-    per_token = kv_bytes_per_sequence(draft, tokens=tokens, tp=tp, pp=1.0, kv_bytes=DTYPE_BYTES[kv]) / tokens
-    return {"draft": draft, "draft_weights_bytes": w, "draft_kv_bytes_per_token": per_token}
-
-
 class GpuBackend:
     kind = "gpu"
     layout_args = ("tp", "pp", "dp", "cp", "ep")
@@ -237,8 +219,9 @@ class GpuBackend:
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
                            token_budget=budget, max_sequences=max_sequences, imbalance=imbalance,
-                           **_draft_memory(model, draft_model, weights=weights, kv=kvd, tp=tp, attention_dp=attention_dp,
-                                           prompt=prompt, generate=generate),
+                           **({} if draft_model is None else cc.draft_memory(
+                               model, draft_model, weights=weights, kv=kvd, tp=tp, attention_dp=attention_dp,
+                               prompt=prompt, generate=generate)),
                            draft_len=draft_len, acceptance=acceptance)
         r["activations"] = np.array(act, dtype=object)
         r["kv"] = np.array(kvd, dtype=object)

@@ -136,6 +136,22 @@ def weights_per_device_bytes(model, w_bytes, *, tp, attention_dp):
     return weight_bytes(model, w_bytes, model.n_params - experts) / tp + experts * w_bytes / (tp * attention_dp)
 
 
+def draft_memory(model, draft_model, *, weights: str, kv: str, tp, attention_dp, prompt, generate) -> dict:
+    """closed_loop's draft arguments for `draft_model` (a spec, or speculative.MTP_HEAD): the
+    draft's spec (speculative.draft_for), its weights on one device (an MTP head shares the
+    target's embedding and LM head, DeepSeek-V3 tech report sec. 2.2: only its layer counts)
+    and its cache per token on one device."""
+    from .speculative import MTP_HEAD, draft_for
+    draft = draft_for(model, draft_model)
+    w_bytes = DTYPE_BYTES[weights]
+    weights_bytes = weights_per_device_bytes(draft, w_bytes, tp=tp, attention_dp=attention_dp)
+    if draft_model == MTP_HEAD:  # the embedding and LM head (16-bit, split over the tp ranks) are the target's
+        weights_bytes = weights_bytes - weight_bytes(draft, w_bytes, draft.embedding_params) / tp
+    tokens = prompt + generate
+    per_token = kv_bytes_per_sequence(draft, tokens=tokens, tp=tp, pp=1.0, kv_bytes=DTYPE_BYTES[kv]) / tokens
+    return {"draft": draft, "draft_weights_bytes": weights_bytes, "draft_kv_bytes_per_token": per_token}
+
+
 def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes,
                 kv_memory_of="total", extra_weights_bytes=0.0, extra_kv_bytes_per_token=0.0):
     """Requests one replica's KV cache admits: what is left of the usable memory after the
@@ -292,9 +308,6 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         # average; with one clump the server is idle when it arrives.
         service_ttft = n_prefill * prefill_iter + np.where(clumps > 1.0, 0.5, 0.0) * prefill_iter
     tpot = per_token(prefill_iter, decode_iter)
-    # TPOT is linear in the host constants: iterations and sequences it carries per token
-    tpot_iterations, tpot_sequences = per_token(1.0, 1.0) + 0.0 * tpot, per_token(prefill_seqs, decode_seqs)
-    host_tpot = overhead_s * tpot_iterations + overhead_s_per_sequence * tpot_sequences
     if schedule == "spread":
         others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
         # The others' prompts no longer come in clumps either: each (with the q - 1 that
@@ -306,10 +319,12 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
             q = 1.0 + lam * mean_iter * others  # prompts prefilled in the request's own iterations
             _, own_iter, own_seqs = step((r - 1.0) * share, np.minimum(q * prompt / n_prefill, token_budget))
             service_ttft = 0.5 * mean_iter * others + n_prefill * own_iter
-            interrupts = np.minimum((r - 1.0) / q * n_prefill, steps)
+            interrupts = np.minimum((r - 1.0) / q * n_prefill, steps)  # per_token reads it
+            prefill_seqs = own_seqs  # the sequences of the iterations that interrupt
             tpot = per_token(own_iter, decode_iter)
-        tpot_iterations, tpot_sequences = per_token(1.0, 1.0) + 0.0 * tpot, per_token(own_seqs, decode_seqs)
-        host_tpot = overhead_s * tpot_iterations + overhead_s_per_sequence * tpot_sequences
+    # TPOT is linear in the host constants: iterations and sequences it carries per token
+    tpot_iterations, tpot_sequences = per_token(1.0, 1.0) + 0.0 * tpot, per_token(prefill_seqs, decode_seqs)
+    host_tpot = overhead_s * tpot_iterations + overhead_s_per_sequence * tpot_sequences
     burst_s = (chunks + n_prefill) / 2.0 * (burst_iter if schedule == "prefill_first_spread" else prefill_iter)
     service_ttft = service_ttft + request_latency_s
     cycle = service_ttft + (generate - 1.0) * tpot
