@@ -153,9 +153,22 @@ def _axes(**values) -> dict:
 
 
 def _check_dtype(arg, value):
-    """A dtype name: any format for weights and GEMMs, a dense one for activations and KV
-    caches (2:4 sparsity is a weights format, units.SPARSE_2_4)."""
+    """A dtype name: any format for weights and GEMMs, a dense one for activations, KV
+    caches and attention_weights (2:4 sparsity is a format of all the weights,
+    units.SPARSE_2_4)."""
     check_choice(arg, values_of(value), DTYPES if arg in ("weights", "dtype") else DENSE_DTYPES)
+
+
+def _check_attention_weights(value, specs: dict) -> None:
+    """attention_weights (None: the weights' format): a dense format, on GPUs only (a
+    wafer's layers keep one format)."""
+    if value is None:
+        return
+    _check_dtype("attention_weights", value)
+    for name, spec in specs.items():
+        if backend_for(spec).kind != "gpu":
+            raise InputError(f"attention_weights={brief(value)} is not allowed on {name!r}; allowed: None (a "
+                             "wafer's layers keep the one format `weights`)")
 
 
 def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", framework=None, hardware_overrides=None):
@@ -240,7 +253,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
               weights="bf16", activations=None, kv=None, pe_grid=None, mapping="mesh",
               placement="regions", ep=1, imbalance=1.0, framework=None, hardware_overrides=None,
               model_overrides=None, decode_pe_grid=None, prefill_pe_grid=None, draft_model=None, draft_len=0,
-              acceptance=0.8):
+              acceptance=0.8, attention_weights=None):
     """Static-batch inference: prefill of `prompt` tokens then `generate` output tokens per
     sequence. `batch="max"` uses the largest batch that fits in memory.
 
@@ -271,10 +284,15 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     than layers) is a point with fits=False, its reason and NaN outputs; prompt + generate
     beyond the model's max_seq_len is fits=False with its reason (the costs kept). `framework` (trtllm, vllm, sglang; `workbench list frameworks HW`) selects the
     measured kernel tables of that serving framework; None: the GPU's default_framework;
-    "none": the spec's analytical efficiencies."""
+    "none": the spec's analytical efficiencies. GPUs: `attention_weights` is the format of
+    every matmul but the routed experts (attention projections, dense MLPs, shared experts)
+    when it differs from `weights`, the experts' (ops.part_formats: gpt-oss's BF16
+    attention beside MXFP4 experts); each part computes in its format's default math
+    unless `activations` says one for all."""
     hw_axis, specs = _hardware_axis(hardware)
     framework = _check_framework(framework, specs, default="spec")
     _check_dtype("weights", weights)
+    _check_attention_weights(attention_weights, specs)
     for arg, v in (("activations", activations), ("kv", kv)):
         if v is not None:
             _check_dtype(arg, v)
@@ -323,6 +341,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
 
     categorical = {"hardware": hw_axis, **model_axes,
                    "weights": as_axis("weights", weights), "activations": as_axis("activations", activations),
+                   "attention_weights": as_axis("attention_weights", attention_weights),
                    "kv": as_axis("kv", kv), "mapping": as_axis("mapping", mapping),
                    "placement": as_axis("placement", placement), "framework": as_axis("framework", framework)}
     extra = {"devices_min": devices_min, **({"draft_model": draft} if speculative else {})}

@@ -9,8 +9,8 @@ import numpy as np
 from ._broadcast import as_axis, evaluate, values_of
 from .backends import backend_for
 from .errors import InputError, brief, check_choice, check_positive, check_range
-from .predict import (_axes, _check_dtype, _check_framework, _check_one, _dispatch, _hardware_axis, _knob_axes,
-                      _model_axes, _speculation, inference)
+from .predict import (_axes, _check_attention_weights, _check_dtype, _check_framework, _check_one, _dispatch,
+                      _hardware_axis, _knob_axes, _model_axes, _speculation, inference)
 from .specs import load_hardware, load_model
 from .units import unit_attrs
 
@@ -38,11 +38,12 @@ def _min_systems(*, hardware, model, devices, prompt, generate, weights, kv, har
 BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step time is tabulated at
 
 
-def _step_table(hardware, model, layout, prompt, generate, weights, kv, overrides, framework=None):
+def _step_table(hardware, model, layout, prompt, generate, weights, kv, overrides, framework=None,
+                attention_weights=None):
     """Decode step time against batch (tabulated, then interpolated), prefill time of one
     prompt and the largest batch that fits, from the static-batch model."""
     common = dict(hardware=hardware, model=model, prompt=prompt, generate=generate, weights=weights, kv=kv,
-                  hardware_overrides=overrides, framework=framework, **layout)
+                  hardware_overrides=overrides, framework=framework, attention_weights=attention_weights, **layout)
     grid = inference(batch=BATCH_GRID.tolist(), **common)
     steps = grid.tpot_s.values
     first = inference(batch=1, **dict(common, generate=1))
@@ -56,7 +57,7 @@ MOE_MLA_KERNELS = ("composed", "measured")
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
                  framework, hardware_overrides, model_overrides, moe_mla_kernels="composed", draft_model=None,
-                 draft_len=0, acceptance=0.0):
+                 draft_len=0, acceptance=0.0, attention_weights=None):
     """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions);
     draft_len > 0 or a draft_model is speculative decoding (the target's MTP head without
     a draft_model), with the draft length of least TPOT as `best_draft_len` when swept."""
@@ -70,6 +71,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
             raise InputError(f"concurrency={brief(concurrency)} is not allowed on {name!r} yet; allowed: GPUs (the "
                              "wafer service at a fixed concurrency is the next issue's)")
     _check_dtype("weights", weights)
+    _check_attention_weights(attention_weights, specs)
     for arg, v in (("activations", activations), ("kv", kv)):
         if v is not None:
             _check_dtype(arg, v)
@@ -85,6 +87,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
     extra = {"draft_model": draft} if speculative else None
     ds = evaluate(_dispatch("closed_loop", specs, knob_axes, models, extra=extra),
                   categorical={"hardware": hw_axis, **model_axes, "weights": as_axis("weights", weights),
+                               "attention_weights": as_axis("attention_weights", attention_weights),
                                "activations": as_axis("activations", activations), "kv": as_axis("kv", kv),
                                "framework": as_axis("framework", framework),
                                "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels)},
@@ -106,7 +109,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
 def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
             ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
             draft_model=None, framework=None, hardware_overrides=None, concurrency=None, ep=1, attention_dp=1,
-            activations=None, model_overrides=None, moe_mla_kernels="composed"):
+            activations=None, model_overrides=None, moe_mla_kernels="composed", attention_weights=None):
     """Serving with continuous batching.
 
     With `concurrency` (requests in flight; a new one starts as each finishes, as the
@@ -118,6 +121,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     sequences a token waits for; `kernel_tpot_s` the rest). One instance spans tp·attention_dp GPUs; attention runs
     TP-way in each of `attention_dp` replicas holding concurrency/attention_dp requests;
     MoE layers run over all of them, experts split `ep`-way. Every argument sweeps.
+    `weights` is the routed experts' format and `attention_weights` (None: the same) every
+    other matmul's, each computing in its format's math unless `activations` says
+    (predict.inference).
     `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM
     tables, MLA decode analytical: what the measured serving runs favour, leave-one-model-out)
     or "measured" (the framework's measured MoE-layer, MLA-decode and EP dispatch / combine
@@ -142,7 +148,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                             tp=tp, ep=ep, attention_dp=attention_dp, weights=weights, activations=activations, kv=kv,
                             framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
                             moe_mla_kernels=moe_mla_kernels, draft_model=draft_model, draft_len=draft_len,
-                            acceptance=acceptance)
+                            acceptance=acceptance, attention_weights=attention_weights)
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
                             ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "composed")):
         if v is not default and v != default:
@@ -153,7 +159,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     from .workloads.speculative import time_per_token_s
     _check_one("serving", hardware=hardware, model=model, devices=devices, tp=tp, pp=pp, prompt=prompt,
                generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights, kv=kv,
-               acceptance=acceptance, draft_len=draft_len, draft_model=draft_model)
+               acceptance=acceptance, draft_len=draft_len, draft_model=draft_model, attention_weights=attention_weights)
     if isinstance(devices, str):  # devices="min" on a wafer: the fewest systems that hold the model
         devices = _min_systems(hardware=hardware, model=model, devices=devices, prompt=prompt, generate=generate,
                                weights=weights, kv=kv, hardware_overrides=hardware_overrides)
@@ -172,14 +178,15 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     _check_one("serving", framework=framework)
     _check_framework(framework, {hw.name: hw}, default="spec")
     grid, steps, prefill_s, max_batch = _step_table(hw, model, layout, prompt, generate, weights, kv,
-                                                    hardware_overrides, framework)
+                                                    hardware_overrides, framework, attention_weights)
     per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
 
     if draft_len > 0:  # the draft: a model, or the target's MTP head (speculative.mtp_draft)
         from .workloads.speculative import MTP_HEAD, draft_for
         d = inference(hardware=hw, model=draft_for(spec, MTP_HEAD if draft_model is None else draft_model),
                       batch=BATCH_GRID.tolist(), prompt=prompt, generate=generate, weights=weights, kv=kv,
-                      hardware_overrides=hardware_overrides, framework=framework, **layout)
+                      hardware_overrides=hardware_overrides, framework=framework,
+                      attention_weights=attention_weights, **layout)
         draft_steps = d.tpot_s.values
         row = grid.tpot_s.values - grid.get("decode_attention_s", 0.0 * grid.tpot_s).values
         steps = time_per_token_s(batches=BATCH_GRID, step_s=steps, row_s=row, draft_step_s=draft_steps,
@@ -221,14 +228,15 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
 
 def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, prompt, generate, weights, activations,
                  kv, framework, prefill_tp, prefill_ep, prefill_attention_dp, prefill_workers, prefill_batch, decode_tp,
-                 decode_ep, decode_attention_dp, decode_workers, draft_model=None, draft_len=0, acceptance=0.0):
+                 decode_ep, decode_attention_dp, decode_workers, draft_model=None, draft_len=0, acceptance=0.0,
+                 attention_weights=None):
     """predict.disaggregated at a fixed concurrency (workloads/concurrency.disaggregated_closed_loop);
     draft_len > 0: the decode pool speculates (the target's MTP head without a draft_model)."""
     import dataclasses
 
     import xarray as xr
 
-    from .backends.gpu import default_activations
+    from .backends.gpu import part_maths
     from .backends.kernel_tables import request_latency_s, resolve, serving_constants
     from .backends import flag_problems
     from .layout import serving_problems
@@ -239,11 +247,13 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                  decode_attention_dp=decode_attention_dp, decode_workers=decode_workers)
     _check_one("disaggregated", prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,
                weights=weights, activations=activations, kv=kv, framework=framework, draft_model=draft_model,
-               draft_len=draft_len, acceptance=acceptance, **sizes)
+               draft_len=draft_len, acceptance=acceptance, attention_weights=attention_weights, **sizes)
     for arg, v in sizes.items():
         check_positive(arg, v, integer=True)
     draft = _speculation(draft_model, draft_len, acceptance)
     _check_dtype("weights", weights)
+    if attention_weights is not None:
+        _check_dtype("attention_weights", attention_weights)
     spec = load_model(model)
     pools = {}
     for side, hw_name in (("prefill", prefill_hardware), ("decode", decode_hardware)):
@@ -257,8 +267,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         pools[side] = (hw, be, {f"{side}_overhead_s": consts["iteration_overhead_s"].get(fw, 0.0),
                                 f"{side}_overhead_s_per_sequence": consts["iteration_overhead_s_per_sequence"].get(fw, 0.0)},
                        request_latency_s(fw, spec))
-    act = activations or default_activations(weights, pools["decode"][0])
-    kvd = kv or ("fp16" if act == "fp16" else "bf16")
+    act, (att_w, att_act), kvd, mixed = part_maths(pools["decode"][0], weights=weights,
+                                                   attention_weights=attention_weights, activations=activations, kv=kv)
     pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]
     dec_hw, _, dec_h, _ = pools["decode"]
     # the decode pool's draft (a model, or the target's MTP head), its memory and speculation
@@ -267,12 +277,13 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                      prompt=prompt, generate=generate), draft_len=draft_len, acceptance=acceptance)
     r = disaggregated_closed_loop(
         prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd, **speculating,
+        attention_weights=att_w, attention_activations=att_act,
         **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
         request_latency_s=pre_latency_s, kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
         **{k: float(v) for k, v in sizes.items()})
     problems = [p for side, tp, adp, ep in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep),
                                             ("decode", decode_tp, decode_attention_dp, decode_ep))
-                for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_")]
+                for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_")] + mixed
     r = flag_problems({k: np.asarray(v) for k, v in r.items()}, problems)
     ds = xr.Dataset({k: np.asarray(v).item() for k, v in r.items()})
     for name in ds.data_vars:
@@ -287,7 +298,8 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                   decode_devices=None, prompt=2048, generate=256, ttft_slo=2.0, tpot_slo=0.05, quantile=0.9,
                   weights="bf16", kv=None, total_devices=64, framework=None, concurrency=None, activations=None,
                   prefill_ep=1, prefill_attention_dp=1, prefill_workers=1, prefill_batch=1, decode_ep=1,
-                  decode_attention_dp=1, decode_workers=1, draft_model=None, draft_len=0, acceptance=0.0):
+                  decode_attention_dp=1, decode_workers=1, draft_model=None, draft_len=0, acceptance=0.0,
+                  attention_weights=None):
     """Prefill and decode in separate pools.
 
     With `concurrency` (requests in flight, as the serving benchmarks run): fixed pools of
@@ -302,7 +314,9 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     ratio, goodput per device, the best integer split of `total_devices`, and the
     colocated baseline on the decode hardware. KV caches leave the prefill instance over
     its backend's link (every GPU its own NIC; a CS system's I/O). `framework` selects the
-    kernel tables of the GPU pools (None: each GPU's default; a wafer pool takes none)."""
+    kernel tables of the GPU pools (None: each GPU's default; a wafer pool takes none).
+    `attention_weights`: every matmul's format but the routed experts' (`weights`), GPU
+    pools only (predict.inference)."""
     import xarray as xr
 
     if concurrency is not None:
@@ -313,7 +327,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                             prefill_workers=prefill_workers, prefill_batch=prefill_batch, decode_tp=decode_tp,
                             decode_ep=decode_ep, decode_attention_dp=decode_attention_dp,
                             decode_workers=decode_workers, draft_model=draft_model, draft_len=draft_len,
-                            acceptance=acceptance)
+                            acceptance=acceptance, attention_weights=attention_weights)
     for arg, v, default in (("activations", activations, None), ("prefill_ep", prefill_ep, 1),
                             ("draft_model", draft_model, None), ("draft_len", draft_len, 0),
                             ("prefill_attention_dp", prefill_attention_dp, 1), ("prefill_workers", prefill_workers, 1),
@@ -327,7 +341,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     _check_one("disaggregated", prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,
                prefill_tp=prefill_tp, decode_tp=decode_tp, prefill_devices=prefill_devices,
                decode_devices=decode_devices, prompt=prompt, generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
-               quantile=quantile, weights=weights, kv=kv, total_devices=total_devices)
+               quantile=quantile, weights=weights, kv=kv, total_devices=total_devices, attention_weights=attention_weights)
     _check_slos(prefill_tp=prefill_tp, decode_tp=decode_tp, prefill_devices=prefill_devices,
                 decode_devices=decode_devices, prompt=prompt, generate=generate, total_devices=total_devices,
                 ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile)
@@ -347,8 +361,9 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
         raise InputError(f"total_devices={total_devices} is not allowed; allowed: at least {dev_p + dev_d:g} "
                          f"(one prefill instance of {dev_p:g} devices and one decode instance of {dev_d:g})")
     first = inference(hardware=pre_hw, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
-                      kv=kv, framework=fw_p, **pre_layout)
-    grid, steps, _, max_batch = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None, fw_d)
+                      kv=kv, framework=fw_p, attention_weights=attention_weights, **pre_layout)
+    grid, steps, _, max_batch = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None, fw_d,
+                                            attention_weights)
     kv_bytes = spec.kv_cache_bytes(context=prompt, dtype=kv or "bf16")
     kv_s = kv_bytes / pre_be.kv_link_bytes_per_s(pre_be.numbers(pre_hw, {}), tp=prefill_tp, devices=prefill_devices)
     lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)
@@ -360,7 +375,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                                     prefill_devices=dev_p, decode_devices=dev_d, output_len=generate)
     colocated = serving(hardware=dec_hw, model=model, tp=decode_tp, devices=decode_devices, prompt=prompt,
                         generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights,
-                        kv=kv, framework=fw_d)
+                        kv=kv, framework=fw_d, attention_weights=attention_weights)
     ds = xr.Dataset({
         "prefill_s": float(first.ttft_s), "kv_transfer_s": kv_s, "kv_transfer_bytes": kv_bytes,
         "prefill_requests_per_s": float(lam_p), "decode_requests_per_s": float(lam_d), "decode_batch": float(b_d),

@@ -8,7 +8,7 @@ import pytest
 from workbench.calibrate import serving_bounds, serving_rows
 from workbench.specs import load_model
 from workbench.units import DTYPE_BYTES
-from workbench.workloads.concurrency import routed_params
+from workbench.workloads.ops import routed_params
 
 
 @pytest.fixture(scope="module")

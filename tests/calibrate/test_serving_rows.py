@@ -104,6 +104,37 @@ def test_least_median_shift_two_terms():
     assert abs(h_dense - 0.4e-3) <= 1e-4 and abs(h_moe - 2.5e-3) <= 1e-4
 
 
+def _latency_rows(rng, backend, model, n, concurrency, per_dense_s, per_moe_s, distort=1.0):
+    """Synthetic aggregated rows of one catalog model: TTFT = (base + its layers' latencies) x distort."""
+    dense, moe = serving_rows._layer_counts(model)
+    base = rng.uniform(0.02, 0.5, n)
+    return pd.DataFrame({"mode": "agg", "backend": backend, "model": model, "concurrency": concurrency,
+                         "steady_ttft_s": base, "first_wave_ttft_s": base, "request_latency_s": 0.0,
+                         "measured_ttft_s": (base + per_dense_s * dense + per_moe_s * moe) * distort})
+
+
+def test_request_latencies_come_from_low_concurrency_rows():
+    """The latencies are recovered from the rows at concurrency <= LATENCY_FIT_MAX_CONCURRENCY;
+    rows above it (here 3x off, as a burst the schedule misses would be) do not move them, and
+    a framework without a dense model among its low-concurrency rows keeps 0 per dense layer
+    (DeepSeek-R1: 3 dense + 58 MoE layers, Qwen3-235B: 94 MoE, Llama-3.1-8B/70B: 32/80 dense)."""
+    rng = np.random.default_rng(3)
+    low = serving_rows.LATENCY_FIT_MAX_CONCURRENCY
+    rows = pd.concat([
+        _latency_rows(rng, "trtllm", "meta-llama/Llama-3.1-70B", 60, 4, 0.5e-3, 1.5e-3),
+        _latency_rows(rng, "trtllm", "deepseek-ai/DeepSeek-R1", 60, 8, 0.5e-3, 1.5e-3),
+        _latency_rows(rng, "sglang", "deepseek-ai/DeepSeek-R1", 60, low, 0.0, 2.0e-3),
+        _latency_rows(rng, "sglang", "Qwen/Qwen3-235B-A22B", 60, 4, 0.0, 2.0e-3),
+        _latency_rows(rng, "sglang", "meta-llama/Llama-3.1-8B", 80, 4 * low, 0.0, 0.0, distort=3.0),
+    ], ignore_index=True)
+    _, fit = serving_rows.fit_ttft_constants(rows)
+    trt, sgl = fit["frameworks"]["trtllm"], fit["frameworks"]["sglang"]
+    assert abs(trt["request_latency_s_per_layer"] - 0.5e-3) <= 1e-4
+    assert abs(trt["request_latency_s_per_moe_layer"] - 1.5e-3) <= 1e-4
+    assert sgl["request_latency_s_per_layer"] == 0.0
+    assert abs(sgl["request_latency_s_per_moe_layer"] - 2.0e-3) <= 1e-4
+
+
 def test_request_latency_splits_dense_and_moe_layers():
     """request_latency_s = per layer x layers without routed experts + per MoE layer x MoE
     layers, with the constants of specs/serving/frameworks.yaml."""

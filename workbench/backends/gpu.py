@@ -115,6 +115,20 @@ def with_weights(hw: GpuNumbers, weights: str, activations: str) -> tuple:
         [Problem(True, {}, lambda: f"no 2:4 sparse {dense} tensor cores on {hw.label}")] * missing
 
 
+def part_maths(hw: GpuNumbers, *, weights: str, attention_weights, activations, kv) -> tuple:
+    """(math of the routed experts, the other matmuls' format and math (None, None where
+    they are the experts'), the KV cache's dtype, problems): each part computes in its
+    format's default math (default_activations) unless `activations` says one for all; the
+    KV cache is 16-bit unless `kv` says (fp16 where the attention math is)."""
+    act = activations or default_activations(weights, hw)
+    att_act = None if attention_weights is None else activations or default_activations(attention_weights, hw)
+    kvd = kv or ("fp16" if (att_act or act) == "fp16" else "bf16")
+    mixed = attention_weights is not None and weights in SPARSE_2_4
+    problems = [Problem(True, {}, lambda: f"attention_weights={attention_weights} beside 2:4-sparse weights="
+                                          f"{weights} is not modelled; allowed: attention_weights=None")] * mixed
+    return act, (attention_weights, att_act), kvd, problems
+
+
 def _unsupported(hw: GpuNumbers, dtype: str, shape) -> tuple:
     """(fits, reason) of a kernel in `dtype`: False where the chip has no such math units
     (its time is NaN: there is no such kernel to time)."""
@@ -131,18 +145,21 @@ class GpuBackend:
 
     def inference(self, hw: GpuNumbers, model, *, weights, activations, kv, tp, pp, prompt, generate, batch=None,
                   devices=None, ep=1.0, imbalance=1.0, draft_model=None, draft_len=0.0, acceptance=1.0,
-                  **_) -> dict:
+                  attention_weights=None, **_) -> dict:
         from ..workloads import inference as _inf
         layout = GpuLayout.for_inference(tp=tp, pp=pp, ep=ep, devices=devices)
-        act = activations or default_activations(weights, hw)
-        kvd = kv or ("fp16" if act == "fp16" else "bf16")
+        act, (att_w, att_act), kvd, mixed_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
+                                                               activations=activations, kv=kv)
         hw, sparse_problems = with_weights(hw, weights, act)
+        sparse_problems = sparse_problems + mixed_problems
         common = dict(hw=hw, model=model, tp=layout.tp, pp=layout.pp, dp=layout.dp, prompt=prompt,
-                      generate=generate, weights=weights, activations=act, kv=kvd, ep=layout.ep, imbalance=imbalance)
+                      generate=generate, weights=weights, activations=act, kv=kvd, ep=layout.ep, imbalance=imbalance,
+                      attention_weights=att_w, attention_activations=att_act)
         if batch is None:
             batch = _inf.max_batch(hw, model, prompt=prompt, generate=generate, tp=tp, pp=pp,
-                                   w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kvd],
-                                   stream_bytes=max(DTYPE_BYTES[act], 2.0))
+                                   w_bytes=DTYPE_BYTES[att_w or weights], kv_bytes=DTYPE_BYTES[kvd],
+                                   stream_bytes=max(DTYPE_BYTES[att_act or act], 2.0),
+                                   routed_w_bytes=None if att_w is None else DTYPE_BYTES[weights])
             r = _inf.inference(batch=np.maximum(batch, 1.0), **common)
             r["fits"] = r["fits"] & (batch >= 1)
             r["batch"] = batch
@@ -194,7 +211,7 @@ class GpuBackend:
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
                     activations, kv, imbalance=1.0, moe_mla_kernels="composed", draft_model=None, draft_len=0.0,
-                    acceptance=0.0, **_) -> dict:
+                    acceptance=0.0, attention_weights=None, **_) -> dict:
         """Fixed-concurrency serving (workloads/concurrency.py) under the framework whose
         tables the numbers carry: its token budget and per-iteration host overhead; with a
         `draft_model` (a spec, or speculative.MTP_HEAD), speculative decoding."""
@@ -204,9 +221,10 @@ class GpuBackend:
         # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
         hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0),
                                  measured_moe_mla=moe_mla_kernels == "measured")
-        act = activations or default_activations(weights, hw)
-        kvd = kv or ("fp16" if act == "fp16" else "bf16")
+        act, (att_w, att_act), kvd, mixed_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
+                                                               activations=activations, kv=kv)
         hw, sparse_problems = with_weights(hw, weights, act)
+        sparse_problems = sparse_problems + mixed_problems
         consts = serving_constants()
         budget, max_sequences = cc.framework_limits(fw, hw)
         overhead_s = consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None \
@@ -219,6 +237,7 @@ class GpuBackend:
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
                            token_budget=budget, max_sequences=max_sequences, imbalance=imbalance,
+                           attention_weights=att_w, attention_activations=att_act,
                            **({} if draft_model is None else cc.draft_memory(
                                model, draft_model, weights=weights, kv=kvd, tp=tp, attention_dp=attention_dp,
                                prompt=prompt, generate=generate)),

@@ -36,7 +36,8 @@ from ..backends.gpu import default_activations
 from ..primitives.kernel_fits import expected_experts_touched
 from ..specs import hf_index, load_model
 from ..units import DTYPE_BYTES
-from ..workloads.concurrency import routed_params, weights_per_device_bytes
+from ..workloads.concurrency import weights_per_device_bytes
+from ..workloads.ops import routed_params
 from ..workloads.inference import HEAD_BYTES, kv_bytes_per_sequence
 from .serving_rows import SYSTEMS, _n, layout, quant
 

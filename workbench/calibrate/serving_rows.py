@@ -57,6 +57,17 @@ def quant(r) -> tuple[tuple[str, str | None] | None, str]:
     return QUANT[mode], ""
 
 
+def attention_weights(r) -> str | None:
+    """The format of a row's attention and dense GEMMs where it differs from its experts'
+    (`gemm_quant_mode` beside `moe_quant_mode`: SGLang's DeepSeek and Qwen3.5 rows record
+    per-tensor FP8 GEMMs beside block-FP8 experts), else None."""
+    gemm, moe = r.gemm_quant_mode, r.moe_quant_mode
+    if not (isinstance(gemm, str) and isinstance(moe, str)) or gemm == moe or gemm not in QUANT:
+        return None
+    w, a = QUANT[gemm]
+    return w if a is None and w != QUANT.get(moe, (None,))[0] else None
+
+
 def load(path: Path = ROWS) -> pd.DataFrame:
     return pd.read_csv(path)
 
@@ -73,7 +84,7 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
     hw = SYSTEMS[r.system]
     return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=hf_index()[r.model_path],
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
-                activations=activations,
+                activations=activations, attention_weights=attention_weights(r),
                 framework=r.backend, prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size),
                 prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
                 prefill_batch=_n(r.prefill_batch_size), decode_tp=_n(r.decode_tp_size),
@@ -135,7 +146,7 @@ def config(r) -> tuple[dict | None, str]:
     return dict(hardware=SYSTEMS[r.system], model=hf_index()[r.model_path], tp=tp,
                 attention_dp=attention_dp, ep=ep, concurrency=_n(r.concurrency),
                 prompt=_n(r.isl), generate=_n(r.osl), weights=fmt[0], activations=fmt[1],
-                framework=r.backend), ""
+                attention_weights=attention_weights(r), framework=r.backend), ""
 
 
 def _kind(model_path: str) -> str:
@@ -233,6 +244,12 @@ def _layer_counts(model_path: str) -> tuple[float, float]:
 
 LATENCY_STEP_S = 1e-4  # resolution of the request-latency fit, per layer
 LATENCY_KEYS = ("request_latency_s_per_layer", "request_latency_s_per_moe_layer")
+# The request latencies are fitted on the rows with at most this many requests in flight: there
+# a request's TTFT is its prefill, the iteration it lands in and its latency; above it the
+# bursts and queueing the schedules model coarsely dominate, and their error would pass into
+# the latency (with every row, SGLang's per-layer latency jumped 0 -> 3.2 ms on a 3% change of
+# 129 rows' TTFT: its only dense model's rows are at concurrency 64-512, so no row fixed it).
+LATENCY_FIT_MAX_CONCURRENCY = 16
 
 
 def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
@@ -240,9 +257,11 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     layer and per MoE layer, from the aggregated rows' TTFT parts: for each candidate
     `waves`, TTFT = steady + (first wave - steady) / waves without the latency; the two
     latencies are, per framework, the least_median_shift of that with the model's
-    (layers without routed experts, MoE layers) as scales; the candidate with the least
-    median |TTFT error| over all rows wins. Scored leave-one-model-out: each model's rows
-    predicted with the waves and latencies chosen on the other models' rows."""
+    (layers without routed experts, MoE layers) as scales over its rows at concurrency <=
+    LATENCY_FIT_MAX_CONCURRENCY (a term with no model of its kind among them, dense or
+    MoE, stays 0: nothing there identifies it); the candidate with the least median |TTFT
+    error| over all rows wins. Scored leave-one-model-out: each model's rows predicted with
+    the waves and latencies chosen on the other models' rows."""
     a = res[res["mode"] == "agg"].dropna(subset=["steady_ttft_s"])
     counts = {m: _layer_counts(m) for m in a["model"].unique()}
     scales = pd.DataFrame(a["model"].map(counts).tolist(), index=a.index, columns=["dense", "moe"])
@@ -254,13 +273,23 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
         per_row = np.array([h.get(fw, (0.0, 0.0)) for fw in rows["backend"]], float).reshape(-1, 2)
         return pd.Series((scales.loc[rows.index].to_numpy() * per_row).sum(axis=1), index=rows.index)
 
+    def latencies(base, rows):
+        """Each framework's two latencies from its low-concurrency rows (module constant)."""
+        h = {}
+        for fw, g in rows[rows["concurrency"] <= LATENCY_FIT_MAX_CONCURRENCY].groupby("backend"):
+            sc = scales.loc[g.index].to_numpy()
+            kinds = np.array([np.any(sc[:, 1] == 0), np.any(sc[:, 1] > 0)])  # a dense model, an MoE model
+            fit = np.array(least_median_shift(base.loc[g.index], g["measured_ttft_s"], sc[:, kinds] if kinds.all()
+                                              else sc[:, kinds][:, 0], step=LATENCY_STEP_S))
+            h[fw] = np.zeros(2)
+            h[fw][kinds] = fit
+        return h
+
     def choose(rows):
         best = None
         for w in WAVES:
             base = (steady + (burst - steady) / w).loc[rows.index]
-            h = {fw: np.array(least_median_shift(base.loc[g.index], g["measured_ttft_s"],
-                                                 scales.loc[g.index].to_numpy(), step=LATENCY_STEP_S))
-                 for fw, g in rows.groupby("backend")}
+            h = latencies(base, rows)
             err = (base + latency(rows, h)) / rows["measured_ttft_s"] - 1.0
             score = float(np.median(np.abs(err)))
             if best is None or score < best[0]:
@@ -277,7 +306,7 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     out = {}
     for fw, g in a.groupby("backend"):
         e = held.loc[g.index]
-        out[fw] = {**dict(zip(LATENCY_KEYS, map(float, h[fw]))), "rows": int(len(g)),
+        out[fw] = {**dict(zip(LATENCY_KEYS, map(float, h.get(fw, np.zeros(2))))), "rows": int(len(g)),
                    "loo_model_median_abs_err": float(np.median(np.abs(e))), "loo_model_median_err": float(np.median(e))}
     return waves, {"frameworks": out, "median_abs_err": score,
                    "loo_model_median_abs_err": float(np.median(np.abs(held)))}

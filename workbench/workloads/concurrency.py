@@ -116,24 +116,17 @@ def framework_limits(framework: str, hw) -> tuple:
             np.where(large, VLLM_MAX_NUM_SEQS["large"], VLLM_MAX_NUM_SEQS["small"]))
 
 
-def routed_params(model) -> float:
-    """Parameters of the routed experts (all MoE layers): they are split over every GPU of
-    the instance, the rest over the tp GPUs of a replica."""
-    if not model.n_moe_layers:
-        return 0.0
-    per_layer = sum(mm.k * mm.n * mm.count for mm in ops.mlp_matmuls(model, moe=True) if mm.routed)
-    return float(per_layer * model.n_moe_layers)
-
-
 KV_MEMORY_OF = ("total", "free")  # what the framework's memory fraction applies to
 
 
-def weights_per_device_bytes(model, w_bytes, *, tp, attention_dp):
-    """Weight bytes on one device of an instance: the routed experts split over all its tp x
-    attention_dp devices, the rest (embeddings and LM head in 16 bits: inference.weight_bytes)
-    over the tp devices of a replica."""
-    experts = routed_params(model)
-    return weight_bytes(model, w_bytes, model.n_params - experts) / tp + experts * w_bytes / (tp * attention_dp)
+def weights_per_device_bytes(model, w_bytes, *, tp, attention_dp, attention_w_bytes=None):
+    """Weight bytes on one device of an instance: the routed experts (`w_bytes`) split over
+    all its tp x attention_dp devices, the rest (`attention_w_bytes`, default `w_bytes`;
+    embeddings and LM head in 16 bits: inference.weight_bytes) over the tp devices of a
+    replica."""
+    experts = ops.routed_params(model)
+    rest = w_bytes if attention_w_bytes is None else attention_w_bytes
+    return weight_bytes(model, rest, model.n_params - experts) / tp + experts * w_bytes / (tp * attention_dp)
 
 
 def draft_memory(model, draft_model, *, weights: str, kv: str, tp, attention_dp, prompt, generate) -> dict:
@@ -153,14 +146,16 @@ def draft_memory(model, draft_model, *, weights: str, kv: str, tp, attention_dp,
 
 
 def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes,
-                kv_memory_of="total", extra_weights_bytes=0.0, extra_kv_bytes_per_token=0.0):
+                kv_memory_of="total", extra_weights_bytes=0.0, extra_kv_bytes_per_token=0.0, attention_w_bytes=None):
     """Requests one replica's KV cache admits: what is left of the usable memory after the
     weights and the activation working set of a full token budget, over one request's cache.
     The usable memory is MEMORY_UTILIZATION of the device ("total": vLLM's
     gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights and
     activations leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction).
-    `extra_*`: a speculative draft's weights on the device and its cache per token."""
-    weights = weights_per_device_bytes(model, w_bytes, tp=tp, attention_dp=attention_dp) + extra_weights_bytes
+    `extra_*`: a speculative draft's weights on the device and its cache per token;
+    `attention_w_bytes`: the format of every weight but the routed experts' (`w_bytes`)."""
+    weights = weights_per_device_bytes(model, w_bytes, tp=tp, attention_dp=attention_dp,
+                                       attention_w_bytes=attention_w_bytes) + extra_weights_bytes
     act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
     kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=1.0, kv_bytes=kv_bytes) + \
         extra_kv_bytes_per_token * (prompt + generate)
@@ -171,14 +166,14 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
 
 
 def iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, attention_dp, ep, math, w_bytes,
-              a_bytes, kv_bytes, imbalance=1.0, verify=1.0) -> dict:
+              a_bytes, kv_bytes, imbalance=1.0, verify=1.0, routed=None) -> dict:
     """Kernel time of one iteration on one device: every layer, then the LM head over the
     decoded tokens (`verify` per decoding sequence: 1 + the drafted tokens of a
     speculative verify step, each position's logits) and the last token of each prompt
-    prefilled."""
+    prefilled. `routed`: the routed experts' format where it differs (ops.part_formats)."""
     kw = dict(decode_batch=decode_batch, context=context, prefill_tokens=prefill_tokens, prompt=prompt, tp=tp,
               math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, attention_dp=attention_dp, ep=ep,
-              imbalance=imbalance, verify=verify)
+              imbalance=imbalance, verify=verify, routed=routed)
     layers = _model_pass(layer_iteration, hw, model, **kw)
     head = _lm_head(hw, model, rows=decode_batch * verify + prefill_tokens / prompt, tp=tp, math=math,
                     w_bytes=w_bytes, a_bytes=a_bytes)
@@ -189,7 +184,7 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
-                draft_kv_bytes_per_token=0.0) -> dict:
+                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None) -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module). With a `draft` model (a spec: a small
     model, or the target's MTP head, speculative.draft_for) and draft_len = k > 0, every
@@ -200,7 +195,9 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     pass through the draft too (its cache). The draft's weights (`draft_weights_bytes`
     per device) and cache (`draft_kv_bytes_per_token` per device) take KV-cache room.
     Random acceptance (0 < a < 1) desynchronizes requests of equal lengths, so under
-    speculation a lockstep schedule becomes its spread form (DESYNCHRONIZED)."""
+    speculation a lockstep schedule becomes its spread form (DESYNCHRONIZED). `weights` and
+    `activations` are the routed experts' format and math, and every other matmul's unless
+    `attention_weights` / `attention_activations` say otherwise (ops.part_formats)."""
     args = dict(locals())
     if draft is None or schedule not in DESYNCHRONIZED:
         return _steady_state(**args)
@@ -215,13 +212,15 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
-                draft_kv_bytes_per_token=0.0) -> dict:
+                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None) -> dict:
     """closed_loop at one schedule (its doc)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
     if kv_memory_of not in KV_MEMORY_OF:
         raise ValueError(f"kv_memory_of={kv_memory_of!r} is not known; allowed: {', '.join(KV_MEMORY_OF)}")
-    w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
+    layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
+                                     attention_activations=attention_activations)
+    w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], layer["a_bytes"], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, ops.STREAM_BYTES)
     per_replica = concurrency / attention_dp
     # Paged KV caches hold what a request has so far: staggered requests (spread arrivals) hold
@@ -230,6 +229,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=held, tp=tp,
                                                  attention_dp=attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                                  stream_bytes=stream_bytes, kv_memory_of=kv_memory_of,
+                                                 attention_w_bytes=layer["w_bytes"],
                                                  extra_weights_bytes=draft_weights_bytes,
                                                  extra_kv_bytes_per_token=draft_kv_bytes_per_token)
     cap = np.minimum(cap, max_sequences)  # the KV cache's room, or the framework's cap on running requests
@@ -245,7 +245,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     share = steps / (steps + n_prefill)  # of its life a request spends decoding
     decoding = 1.0 + (r - 1.0) * share  # in a decode iteration of the tagged request: it and the others
     kw = dict(hw=hw, model=model, context=prompt + generate / 2.0, prompt=prompt, tp=tp, attention_dp=attention_dp,
-              ep=ep, math=activations, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, imbalance=imbalance)
+              ep=ep, kv_bytes=kv_bytes, imbalance=imbalance, routed=routed, **layer)
 
     def step(decode_batch, prefill_tokens):
         """(parts, seconds, sequences) of one iteration: its kernels plus the host overhead,
@@ -338,9 +338,11 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     e2e = ttft + (generate - 1.0) * tpot
     devices = tp * attention_dp
     out_rate = attention_dp * rate * generate
-    supported = np.isfinite(hw.peak(activations))
+    maths = (layer["math"], activations)
+    supported = np.isfinite(hw.peak(maths[0])) & np.isfinite(hw.peak(maths[1]))
     fits = (cap >= 1.0) & supported
-    reason = choose([(np.broadcast_to(~supported, np.shape(cap)), f"no {activations} math units on {hw.label}"),
+    missing = next((m for m in maths if not np.all(np.isfinite(hw.peak(m)))), maths[0])
+    reason = choose([(np.broadcast_to(~supported, np.shape(cap)), f"no {missing} math units on {hw.label}"),
                      (cap < 1.0, "weights + activations leave no room for one request's KV cache")], "")
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "queue_s": wait, "first_wave_ttft_s": burst_ttft,
@@ -369,7 +371,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                               prefill_overhead_s, decode_overhead_s, kv_link_bytes_per_s, waves=np.inf,
                               request_latency_s=0.0, prefill_overhead_s_per_sequence=0.0,
                               decode_overhead_s_per_sequence=0.0, draft=None, draft_len=0.0, acceptance=0.0,
-                              draft_weights_bytes=0.0, draft_kv_bytes_per_token=0.0) -> dict:
+                              draft_weights_bytes=0.0, draft_kv_bytes_per_token=0.0, attention_weights=None,
+                              attention_activations=None) -> dict:
     """Fixed prefill and decode pools under `concurrency` requests in flight.
 
     Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
@@ -383,9 +386,12 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     The prefill framework's request latency (host time before the first token) adds to both.
     With a `draft` and draft_len = k > 0 the decode pool speculates (closed_loop's rule: k
     draft iterations and a verify step over 1 + k tokens per sequence emit E tokens each),
-    the draft prefills the prompts too and ships its cache with the target's.
+    the draft prefills the prompts too and ships its cache with the target's. Formats per
+    part as in closed_loop (`attention_weights`, `attention_activations`).
     """
-    w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
+    layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
+                                     attention_activations=attention_activations)
+    w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], layer["a_bytes"], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, ops.STREAM_BYTES)
     replicas_p = prefill_workers * prefill_attention_dp
     replicas_d = decode_workers * decode_attention_dp
@@ -393,10 +399,11 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     cap, weights_bytes, kv_per_seq = max_running(decode_hw, model, prompt=prompt, generate=generate, tp=decode_tp,
                                                  attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                                  stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes,
+                                                 attention_w_bytes=layer["w_bytes"],
                                                  extra_kv_bytes_per_token=draft_kv_bytes_per_token)
     r = np.maximum(np.minimum(per_decode, cap), 1.0)
-    common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, math=activations, w_bytes=w_bytes,
-                  a_bytes=a_bytes, kv_bytes=kv_bytes)
+    common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, kv_bytes=kv_bytes, routed=routed,
+                  **layer)
     k = np.asarray(draft_len, float) if draft is not None else 0.0
     tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=k)
     dec_side = dict(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp,

@@ -101,9 +101,11 @@ def activation_bytes_per_token(model: ModelSpec, *, tp, stream_bytes):
 
 
 def memory_per_device(hw: GpuNumbers, model: ModelSpec, *, batch, prompt, generate, tp, pp,
-                      w_bytes, kv_bytes, stream_bytes) -> dict:
-    """Weights, KV cache and activation bytes on one device."""
-    weights = weight_bytes(model, w_bytes) / (tp * pp)
+                      w_bytes, kv_bytes, stream_bytes, routed_w_bytes=None) -> dict:
+    """Weights, KV cache and activation bytes on one device (`routed_w_bytes`: the routed
+    experts' format where it differs from the rest's `w_bytes`)."""
+    experts = 0.0 if routed_w_bytes is None else ops.routed_params(model)
+    weights = (weight_bytes(model, w_bytes, model.n_params - experts) + experts * (routed_w_bytes or 0.0)) / (tp * pp)
     kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=pp, kv_bytes=kv_bytes)
     act_per_token = activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
     chunk = np.minimum(batch * prompt, MAX_PREFILL_TOKENS)
@@ -123,12 +125,18 @@ def max_batch(hw: GpuNumbers, model: ModelSpec, **kw):
 
 
 def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, generate,
-              weights: str, activations: str, kv: str, ep=1.0, imbalance=1.0) -> dict:
-    """Prefill + static-batch decode. Returns the public outputs and their named parts."""
-    w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[activations], DTYPE_BYTES[kv]
+              weights: str, activations: str, kv: str, ep=1.0, imbalance=1.0, attention_weights=None,
+              attention_activations=None) -> dict:
+    """Prefill + static-batch decode. Returns the public outputs and their named parts.
+    `weights` / `activations`: the routed experts' format and math, and every other
+    matmul's unless `attention_weights` / `attention_activations` say otherwise
+    (ops.part_formats)."""
+    layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
+                                     attention_activations=attention_activations)
+    math, w_bytes, a_bytes, kv_bytes = layer["math"], layer["w_bytes"], layer["a_bytes"], DTYPE_BYTES[kv]
     stream_bytes = max(a_bytes, ops.STREAM_BYTES)  # residual stream, norms and all-reduces stay 16-bit
-    math = activations
-    common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, ep=ep, imbalance=imbalance)
+    common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, ep=ep, imbalance=imbalance,
+                  routed=routed)
 
     pre = _model_pass(layer_prefill, hw, model, batch=batch, prompt=prompt, **common)
     pre = add_into(pre, _lm_head(hw, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
@@ -149,10 +157,12 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
     out_rate = out_tokens / e2e
 
     mem = memory_per_device(hw, model, batch=batch, prompt=prompt, generate=generate, tp=tp, pp=pp,
-                            w_bytes=w_bytes, kv_bytes=kv_bytes, stream_bytes=stream_bytes)
+                            w_bytes=w_bytes, kv_bytes=kv_bytes, stream_bytes=stream_bytes,
+                            routed_w_bytes=None if routed is None else routed["w_bytes"])
     used = in_place(np.add, mem["weights_bytes"] + mem["kv_cache_bytes"], mem["activation_bytes"])
     capacity = hw.hbm_capacity_bytes * MEMORY_UTILIZATION
-    supported = np.isfinite(hw.peak(math))
+    expert_math = math if routed is None else routed["math"]
+    supported = np.isfinite(hw.peak(math)) & np.isfinite(hw.peak(expert_math))
     fits = (used <= capacity) & supported
 
     # The decode step's dominant resource, and its lower / upper bounds.
@@ -163,7 +173,8 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
     bound = choose([((dec["compute_s"] >= dec["memory_s"]) & (dec["compute_s"] >= dec_comm), "compute"),
                     (dec["memory_s"] >= dec_comm, "memory")], "communication")
     shape = np.broadcast_shapes(np.shape(used), np.shape(supported), np.shape(capacity))  # a peak or capacity knob may sweep alone
-    reason = choose([(np.broadcast_to(~supported, shape), f"no {math} math units on {hw.label}"),
+    unsupported = math if not np.all(np.isfinite(hw.peak(math))) else expert_math
+    reason = choose([(np.broadcast_to(~supported, shape), f"no {unsupported} math units on {hw.label}"),
                      (np.broadcast_to(used > capacity, shape), "weights + KV cache + activations exceed memory")], "")
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,

@@ -49,21 +49,23 @@ def _split(mm: ops.Matmul, ways):
 
 
 def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_bytes, a_bytes,
-                moe: bool, ep=1.0, imbalance=1.0, matmuls=None) -> dict:
+                moe: bool, ep=1.0, imbalance=1.0, matmuls=None, routed=None) -> dict:
     """Matmuls of one layer (ops.layer_matmuls, or the `matmuls` given) on one TP rank.
     Routed experts: the tp devices hold E/ep experts each, every expert split over tp/ep
-    of them, and the busiest rank sees `imbalance` x the mean routed load. They run as the
-    framework's fused MoE kernel where its measured tables have one for the format
+    of them, and the busiest rank sees `imbalance` x the mean routed load, in their own
+    format where `routed` (math, w_bytes, a_bytes: ops.part_formats) gives one. They run as
+    the framework's fused MoE kernel where its measured tables have one for the format
     (primitives/moe.py), else as one grouped GEMM per matrix."""
     T = tokens
     g = dict(hw=hw, math=math, w_bytes=w_bytes, a_bytes=a_bytes)
+    gr = g if routed is None else dict(g, **routed)  # the routed experts' format
     parts = []
     mats = ops.layer_matmuls(model, moe=moe) if matmuls is None else matmuls
     fused = None
     if any(mm.routed for mm in mats) and model.mlp_matrices == 3 and not hw.sparse_weights:  # measured MoE kernel
         fused = fitted_moe(hw=hw, tokens=T * imbalance, hidden=model.expert_width, inter=model.d_ff_expert,
-                           top_k=model.n_active_experts, n_experts=model.n_experts, tp=tp / ep, ep=ep, math=math,
-                           w_bytes=w_bytes)
+                           top_k=model.n_active_experts, n_experts=model.n_experts, tp=tp / ep, ep=ep,
+                           math=gr["math"], w_bytes=gr["w_bytes"])
     if fused is not None:
         parts.append(fused)
         mats = [mm for mm in mats if not mm.routed]
@@ -72,7 +74,7 @@ def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_by
             pairs, touched = ops.busiest_rank_experts(n_experts=mm.count, top_k=model.n_active_experts, tokens=T, ep=ep)
             m_exp = pairs / touched * imbalance  # tokens per touched expert, busiest rank
             k, n = _split(mm, tp / ep)
-            parts.append(_gemm(m=m_exp, n=n, k=k, count=touched, grouped=True, **g))
+            parts.append(_gemm(m=m_exp, n=n, k=k, count=touched, grouped=True, **gr))
         else:
             k, n = _split(mm, tp)
             parts.append(add(_gemm(m=T, n=n, k=k, **g), scale=mm.share))  # share: of the layers that have it
@@ -331,15 +333,17 @@ def _gemms_beside(block, model, moe):
 
 
 def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
-                  imbalance=1.0) -> dict:
+                  imbalance=1.0, routed=None) -> dict:
+    """One layer's prefill of `batch` prompts of `prompt` tokens (`routed`: the routed
+    experts' format where it differs, ops.part_formats)."""
     T = batch * prompt
     block = attention_block(hw, model, phase="prefill", batch=batch, new=prompt, prefix=0.0, tp=tp, math=math,
                             w_bytes=w_bytes, kv_bytes=kv_bytes, a_bytes=a_bytes)
     att = block if block is not None else prefill_attention(hw, model, batch=batch, prompt=prompt, tp=tp, math=math,
                                                             a_bytes=a_bytes, kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
-                                  moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe)),
-                      "matmul"),
+                                  moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe),
+                                  routed=routed), "matmul"),
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe)]
@@ -348,15 +352,16 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
 
 
 def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
-                 imbalance=1.0) -> dict:
-    """One decode step of one layer: `batch` new tokens, each attending to `context`."""
+                 imbalance=1.0, routed=None) -> dict:
+    """One decode step of one layer: `batch` new tokens, each attending to `context`
+    (`routed`: the routed experts' format where it differs, ops.part_formats)."""
     block = attention_block(hw, model, phase="decode", batch=batch, new=1.0, prefix=context, tp=tp, math=math,
                             w_bytes=w_bytes, kv_bytes=kv_bytes, a_bytes=a_bytes)
     att = block if block is not None else decode_attention(hw, model, batch=batch, context=context, tp=tp, math=math,
                                                            kv_bytes=kv_bytes)
     parts = [_classed(layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
-                                  moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe)),
-                      "matmul"),
+                                  moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe),
+                                  routed=routed), "matmul"),
              _classed(att, "attention"),
              _classed(layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
              tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe)]
@@ -366,7 +371,7 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
 
 
 def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt, tp, math, w_bytes, a_bytes,
-                    kv_bytes, moe, attention_dp=1.0, ep=1.0, imbalance=1.0, verify=1.0) -> dict:
+                    kv_bytes, moe, attention_dp=1.0, ep=1.0, imbalance=1.0, verify=1.0, routed=None) -> dict:
     """One layer of a continuous-batching iteration on one device of an attention replica:
     `decode_batch` sequences decode `verify` tokens each at `context` (one; 1 + the drafted
     tokens when speculative decoding verifies them), and `prefill_tokens` prompt tokens of
@@ -377,7 +382,8 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
     experts split `ep`-way (MoE TP = tp·attention_dp / ep). A verify step's matmuls,
     norms and collectives see every position; its decode attention reads each sequence's
     cache once (speculative.time_per_token_s's rule: the few extra queries of a
-    memory-bound kernel ride on the same KV read)."""
+    memory-bound kernel ride on the same KV read). `routed`: the routed experts' format
+    where it differs from the rest's (ops.part_formats)."""
     decode_tokens = decode_batch * verify
     tokens = decode_tokens + prefill_tokens
     g = dict(math=math, w_bytes=w_bytes, a_bytes=a_bytes)
@@ -395,7 +401,7 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
         attn_mm = {k: where(projected > 0, v, 0.0) for k, v in attn_mm.items()}
     replicas = attention_dp if moe else 1.0  # an MoE layer runs every replica's tokens over all their GPUs
     mlp = layer_gemms(hw, model, tokens=tokens * replicas, tp=tp * replicas, moe=moe, ep=ep, imbalance=imbalance,
-                      matmuls=ops.mlp_matmuls(model, moe=moe), **g)
+                      matmuls=ops.mlp_matmuls(model, moe=moe), routed=routed, **g)
     dec = dec_block if dec_block is not None else decode_attention(
         hw, model, batch=decode_batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
     pre = pre_block if pre_block is not None else prefill_attention(

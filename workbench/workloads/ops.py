@@ -28,6 +28,22 @@ SPLITS = ("n", "k", "none")
 STREAM_BYTES = 2.0
 
 
+def part_formats(*, weights: str, activations: str, attention_weights: str | None = None,
+                 attention_activations: str | None = None) -> tuple[dict, dict | None]:
+    """Each part's precision: (math, w_bytes, a_bytes) of the layer's every matmul but the
+    routed experts (the attention projections, dense MLPs, shared experts and router:
+    `attention_weights` computing in `attention_activations`, by default `weights` in
+    `activations`), and the routed experts' own as a dict for layers.layer_gemms(routed=),
+    None where the two are the same. MoE checkpoints often quantize only the experts:
+    gpt-oss keeps attention in BF16 beside MXFP4 experts, NVIDIA's NVFP4 DeepSeek-R1
+    keeps MLA in FP8."""
+    from ..units import DTYPE_BYTES
+    att_w, att_a = attention_weights or weights, attention_activations or activations
+    layer = dict(math=att_a, w_bytes=DTYPE_BYTES[att_w], a_bytes=DTYPE_BYTES[att_a])
+    routed = dict(math=activations, w_bytes=DTYPE_BYTES[weights], a_bytes=DTYPE_BYTES[activations])
+    return layer, (None if routed == layer else routed)
+
+
 @dataclass(frozen=True)
 class Matmul:
     name: str
@@ -190,6 +206,14 @@ def mlp_matmuls(model, *, moe: bool) -> list[Matmul]:
         Fs = F * model.n_shared_experts
         out += [Matmul("shared_up", k=D, n=up * Fs, split="n"), Matmul("shared_down", k=Fs, n=D, split="k")]
     return out
+
+
+def routed_params(model) -> float:
+    """Parameters of the routed experts (all MoE layers)."""
+    if not model.n_moe_layers:
+        return 0.0
+    per_layer = sum(mm.k * mm.n * mm.count for mm in mlp_matmuls(model, moe=True) if mm.routed)
+    return float(per_layer * model.n_moe_layers)
 
 
 def layer_matmuls(model, *, moe: bool) -> list[Matmul]:
