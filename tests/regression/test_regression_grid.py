@@ -82,6 +82,10 @@ _B200_HBM = ("B200 device memory is nvidia-smi's memory.total, 183359 MiB = 192.
 _BLACKWELL_HBM = ("GB200, GB300 and B300 device memory likewise nvidia-smi's (189471, 284208, 275040 MiB: "
                   "aiconfigurator-core systems/*.yaml), +6.8% each; " + _B200_HBM)
 _B200_AFTER = _B200_HBM + "; before: " + _HEAD16_AR16
+_SGLANG_CHUNK = ("issue 16: SGLang's prefill chunk follows its server defaults (concurrency.SGLANG_CHUNK_TIERS: 16384 "
+                 "tokens on B200/GB200/B300, 4096 on L40S, divided by the DP size under DP attention) and the serving "
+                 "constants refitted on it (SGLang's host overhead 5.60 -> 5.72 ms per iteration): the sglang points "
+                 "move; before: ")
 _PARTS_REFIT = ("issue 16: precision per part (attention_weights=): the serving rows recording per-tensor FP8 GEMMs "
                 "beside block-FP8 experts (SGLang's DeepSeek and Qwen3.5 rows) are predicted so, the request "
                 "latencies fitted on the rows at concurrency <= 16 (serving_rows.LATENCY_FIT_MAX_CONCURRENCY), and the "
@@ -90,8 +94,8 @@ _PARTS_REFIT = ("issue 16: precision per part (attention_weights=): the serving 
                 "per MoE layer; TensorRT-LLM's request latency 2.0 -> 2.2 ms per layer and 2.0 -> 1.7 ms per MoE "
                 "layer; vLLM's 1.1 -> 1.0 ms per MoE layer")
 REBASED = {
-    "serving_fixed_concurrency_tables": _PARTS_REFIT, "serving_fixed_concurrency_mtp": _PARTS_REFIT,
-    "disaggregated_fixed_pools": _PARTS_REFIT,
+    "serving_fixed_concurrency_tables": _SGLANG_CHUNK + _PARTS_REFIT,
+    "serving_fixed_concurrency_mtp": _SGLANG_CHUNK + _PARTS_REFIT, "disaggregated_fixed_pools": _PARTS_REFIT,
     "inference_gpu_dense": _B200_AFTER + " (before: " + _W8A16 + ")",
     "inference_gpu_max_batch": _B200_AFTER + " (before: " + _W8A16 + ")",
     "inference_gpu_moe": _B200_AFTER + " (before: " + _EP + "; then " + _W8A16 + ")",

@@ -95,6 +95,21 @@ def test_moe_sharded_across_replicas_gathers_their_tokens():
     assert float(dp_moe_tp.decode_comm_s) > 0  # the single-GPU replicas exchange their tokens
 
 
+def test_sglang_chunk_follows_the_gpu_and_dp_attention():
+    """SGLang's chunked_prefill_size by device memory (sglang/srt/server_args.py: 2048 below
+    35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, 16384 above: L4 24 GB, L40S 48 GB, H100
+    80 GB, B200 179 GiB), divided by the DP size under DP attention (_handle_data_parallelism):
+    an 8k prompt is one prefill batch on a B200, eight per replica at attention_dp 8 on an H200."""
+    from workbench.workloads.concurrency import framework_limits
+    chunks = {g: float(framework_limits("sglang", numbers(g))[0]) for g in ("l4", "l40s", "h100_sxm", "h200_sxm", "b200")}
+    assert chunks == {"l4": 2048.0, "l40s": 4096.0, "h100_sxm": 8192.0, "h200_sxm": 8192.0, "b200": 16384.0}
+    assert float(framework_limits("sglang", numbers("b200"), 8.0)[0]) == 2048.0
+    kw = dict(model="deepseek_r1", tp=1, ep=8, prompt=8192, generate=256, weights="fp8_block", concurrency=64,
+              framework="sglang")
+    assert float(predict.serving(hardware="h200_sxm", attention_dp=8, **kw).prefill_iterations) == 8.0
+    assert float(predict.serving(hardware="b200", attention_dp=8, **kw).prefill_iterations) == 4.0
+
+
 def test_vllm_defaults_follow_the_gpu():
     """vLLM's OpenAI server takes max_num_batched_tokens 8192 and max_num_seqs 1024 on a GPU
     with >= 70 GiB that is not an A100, 2048 and 256 elsewhere (vllm/engine/arg_utils.py

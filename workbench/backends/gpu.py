@@ -226,7 +226,7 @@ class GpuBackend:
         hw, sparse_problems = with_weights(hw, weights, act)
         sparse_problems = sparse_problems + mixed_problems
         consts = serving_constants()
-        budget, max_sequences = cc.framework_limits(fw, hw)
+        budget, max_sequences = cc.framework_limits(fw, hw, attention_dp)
         overhead_s = consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None \
             else hw.framework_overhead_s  # the knob, when given, replaces the framework's constant
         r = cc.closed_loop(hw=hw, model=model, concurrency=concurrency, prompt=prompt, generate=generate, tp=tp,

@@ -81,8 +81,8 @@ from .speculative import expected_tokens_per_step
 # Tokens one iteration may carry (decode tokens plus a prefill chunk): TensorRT-LLM's
 # max_num_tokens default 8192 (trtllm-serve / LLM API BuildConfig), vLLM V1's
 # max_num_batched_tokens 8192 for online serving on large GPUs (vllm/engine/arg_utils.py,
-# UsageContext.OPENAI_API_SERVER), SGLang's chunked_prefill_size 8192 on GPUs with > 80 GB
-# (sglang/srt/server_args.py; 4096 below).
+# UsageContext.OPENAI_API_SERVER); SGLang's chunked_prefill_size by device memory
+# (SGLANG_CHUNK_TIERS).
 SCHEDULES = ("clumped", "spread", "prefill_first", "prefill_first_spread")  # how arrivals meet the iterations
 # What random acceptance makes of a lockstep schedule: requests whose steps emit 1 to k + 1
 # tokens at random finish apart, so the next wave's prompts arrive spread (the discrete-event
@@ -94,7 +94,7 @@ DESYNCHRONIZED = {"clumped": "spread", "prefill_first": "prefill_first_spread"}
 FIXED_POINT_ROUNDS = 3
 BISECTION_ROUNDS = 50  # of the disaggregated closed loop's rate against its prefill queue (2^-50 of the span)
 MAX_UTILIZATION = 0.999  # of a prefill pool in the M/D/1 wait (at 1 it is unbounded: Little's law takes over)
-TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "sglang": 8192.0, "none": 8192.0}
+TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "none": 8192.0}  # SGLang: SGLANG_CHUNK_TIERS
 # vLLM's defaults depend on the GPU (vllm/engine/arg_utils.py get_batch_defaults, OpenAI
 # server): max_num_batched_tokens 8192 and max_num_seqs 1024 on a GPU with >= 70 GiB that is
 # not an A100 ("Setting large max_num_batched_tokens for A100 reduces throughput", PR
@@ -103,12 +103,25 @@ TOKEN_BUDGET = {"trtllm": 8192.0, "vllm": 8192.0, "sglang": 8192.0, "none": 8192
 VLLM_LARGE_GPU_BYTES = 70 * 2.0 ** 30
 VLLM_MAX_NUM_SEQS = {"large": 1024.0, "small": 256.0}  # running requests per replica
 VLLM_TOKEN_BUDGET_SMALL_GPU = 2048.0  # tokens per iteration (the large GPUs': TOKEN_BUDGET["vllm"])
+# SGLang's default chunked_prefill_size by device memory in MiB (sglang/srt/server_args.py,
+# _handle_gpu_memory_settings / _handle_chunked_prefill_size, 0.4-0.5: "A10, L40, 4090" 2048
+# below 35 GiB, 4096 below 60 GiB, "H100, H200, A100, H20" 8192 below 160 GiB, "B200, MI300"
+# 16384 above; aiconfigurator-core 0.12.0 sdk/backends/sglang_backend.py mirrors the same
+# tiers @0.5.16): (upper bound in MiB, tokens). With DP attention it is divided by the
+# DP size (_handle_data_parallelism: chunked_prefill_size //= dp_size, "to avoid MoE kernel
+# issues"), so each attention replica prefills that share of it.
+SGLANG_CHUNK_TIERS = ((35 * 1024, 2048.0), (60 * 1024, 4096.0), (160 * 1024, 8192.0), (np.inf, 16384.0))
 
 
-def framework_limits(framework: str, hw) -> tuple:
-    """(tokens one iteration may carry, most requests running per replica) of `framework`'s
-    defaults on the chip of numbers `hw` (np.inf: no cap beyond the KV cache)."""
+def framework_limits(framework: str, hw, attention_dp=1.0) -> tuple:
+    """(tokens one iteration of an attention replica may carry, most requests running per
+    replica) of `framework`'s defaults on the chip of numbers `hw` with `attention_dp`
+    replicas (np.inf: no cap beyond the KV cache)."""
     budget = TOKEN_BUDGET.get(framework, TOKEN_BUDGET["none"])
+    if framework == "sglang":
+        mib = np.asarray(hw.hbm_capacity_bytes, float) / 2.0 ** 20
+        chunk = np.select([mib < top for top, _ in SGLANG_CHUNK_TIERS], [t for _, t in SGLANG_CHUNK_TIERS])
+        return np.floor(chunk / attention_dp), np.inf
     if framework != "vllm":
         return budget, np.inf
     large = (np.asarray(hw.hbm_capacity_bytes, float) >= VLLM_LARGE_GPU_BYTES) & ("a100" not in hw.label.lower())
