@@ -64,6 +64,23 @@ def test_normalize_state_fills_defaults_and_checks():
         explore.normalize_state(weights="fp9")
 
 
+def test_attention_weights_reach_the_gpus_and_the_wafers_say_they_keep_one_format():
+    """The attention_weights control is predict.inference(attention_weights=) on the GPUs;
+    the wafers are computed with `weights` and a message says so; 'same' is the weights'."""
+    state = dict(hardware=["b200", "cs3"], model="gpt_oss_120b", weights="fp4", attention_weights="bf16", tp=2)
+    ds = explore.compute(state)
+    ref = predict.inference(hardware="b200", model="gpt_oss_120b", weights="fp4", attention_weights="bf16", tp=2,
+                            pp=1, batch=8, prompt=2048, generate=256)
+    for name in ("tpot_s", "ttft_s", "memory_per_device_bytes"):
+        assert float(ds[name].sel(hardware="b200")) == pytest.approx(float(ref[name]), rel=1e-12)
+    assert ds.attrs["problems"] == ["cs3: attention_weights=bf16 applies to GPUs; a wafer's layers keep weights=fp4"]
+    same = explore.compute(dict(state, attention_weights="same"))
+    assert same.attrs["problems"] == [] and float(same.memory_per_device_bytes.sel(hardware="b200")) < \
+        float(ds.memory_per_device_bytes.sel(hardware="b200"))  # BF16 attention holds more bytes than FP4
+    with pytest.raises(InputError, match="attention_weights='fp8_2:4' is not known"):
+        explore.normalize_state(attention_weights="fp8_2:4")
+
+
 def test_controls_offer_every_gpu_and_both_wafer_systems():
     from workbench.specs import list_gpus, list_models
     assert set(explore.HARDWARE) == set(list_gpus()) | {"cs3", "cs2"}

@@ -17,7 +17,9 @@
     explore.TrainingExplorer().widget        # the training page (GPUs: tp·pp·dp; wafers: systems)
 
 A state holds the hardware (GPUs and wafer systems side by side), the model, weight /
-activation / KV precision ("auto": the API's default for the weights), batch, prompt and
+activation / KV precision ("auto": the API's default for the weights), the format of the
+attention and dense layers beside the experts' (attention_weights, "same": the weights';
+GPUs only, a wafer says it keeps one format), batch, prompt and
 generated tokens, tp and pp (GPUs; devices = tp·pp) and systems (wafers: CS systems the
 model is pipelined across). GPUs are evaluated in one vectorized predict.inference call
 and wafers in another (the API takes tp/pp on GPUs and devices on wafers); the results

@@ -14,19 +14,22 @@ from ..costs import add_costs
 from ..errors import InputError, check_choice
 from ..backends import backend_for
 from ..specs import list_gpus, list_models
-from ..units import DTYPES, unit_attrs
+from ..units import DENSE_DTYPES, DTYPES, unit_attrs
 
 WAFERS = ("cs3", "cs2")
 HARDWARE = tuple(list_gpus()) + WAFERS
 WEIGHTS = tuple(d for d in DTYPES if d != "tf32")
 ACTIVATIONS = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "fp4")
+# The format of every matmul but the routed experts' ("same": the weights'; GPUs only,
+# predict.inference(attention_weights=)): gpt-oss keeps BF16 attention beside MXFP4 experts.
+ATTENTION_WEIGHTS = ("same",) + tuple(d for d in DENSE_DTYPES if d != "tf32")
 KV = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
 POWERS = {"batch": tuple(2 ** i for i in range(11)), "prompt": tuple(2 ** i for i in range(7, 18)),
           "generate": tuple(2 ** i for i in range(4, 15))}
 RANGES = {"tp": (1, 16), "pp": (1, 8), "systems": (0, 16)}  # systems 0: the fewest that hold the model
 DEFAULTS = {"hardware": ("h100_sxm", "h200_sxm", "cs3"), "model": "llama_3_1_70b", "weights": "fp8",
-            "activations": "auto", "kv": "auto", "batch": 8, "prompt": 2048, "generate": 256,
-            "tp": 8, "pp": 1, "systems": 0}
+            "attention_weights": "same", "activations": "auto", "kv": "auto", "batch": 8, "prompt": 2048,
+            "generate": 256, "tp": 8, "pp": 1, "systems": 0}
 CONTROLS = tuple(DEFAULTS)
 SWEEPABLE = ("batch", "prompt", "generate", "tp", "pp", "systems")
 # Metrics offered for the sweep and Pareto views: (the better direction, label).
@@ -87,7 +90,8 @@ def normalize_state(state: dict | None = None, **overrides) -> dict:
     are not controls, unknown hardware / model / precisions and sizes that are not
     positive integers raise InputError naming the control and what is allowed."""
     s = complete_state(DEFAULTS, state, overrides)
-    for key, allowed in (("weights", WEIGHTS), ("activations", ACTIVATIONS), ("kv", KV)):
+    for key, allowed in (("weights", WEIGHTS), ("attention_weights", ATTENTION_WEIGHTS), ("activations", ACTIVATIONS),
+                         ("kv", KV)):
         check_choice(key, s[key], allowed)
     for key in SWEEPABLE:
         v, low = s[key], RANGES.get(key, (1,))[0]
@@ -112,14 +116,20 @@ def _kinds(hardware) -> tuple[list, list]:
 
 def _run(state: dict, hardware, **sizes) -> xr.Dataset:
     """predict.inference for `hardware` (GPUs in one call, wafers in another), joined on
-    `hardware` in the order given, with costs. `sizes` override the state's (lists sweep)."""
+    `hardware` in the order given, with costs. `sizes` override the state's (lists sweep).
+    A separate attention format reaches the GPUs; the wafers keep `weights` and say so."""
     sz = {k: sizes.get(k, state[k]) for k in SWEEPABLE}
     auto = {k: None if state[k] == "auto" else state[k] for k in ("activations", "kv")}
     common = dict(model=state["model"], batch=sz["batch"], prompt=sz["prompt"], generate=sz["generate"],
                   weights=state["weights"], **auto)
     gpus, wafers = _kinds(hardware)
     parts, problems = [], []
-    for group, kwargs in ((gpus, dict(tp=sz["tp"], pp=sz["pp"])), (wafers, dict(devices=wafer_devices(sz["systems"])))):
+    attention = {} if state["attention_weights"] == "same" else {"attention_weights": state["attention_weights"]}
+    if attention and wafers:
+        problems.append(f"{', '.join(wafers)}: attention_weights={state['attention_weights']} applies to GPUs; "
+                        f"a wafer's layers keep weights={state['weights']}")
+    for group, kwargs in ((gpus, dict(tp=sz["tp"], pp=sz["pp"], **attention)),
+                          (wafers, dict(devices=wafer_devices(sz["systems"])))):
         if not group:
             continue
         try:

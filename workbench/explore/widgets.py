@@ -64,6 +64,8 @@ class Explorer:
         metric = [(label, m) for m, (_, label) in METRICS.items()]
         for key, opts, value, text in (("model", list_models(), s["model"], "model"),
                                        ("weights", WEIGHTS, s["weights"], "weights"),
+                                       ("attention_weights", ATTENTION_WEIGHTS, s["attention_weights"],
+                                        "attention wts"),
                                        ("activations", ACTIVATIONS, s["activations"], "activations"),
                                        ("kv", KV, s["kv"], "KV cache"), ("sweep", SWEEPABLE, sweep_control, "sweep"),
                                        ("metric_x", metric, metric_x, "metric x"),
@@ -85,7 +87,7 @@ class Explorer:
                             w.HBox([o["sweep"], o["pareto"]], **row)])
         self.tabs = w.Tab(children=[point, sweep_box], titles=("Operating point", "Sweep and Pareto"))
         controls = w.HBox([c["hardware"],
-                           w.VBox([c[k] for k in ("model", "weights", "activations", "kv")]),
+                           w.VBox([c[k] for k in ("model", "weights", "attention_weights", "activations", "kv")]),
                            w.VBox([c[k] for k in ("batch", "prompt", "generate")]),
                            w.VBox([c[k] for k in ("tp", "pp", "systems")])],
                           layout=w.Layout(flex_flow="row wrap", grid_gap="8px"))
