@@ -252,8 +252,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         check_positive(arg, v, integer=True)
     draft = _speculation(draft_model, draft_len, acceptance)
     _check_dtype("weights", weights)
-    if attention_weights is not None:
-        _check_dtype("attention_weights", attention_weights)
+    _check_attention_weights(attention_weights, {})  # the pools' hardware is checked for GPUs below
     spec = load_model(model)
     pools = {}
     for side, hw_name in (("prefill", prefill_hardware), ("decode", decode_hardware)):
@@ -267,8 +266,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         pools[side] = (hw, be, {f"{side}_overhead_s": consts["iteration_overhead_s"].get(fw, 0.0),
                                 f"{side}_overhead_s_per_sequence": consts["iteration_overhead_s_per_sequence"].get(fw, 0.0)},
                        request_latency_s(fw, spec))
-    act, (att_w, att_act), kvd, mixed = part_maths(pools["decode"][0], weights=weights,
-                                                   attention_weights=attention_weights, activations=activations, kv=kv)
+    _, act, att_act, kvd, mixed = part_maths(pools["decode"][0], weights=weights,
+                                             attention_weights=attention_weights, activations=activations, kv=kv)
     pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]
     dec_hw, _, dec_h, _ = pools["decode"]
     # the decode pool's draft (a model, or the target's MTP head), its memory and speculation
@@ -277,7 +276,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                      prompt=prompt, generate=generate), draft_len=draft_len, acceptance=acceptance)
     r = disaggregated_closed_loop(
         prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd, **speculating,
-        attention_weights=att_w, attention_activations=att_act,
+        attention_weights=attention_weights, attention_activations=att_act,
         **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
         request_latency_s=pre_latency_s, kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
         **{k: float(v) for k, v in sizes.items()})

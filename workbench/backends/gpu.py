@@ -116,17 +116,20 @@ def with_weights(hw: GpuNumbers, weights: str, activations: str) -> tuple:
 
 
 def part_maths(hw: GpuNumbers, *, weights: str, attention_weights, activations, kv) -> tuple:
-    """(math of the routed experts, the other matmuls' format and math (None, None where
-    they are the experts'), the KV cache's dtype, problems): each part computes in its
-    format's default math (default_activations) unless `activations` says one for all; the
-    KV cache is 16-bit unless `kv` says (fp16 where the attention math is)."""
+    """(numbers with the weight format applied (with_weights), math of the routed experts,
+    the other matmuls' math (None where they are the experts'), the KV cache's dtype,
+    problems): each part computes in its format's default math (default_activations)
+    unless `activations` says one for all; the KV cache is 16-bit unless `kv` says (fp16
+    where the attention math is)."""
     act = activations or default_activations(weights, hw)
     att_act = None if attention_weights is None else activations or default_activations(attention_weights, hw)
     kvd = kv or ("fp16" if (att_act or act) == "fp16" else "bf16")
-    mixed = attention_weights is not None and weights in SPARSE_2_4
-    problems = [Problem(True, {}, lambda: f"attention_weights={attention_weights} beside 2:4-sparse weights="
-                                          f"{weights} is not modelled; allowed: attention_weights=None")] * mixed
-    return act, (attention_weights, att_act), kvd, problems
+    hw, problems = with_weights(hw, weights, act)
+    if attention_weights is not None and weights in SPARSE_2_4:
+        problems = problems + [Problem(True, {}, lambda: f"attention_weights={attention_weights} beside 2:4-sparse "
+                                                         f"weights={weights} is not modelled; allowed: "
+                                                         "attention_weights=None")]
+    return hw, act, att_act, kvd, problems
 
 
 def _unsupported(hw: GpuNumbers, dtype: str, shape) -> tuple:
@@ -148,18 +151,16 @@ class GpuBackend:
                   attention_weights=None, **_) -> dict:
         from ..workloads import inference as _inf
         layout = GpuLayout.for_inference(tp=tp, pp=pp, ep=ep, devices=devices)
-        act, (att_w, att_act), kvd, mixed_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
-                                                               activations=activations, kv=kv)
-        hw, sparse_problems = with_weights(hw, weights, act)
-        sparse_problems = sparse_problems + mixed_problems
+        hw, act, att_act, kvd, sparse_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
+                                                            activations=activations, kv=kv)
         common = dict(hw=hw, model=model, tp=layout.tp, pp=layout.pp, dp=layout.dp, prompt=prompt,
                       generate=generate, weights=weights, activations=act, kv=kvd, ep=layout.ep, imbalance=imbalance,
-                      attention_weights=att_w, attention_activations=att_act)
+                      attention_weights=attention_weights, attention_activations=att_act)
         if batch is None:
             batch = _inf.max_batch(hw, model, prompt=prompt, generate=generate, tp=tp, pp=pp,
-                                   w_bytes=DTYPE_BYTES[att_w or weights], kv_bytes=DTYPE_BYTES[kvd],
+                                   w_bytes=DTYPE_BYTES[attention_weights or weights], kv_bytes=DTYPE_BYTES[kvd],
                                    stream_bytes=max(DTYPE_BYTES[att_act or act], 2.0),
-                                   routed_w_bytes=None if att_w is None else DTYPE_BYTES[weights])
+                                   routed_w_bytes=None if attention_weights is None else DTYPE_BYTES[weights])
             r = _inf.inference(batch=np.maximum(batch, 1.0), **common)
             r["fits"] = r["fits"] & (batch >= 1)
             r["batch"] = batch
@@ -221,10 +222,8 @@ class GpuBackend:
         # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
         hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0),
                                  measured_moe_mla=moe_mla_kernels == "measured")
-        act, (att_w, att_act), kvd, mixed_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
-                                                               activations=activations, kv=kv)
-        hw, sparse_problems = with_weights(hw, weights, act)
-        sparse_problems = sparse_problems + mixed_problems
+        hw, act, att_act, kvd, sparse_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
+                                                            activations=activations, kv=kv)
         consts = serving_constants()
         budget, max_sequences = cc.framework_limits(fw, hw, attention_dp)
         overhead_s = consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None \
@@ -237,7 +236,7 @@ class GpuBackend:
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
                            token_budget=budget, max_sequences=max_sequences, imbalance=imbalance,
-                           attention_weights=att_w, attention_activations=att_act,
+                           attention_weights=attention_weights, attention_activations=att_act,
                            **({} if draft_model is None else cc.draft_memory(
                                model, draft_model, weights=weights, kv=kvd, tp=tp, attention_dp=attention_dp,
                                prompt=prompt, generate=generate)),

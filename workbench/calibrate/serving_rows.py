@@ -279,10 +279,9 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
         for fw, g in rows[rows["concurrency"] <= LATENCY_FIT_MAX_CONCURRENCY].groupby("backend"):
             sc = scales.loc[g.index].to_numpy()
             kinds = np.array([np.any(sc[:, 1] == 0), np.any(sc[:, 1] > 0)])  # a dense model, an MoE model
-            fit = np.array(least_median_shift(base.loc[g.index], g["measured_ttft_s"], sc[:, kinds] if kinds.all()
-                                              else sc[:, kinds][:, 0], step=LATENCY_STEP_S))
             h[fw] = np.zeros(2)
-            h[fw][kinds] = fit
+            h[fw][kinds] = least_median_shift(base.loc[g.index], g["measured_ttft_s"], sc[:, kinds],
+                                              step=LATENCY_STEP_S)
         return h
 
     def choose(rows):

@@ -74,7 +74,7 @@ from ..primitives._array import choose
 from ..units import DTYPE_BYTES
 from . import ops
 from .inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head, _model_pass,
-                        activation_bytes_per_token, kv_bytes_per_sequence, weight_bytes)
+                        activation_bytes_per_token, kv_bytes_per_sequence, math_support, weight_bytes)
 from .layers import add, layer_iteration
 from .speculative import expected_tokens_per_step
 
@@ -351,10 +351,8 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     e2e = ttft + (generate - 1.0) * tpot
     devices = tp * attention_dp
     out_rate = attention_dp * rate * generate
-    maths = (layer["math"], activations)
-    supported = np.isfinite(hw.peak(maths[0])) & np.isfinite(hw.peak(maths[1]))
+    supported, missing = math_support(hw, (layer["math"], activations))
     fits = (cap >= 1.0) & supported
-    missing = next((m for m in maths if not np.all(np.isfinite(hw.peak(m)))), maths[0])
     reason = choose([(np.broadcast_to(~supported, np.shape(cap)), f"no {missing} math units on {hw.label}"),
                      (cap < 1.0, "weights + activations leave no room for one request's KV cache")], "")
     return {

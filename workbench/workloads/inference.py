@@ -94,6 +94,15 @@ def kv_bytes_per_sequence(model: ModelSpec, *, tokens, tp, pp, kv_bytes):
                                     + model.compressor_state_bytes_per_sequence) / pp
 
 
+def math_support(hw: GpuNumbers, maths) -> tuple:
+    """(True where the chip has units for every math of `maths`, the first math it lacks
+    everywhere or the first of them): the parts of a layer may compute in different maths
+    (ops.part_formats)."""
+    finite = [np.isfinite(hw.peak(m)) for m in maths]
+    missing = next((m for m, f in zip(maths, finite) if not np.all(f)), maths[0])
+    return np.logical_and.reduce(finite), missing
+
+
 def activation_bytes_per_token(model: ModelSpec, *, tp, stream_bytes):
     """Working-set bytes per token in flight on one TP rank: residual stream, norms, QKV
     and the widest MLP's gate/up."""
@@ -161,8 +170,7 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
                             routed_w_bytes=None if routed is None else routed["w_bytes"])
     used = in_place(np.add, mem["weights_bytes"] + mem["kv_cache_bytes"], mem["activation_bytes"])
     capacity = hw.hbm_capacity_bytes * MEMORY_UTILIZATION
-    expert_math = math if routed is None else routed["math"]
-    supported = np.isfinite(hw.peak(math)) & np.isfinite(hw.peak(expert_math))
+    supported, missing = math_support(hw, (math,) if routed is None else (math, routed["math"]))
     fits = (used <= capacity) & supported
 
     # The decode step's dominant resource, and its lower / upper bounds.
@@ -173,8 +181,7 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
     bound = choose([((dec["compute_s"] >= dec["memory_s"]) & (dec["compute_s"] >= dec_comm), "compute"),
                     (dec["memory_s"] >= dec_comm, "memory")], "communication")
     shape = np.broadcast_shapes(np.shape(used), np.shape(supported), np.shape(capacity))  # a peak or capacity knob may sweep alone
-    unsupported = math if not np.all(np.isfinite(hw.peak(math))) else expert_math
-    reason = choose([(np.broadcast_to(~supported, shape), f"no {unsupported} math units on {hw.label}"),
+    reason = choose([(np.broadcast_to(~supported, shape), f"no {missing} math units on {hw.label}"),
                      (np.broadcast_to(used > capacity, shape), "weights + KV cache + activations exceed memory")], "")
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
