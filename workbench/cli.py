@@ -288,17 +288,24 @@ def _fit_kernels(ns) -> int:
     return 0
 
 
-def _kernel_repeatability(ns) -> int:
-    """`workbench calibrate kernel-repeatability --tables DIR`: two frameworks' tables of one
-    library kernel against each other -> workbench/specs/kernels/repeatability.csv."""
+def _kernel_reference(ns) -> int:
+    """`workbench calibrate kernel-repeatability --tables DIR` (two frameworks' tables of one
+    library kernel against each other -> specs/kernels/repeatability.csv) and `kernel-roughness`
+    (each table's points interpolated from their measured neighbours -> roughness.csv)."""
     from pathlib import Path
 
-    from .calibrate import kernel_repeatability
-    df = kernel_repeatability.repeatability(Path(ns.tables))
+    from .calibrate import kernel_repeatability, kernel_roughness
+    if ns.calibrate_command == "kernel-repeatability":
+        df, mod, default, need = (kernel_repeatability.repeatability(Path(ns.tables)), kernel_repeatability,
+                                  kernel_repeatability.REPEATABILITY_CSV, "no two frameworks' tables of one GPU")
+    else:
+        df, mod, default, need = (kernel_roughness.roughness(Path(ns.tables)), kernel_roughness,
+                                  kernel_roughness.ROUGHNESS_CSV, "no kernel table of a catalog GPU")
+        df = kernel_roughness.summary(df) if len(df) else df
     if df.empty:
-        raise InputError(f"tables={ns.tables!r} holds no two frameworks' tables of one GPU; allowed: the --out "
-                         "folder of workbench calibrate import-kernels")
-    print(f"wrote {kernel_repeatability.write(df, Path(ns.out) if ns.out else kernel_repeatability.REPEATABILITY_CSV)}")
+        raise InputError(f"tables={ns.tables!r} holds {need}; allowed: the --out folder of workbench calibrate "
+                         "import-kernels")
+    print(f"wrote {mod.write(df, Path(ns.out) if ns.out else default)}")
     return 0
 
 
@@ -471,6 +478,10 @@ def parser(table: dict) -> argparse.ArgumentParser:
                                                       "(the floor under a kernel model's error)")
     kr.add_argument("--tables", required=True, help="the --out folder of import-kernels")
     kr.add_argument("--out", default=None, help="CSV to write (default: workbench/specs/kernels/repeatability.csv)")
+    kn = csub.add_parser("kernel-roughness", help="how well each kernel table predicts its points from their "
+                                                  "measured neighbours (a model-free reference for the surfaces)")
+    kn.add_argument("--tables", required=True, help="the --out folder of import-kernels")
+    kn.add_argument("--out", default=None, help="CSV to write (default: workbench/specs/kernels/roughness.csv)")
     csub.add_parser("fit-serving", help="fit each serving framework's per-iteration overhead to the measured "
                                         "serving runs (specs/serving/frameworks.yaml), leave-one-out scored")
     return p
@@ -484,7 +495,8 @@ def main(argv=None) -> int:
             return _predict(ns.kind, table[ns.kind], ns)
         if ns.command == "calibrate":
             return {"fit-kernels": _fit_kernels, "fit-serving": _fit_serving,
-                    "kernel-repeatability": _kernel_repeatability}.get(ns.calibrate_command, _import_kernels)(ns)
+                    "kernel-repeatability": _kernel_reference,
+                    "kernel-roughness": _kernel_reference}.get(ns.calibrate_command, _import_kernels)(ns)
         if ns.command == "microbench":
             from .microbench.__main__ import main as microbench_main
             return microbench_main(["--device", ns.device, "--out", ns.out] + (["--quick"] if ns.quick else []))

@@ -90,17 +90,23 @@ HEADER = ("# Agreement of two frameworks' tables timing the same library kernel 
           "(workbench calibrate import-kernels); written by workbench calibrate kernel-repeatability\n")
 
 
-def write(df: pd.DataFrame, path: Path = REPEATABILITY_CSV) -> Path:
-    """Write the figures to `path`, replacing only a file this function wrote (its HEADER);
-    written beside it and renamed over it, so a failed write leaves the old file whole."""
+def write_owned(df: pd.DataFrame, path: Path, header: str, command: str) -> Path:
+    """Write `df` as CSV under `header` to `path`, replacing only a file `command` wrote (it
+    starts with `header`); written beside it and renamed over it, so a failed write leaves
+    the old file whole."""
     from ..errors import InputError
-    if path.exists() and (not path.is_file() or not path.read_text(errors="replace").startswith(HEADER)):
-        raise InputError(f"out={str(path)!r} exists and was not written by kernel-repeatability; allowed: a new "
-                         "path or an earlier repeatability CSV")
+    if path.exists() and (not path.is_file() or not path.read_text(errors="replace").startswith(header)):
+        raise InputError(f"out={str(path)!r} exists and was not written by {command}; allowed: a new "
+                         f"path or an earlier CSV of {command}")
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(HEADER + df.to_csv(index=False, float_format="%.4g"))
+    tmp.write_text(header + df.to_csv(index=False, float_format="%.4g"))
     tmp.replace(path)
     return path
+
+
+def write(df: pd.DataFrame, path: Path = REPEATABILITY_CSV) -> Path:
+    """Write the figures to `path` (write_owned: only over a file kernel-repeatability wrote)."""
+    return write_owned(df, path, HEADER, "kernel-repeatability")
 
 
 def load(path: Path = REPEATABILITY_CSV) -> pd.DataFrame:
