@@ -266,7 +266,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         pools[side] = (hw, be, {f"{side}_overhead_s": consts["iteration_overhead_s"].get(fw, 0.0),
                                 f"{side}_overhead_s_per_sequence": consts["iteration_overhead_s_per_sequence"].get(fw, 0.0)},
                        request_latency_s(fw, spec))
-    _, act, att_act, kvd, mixed = part_maths(pools["decode"][0], weights=weights,
+    _, act, att_act, kvd, mixed = part_maths(pools["decode"][0], weights=weights, model=spec,
                                              attention_weights=attention_weights, activations=activations, kv=kv)
     pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]
     dec_hw, _, dec_h, _ = pools["decode"]

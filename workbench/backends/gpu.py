@@ -19,7 +19,7 @@ from ..units import DTYPE_BYTES, PEAK_DTYPES, SPARSE_2_4
 from ..errors import InputError
 from ..layout import GpuLayout, Problem, context_problems, layer_kind_problems, serving_problems
 from . import flag_problems, per_spec
-from .kernel_tables import NONE, fits_for, request_latency_s, serving_constants
+from .kernel_tables import NONE, fits_for, framework_kv, request_latency_s, serving_constants
 
 @per_spec
 def _knobs(spec, every: bool = False) -> dict:
@@ -71,7 +71,8 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
         gemm_tile_m=spec.gemm_tile_m, gemm_tile_n=spec.gemm_tile_n,
         scale_up=link("scale_up"), scale_out=link("scale_out"), tdp_w=v["tdp_w"],
         sparse_speedup=dict(spec.sparse_2_4_speedup),
-        kernels=fits_for(spec, framework), framework_overhead_s=overrides.get("framework_overhead_s"))
+        kernels=fits_for(spec, framework), framework_overhead_s=overrides.get("framework_overhead_s"),
+        compute_capability=spec.compute_capability)
 
 
 def default_activations(weights: str, hw: GpuNumbers) -> str:
@@ -115,15 +116,18 @@ def with_weights(hw: GpuNumbers, weights: str, activations: str) -> tuple:
         [Problem(True, {}, lambda: f"no 2:4 sparse {dense} tensor cores on {hw.label}")] * missing
 
 
-def part_maths(hw: GpuNumbers, *, weights: str, attention_weights, activations, kv) -> tuple:
+def part_maths(hw: GpuNumbers, *, weights: str, attention_weights, activations, kv, model=None) -> tuple:
     """(numbers with the weight format applied (with_weights), math of the routed experts,
     the other matmuls' math (None where they are the experts'), the KV cache's dtype,
     problems): each part computes in its format's default math (default_activations)
-    unless `activations` says one for all; the KV cache is 16-bit unless `kv` says (fp16
-    where the attention math is)."""
+    unless `activations` says one for all; the KV cache is `kv`, else what the serving
+    framework of the numbers picks for `model` (kernel_tables.framework_kv), else 16-bit
+    (fp16 where the attention math is)."""
     act = activations or default_activations(weights, hw)
     att_act = None if attention_weights is None else activations or default_activations(attention_weights, hw)
-    kvd = kv or ("fp16" if (att_act or act) == "fp16" else "bf16")
+    fw = hw.kernels.framework if hw.kernels is not None else NONE
+    kvd = kv or (framework_kv(fw, model, hw) if model is not None else None) or \
+        ("fp16" if (att_act or act) == "fp16" else "bf16")
     hw, problems = with_weights(hw, weights, act)
     if attention_weights is not None and weights in SPARSE_2_4:
         problems = problems + [Problem(True, {}, lambda: f"attention_weights={attention_weights} beside 2:4-sparse "
@@ -152,7 +156,7 @@ class GpuBackend:
         from ..workloads import inference as _inf
         layout = GpuLayout.for_inference(tp=tp, pp=pp, ep=ep, devices=devices)
         hw, act, att_act, kvd, sparse_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
-                                                            activations=activations, kv=kv)
+                                                            activations=activations, kv=kv, model=model)
         common = dict(hw=hw, model=model, tp=layout.tp, pp=layout.pp, dp=layout.dp, prompt=prompt,
                       generate=generate, weights=weights, activations=act, kv=kvd, ep=layout.ep, imbalance=imbalance,
                       attention_weights=attention_weights, attention_activations=att_act)
@@ -223,7 +227,7 @@ class GpuBackend:
         hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0),
                                  measured_moe_mla=moe_mla_kernels == "measured")
         hw, act, att_act, kvd, sparse_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
-                                                            activations=activations, kv=kv)
+                                                            activations=activations, kv=kv, model=model)
         consts = serving_constants()
         budget, max_sequences = cc.framework_limits(fw, hw, attention_dp)
         overhead_s = consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None \

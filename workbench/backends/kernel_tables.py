@@ -78,3 +78,23 @@ def request_latency_s(framework: str, model) -> float:
     moe = float(model.n_moe_layers)
     return (consts["request_latency_s_per_layer"].get(framework, 0.0) * (model.n_layers - moe)
             + consts["request_latency_s_per_moe_layer"].get(framework, 0.0) * moe)
+
+
+def framework_kv(framework: str, model, hw) -> str | None:
+    """The KV-cache dtype a serving framework stores when the user leaves it unset ("auto"),
+    where that is not the attention math's 16-bit format; None otherwise. Two documented
+    rules (specs/serving/frameworks.yaml): a framework whose `kv_cache_auto` is "checkpoint"
+    takes the format the loaded checkpoint's quantization config asks for (the spec's
+    hf_kv_cache for the id it was loaded by); a framework listed in
+    `kv_cache_sparse_fp8_compute_capability` stores a DSA model's cache (an indexer's top-k
+    attention) in FP8 on GPUs of at least that compute capability."""
+    consts = serving_constants()
+    if consts["kv_cache_auto"].get(framework) == "checkpoint":
+        kv = dict(getattr(model, "hf_kv_cache", {})).get(getattr(model, "checkpoint", ""))
+        if kv:
+            return kv
+    least = consts["kv_cache_sparse_fp8_compute_capability"].get(framework)
+    if least is not None and getattr(model, "index_topk", 0) and 0 < hw.compute_capability and \
+            hw.compute_capability >= least:
+        return "fp8"
+    return None

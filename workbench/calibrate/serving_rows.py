@@ -82,7 +82,7 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
         return None, "disaggregated row without its workers and batch sizes: says too little to predict"
     from ..specs import hf_index
     hw = SYSTEMS[r.system]
-    return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=hf_index()[r.model_path],
+    return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=r.model_path,
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
                 activations=activations, attention_weights=attention_weights(r),
                 framework=r.backend, prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size),
@@ -143,7 +143,7 @@ def config(r) -> tuple[dict | None, str]:
     if r.mode != "agg":
         return _disaggregated(r, *fmt)
     tp, attention_dp, ep = layout(r)
-    return dict(hardware=SYSTEMS[r.system], model=hf_index()[r.model_path], tp=tp,
+    return dict(hardware=SYSTEMS[r.system], model=r.model_path, tp=tp,
                 attention_dp=attention_dp, ep=ep, concurrency=_n(r.concurrency),
                 prompt=_n(r.isl), generate=_n(r.osl), weights=fmt[0], activations=fmt[1],
                 attention_weights=attention_weights(r), framework=r.backend), ""

@@ -87,6 +87,7 @@ class GpuNumbers:
     # the weights of this deployment are 2:4 sparse (units.SPARSE_2_4): the layers' weight
     # GEMMs run on the sparse tensor cores (primitives/gemm.py)
     sparse_weights: bool = False
+    compute_capability: float = 0.0  # CUDA compute capability (HardwareSpec); 0: not a CUDA device
 
     def sparse_speedup_for(self, dtype: str):
         """The datasheet's sparse over dense peak for `dtype`'s math; NaN without sparse units."""

@@ -225,7 +225,8 @@ def load_model(name, *, arg: str = "model") -> ModelSpec:
         data.setdefault("source", "user-supplied dict")
         return build(ModelSpec, data, origin=data["name"])
     if isinstance(name, str) and name in hf_index() and not Path(name).exists():  # "deepseek-ai/DeepSeek-R1"
-        return _model(hf_index()[name])
+        import dataclasses
+        return dataclasses.replace(_model(hf_index()[name]), checkpoint=name)  # its checkpoint's KV format known
     if isinstance(name, (str, Path)) and (str(name).endswith((".json", ".yaml", ".yml")) or "/" in str(name)):
         return _model_file(Path(name), arg)
     if not isinstance(name, str) or name not in list_models():

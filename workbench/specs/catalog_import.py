@@ -188,10 +188,44 @@ def render(name: str, group: list, version: str) -> str:
     out.append("# Hugging Face checkpoints of this architecture (model=\"org/name\" resolves to this entry;\n"
                "# the FP8 / NVFP4 ones are quantized copies: same layers, other weight format)\n")
     out.append(f"hf_ids: [{', '.join(i for i, _ in group)}]\n")
+    out.append(kv_block([(i, p.parent) for i, p in group], version))
     text = "".join(out)
     back = build(ModelSpec, yaml.load(text, Loader=_Loader), origin=name)  # what a load will see
     assert back == dataclasses.replace(spec, source=back.source, notes=back.notes), name
     return text
+
+
+def checkpoint_kv(folder: Path, hf: str) -> tuple:
+    """(the KV-cache dtype a checkpoint's quantization config asks for, or None; the files
+    that say so): its hf_quant_config.json `kv_cache_quant_algo` (ModelOpt), or its
+    config.json `quantization_config` (`kv_cache_quant_algo`, or a `kv_cache_scheme` of 8-bit
+    floats)."""
+    stem = hf.replace("/", "--")
+    found = []
+    for name, key in ((f"{stem}_config.json", "quantization_config"), (f"{stem}_hf_quant_config.json", "quantization")):
+        q = json.loads((folder / name).read_text()).get(key) if (folder / name).exists() else None
+        q = q if isinstance(q, dict) else {}
+        scheme = q.get("kv_cache_scheme")
+        if isinstance(q.get("kv_cache_quant_algo"), str):
+            found.append((q["kv_cache_quant_algo"].lower(), name))
+        elif isinstance(scheme, dict) and scheme.get("num_bits") == 8 and scheme.get("type") == "float":
+            found.append(("fp8", name))
+    return (found[0][0] if found else None), sorted(n for _, n in found)
+
+
+def kv_block(ids: list, version: str) -> str:
+    """The model YAML lines recording each checkpoint's KV-cache format (`ids`: [(hf id,
+    the folder of its configs)]), "" where none asks for one."""
+    kv = [(i, *checkpoint_kv(folder, i)) for i, folder in ids]
+    kv = [(i, d, files) for i, d, files in kv if d]
+    if not kv:
+        return ""
+    files = sorted({f for _, _, fs in kv for f in fs})
+    return ("# KV-cache format each quantized checkpoint asks for (aiconfigurator-core "
+            f"{version} model_configs:\n" + "".join(f"#   {f}\n" for f in files)
+            + "# kv_cache_quant_algo, or quantization_config.kv_cache_scheme of 8-bit floats); TensorRT-LLM and\n"
+            "# vLLM store the cache so when the KV dtype is left unset (specs/serving/frameworks.yaml kv_cache_auto)\n"
+            + "hf_kv_cache: {" + ", ".join(f"{i}: {d}" for i, d, _ in kv) + "}\n")
 
 
 def _primary_first(ids: list) -> list:

@@ -108,6 +108,9 @@ class HardwareSpec:
     # a prediction names none. "": no tables, the analytical efficiencies above.
     kernel_tables: str = ""
     default_framework: str = ""
+    # CUDA compute capability (major.minor, NVIDIA's table at developer.nvidia.com/cuda-gpus);
+    # 0 for a GPU that is not a CUDA device. Frameworks pick kernels and defaults by it.
+    compute_capability: float = 0.0
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -116,7 +119,7 @@ class HardwareSpec:
                 raise SpecError(self.name, name, getattr(self, name), "a mapping of dtype -> number")
         require(self, ("n_sms", "gemm_tile_m", "gemm_tile_n"), "positive_int")
         require(self, ("collective_sms",), "nonnegative_int")
-        require(self, ("price_usd_per_hour",), "nonnegative")
+        require(self, ("price_usd_per_hour", "compute_capability"), "nonnegative")
         require(self, bool_fields(self), "bool")
         for dt, v in self.peak_flops_per_s.items():
             if dt not in DTYPES:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ._base import SpecError, bool_fields, require
 from .model_context import ContextCounts
+from ..units import DTYPE_BYTES
 
 
 LINEAR_KINDS = ("gdn", "kda", "mamba2")  # linear token mixers (see linear_kind below)
@@ -131,6 +132,13 @@ class ModelSpec(ContextCounts):
     published_params: float = 0.0  # total parameter count quoted by the source, for checks
     # Hugging Face ids of the checkpoints with this architecture (model="org/name" resolves here)
     hf_ids: tuple = field(default=(), compare=False)
+    # KV-cache format a quantized checkpoint's own config asks for, by Hugging Face id (its
+    # hf_quant_config.json kv_cache_quant_algo, or config.json quantization_config
+    # kv_cache_scheme): a serving framework that inherits it (specs/serving/frameworks.yaml
+    # kv_cache_auto) stores the cache in it when the user leaves the KV dtype unset
+    hf_kv_cache: dict = field(default_factory=dict, compare=False)
+    # the Hugging Face id this spec was loaded by ("" for a catalog name, a file or a dict)
+    checkpoint: str = field(default="", compare=False)
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -138,6 +146,9 @@ class ModelSpec(ContextCounts):
             object.__setattr__(self, "hf_ids", tuple(self.hf_ids))
         if not all(isinstance(i, str) and i.count("/") == 1 for i in self.hf_ids):
             raise SpecError(self.name, "hf_ids", self.hf_ids, "a list of Hugging Face ids 'organization/name'")
+        for i, kv in dict(self.hf_kv_cache).items():
+            if i not in self.hf_ids or kv not in DTYPE_BYTES:
+                raise SpecError(self.name, f"hf_kv_cache.{i}", kv, "an id of hf_ids with a dtype of units.DTYPE_BYTES")
         require(self, ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size",
                        "max_seq_len"), "positive_int")
         require(self, ("n_experts", "n_active_experts", "n_shared_experts", "d_ff_expert", "n_dense_layers",

@@ -1,0 +1,106 @@
+"""The KV-cache dtype a serving framework stores when `kv` is left unset (backends/kernel_tables.
+framework_kv, specs/serving/frameworks.yaml kv_cache_auto and kv_cache_sparse_fp8_compute_capability):
+TensorRT-LLM and vLLM inherit the format a quantized checkpoint's config asks for, SGLang keeps
+16 bits except for a DSA model's cache on Blackwell; what that does to the KV room in closed form;
+and each checkpoint's recorded format against the config files it was read from."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench import predict
+from workbench.specs import SpecError, list_models, load_hardware, load_model
+from workbench.units import DTYPE_BYTES
+
+
+def _kv(model, framework, hardware="b200", weights="fp4", kv=None, **kw):
+    ds = predict.serving(hardware=hardware, model=model, tp=8, concurrency=16, prompt=2048, generate=256,
+                         weights=weights, framework=framework, kv=kv, **kw)
+    return str(ds.kv.values), ds
+
+
+@pytest.mark.parametrize("framework,expected", [("trtllm", "fp8"), ("vllm", "fp8"), ("sglang", "bf16")])
+def test_a_modelopt_checkpoint_brings_its_fp8_cache_to_the_frameworks_that_inherit_it(framework, expected):
+    """nvidia/Qwen3-235B-A22B-NVFP4's hf_quant_config.json says kv_cache_quant_algo FP8: TensorRT-LLM and
+    vLLM (>= 0.13) store the cache so under "auto", SGLang keeps BF16."""
+    assert _kv("nvidia/Qwen3-235B-A22B-NVFP4", framework)[0] == expected
+
+
+def test_the_same_architecture_by_its_base_id_or_name_keeps_16_bits_and_kv_overrides():
+    assert _kv("Qwen/Qwen3-235B-A22B", "trtllm")[0] == "bf16"
+    assert _kv("qwen3_235b_a22b", "trtllm")[0] == "bf16"  # a catalog name loads no checkpoint
+    assert _kv("nvidia/Qwen3-235B-A22B-NVFP4", "trtllm", kv="bf16")[0] == "bf16"  # the user's word wins
+    assert load_model("nvidia/Qwen3-235B-A22B-NVFP4").checkpoint == "nvidia/Qwen3-235B-A22B-NVFP4"
+    assert load_model("nvidia/Qwen3-235B-A22B-NVFP4") == load_model("qwen3_235b_a22b")  # one architecture
+
+
+@pytest.mark.parametrize("hardware,expected", [("b200", "fp8"), ("gb300", "fp8"), ("h200_sxm", "bf16")])
+def test_sglang_stores_a_dsa_cache_in_fp8_on_blackwell(hardware, expected):
+    """SGLang's server, DeepSeek NSA: fp8_e4m3 when the compute capability's major is >= 10, bfloat16
+    on Hopper; the rule is SGLang's: TensorRT-LLM on the base checkpoint keeps 16 bits."""
+    assert load_hardware(hardware).compute_capability == {"b200": 10.0, "gb300": 10.3, "h200_sxm": 9.0}[hardware]
+    assert _kv("deepseek-ai/DeepSeek-V3.2", "sglang", hardware=hardware, weights="fp8")[0] == expected
+    assert _kv("deepseek-ai/DeepSeek-V3.2", "trtllm", hardware=hardware, weights="fp8")[0] == "bf16"
+
+
+def test_an_fp8_cache_doubles_the_room_for_requests():
+    """Llama-3.1-70B FP8 on 8 H100 under TensorRT-LLM: the ModelOpt checkpoint's FP8 cache holds each
+    token in half the bytes of the base id's BF16 one (80 layers x 8 KV heads x 128 x 2 (K, V) x 1 B over
+    the 8 GPUs, for the prompt and half the output a staggered request holds on average under
+    TensorRT-LLM's spread arrivals), so the largest running batch at the same weights doubles (to the
+    integer, in the KV room's floor)."""
+    a = predict.serving(hardware="h100_sxm", model="nvidia/Llama-3.1-70B-Instruct-FP8", tp=8, concurrency=16,
+                        prompt=8192, generate=1024, weights="fp8", framework="trtllm")
+    b = predict.serving(hardware="h100_sxm", model="meta-llama/Llama-3.1-70B", tp=8, concurrency=16,
+                        prompt=8192, generate=1024, weights="fp8", framework="trtllm")
+    assert float(a.kv_per_request_bytes) * 2 == pytest.approx(float(b.kv_per_request_bytes))
+    assert float(a.kv_per_request_bytes) == pytest.approx(80 * 8 * 128 * 2 * 1.0 * (8192 + 1024 / 2) / 8)
+    assert float(a.max_running) == pytest.approx(2 * float(b.max_running), abs=1.0)
+
+
+def test_fixed_pools_take_the_rule_too():
+    ds = predict.disaggregated(prefill_hardware="b200", decode_hardware="b200", model="nvidia/DeepSeek-V3.2-NVFP4",
+                               concurrency=64, prompt=4096, generate=512, weights="fp4", framework="trtllm",
+                               prefill_tp=8, decode_tp=8, prefill_workers=1, decode_workers=1, prefill_batch=1)
+    assert ds.attrs["kv"] == "fp8"
+
+
+def test_a_recorded_format_must_name_one_of_the_ids_and_a_dtype():
+    from workbench.specs import build
+    from workbench.specs.model import ModelSpec
+    base = {k: v for k, v in vars(load_model("qwen3_32b")).items() if k not in ("hf_kv_cache", "checkpoint")}
+    with pytest.raises(SpecError, match="hf_kv_cache"):
+        build(ModelSpec, {**base, "hf_kv_cache": {"someone/Else-FP8": "fp8"}}, origin="t")
+    with pytest.raises(SpecError, match="hf_kv_cache"):
+        build(ModelSpec, {**base, "hf_kv_cache": {"nvidia/Qwen3-32B-NVFP4": "fp7"}}, origin="t")
+
+
+def test_every_recorded_format_is_what_its_checkpoint_config_says():
+    """Each hf_kv_cache entry against aiconfigurator-core 0.12.0's copy of the checkpoint's configs
+    (model_configs/<org>--<name>_hf_quant_config.json kv_cache_quant_algo, or the config.json's
+    quantization_config kv_cache_scheme of 8-bit floats); every shipped checkpoint config that asks
+    for an FP8 cache and whose id the catalog lists is recorded."""
+    pytest.importorskip("aiconfigurator_core", reason="aiconfigurator-core (the silicon extra) is not installed")
+    from pathlib import Path
+
+    import aiconfigurator_core
+    configs = Path(aiconfigurator_core.__file__).parent / "model_configs"
+
+    def asks(hf_id):
+        stem = hf_id.replace("/", "--")
+        q = configs / f"{stem}_hf_quant_config.json"
+        if q.exists() and isinstance(json.loads(q.read_text()).get("quantization", {}).get("kv_cache_quant_algo"), str):
+            return json.loads(q.read_text())["quantization"]["kv_cache_quant_algo"].lower()
+        c = configs / f"{stem}_config.json"
+        scheme = (json.loads(c.read_text()).get("quantization_config") or {}).get("kv_cache_scheme") if c.exists() else None
+        return "fp8" if isinstance(scheme, dict) and scheme.get("num_bits") == 8 and scheme.get("type") == "float" \
+            else None
+
+    recorded = {i: kv for m in list_models() for i, kv in load_model(m).hf_kv_cache.items()}
+    listed = {i for m in list_models() for i in load_model(m).hf_ids}
+    assert len(recorded) >= 20
+    for hf_id, kv in recorded.items():
+        assert kv in DTYPE_BYTES and asks(hf_id) == kv, hf_id
+    for hf_id in listed - set(recorded):
+        assert asks(hf_id) is None, hf_id
