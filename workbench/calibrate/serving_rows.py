@@ -80,7 +80,6 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
     """predict.disaggregated arguments of a disaggregated row (its pools' sizes stated)."""
     if not (r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers):
         return None, "disaggregated row without its workers and batch sizes: says too little to predict"
-    from ..specs import hf_index
     hw = SYSTEMS[r.system]
     return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=r.model_path,
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
