@@ -1,7 +1,7 @@
 """The KV-cache dtype a serving framework stores when `kv` is left unset (backends/kernel_tables.
-framework_kv, specs/serving/frameworks.yaml kv_cache_auto and kv_cache_sparse_fp8_compute_capability):
+framework_kv, specs/serving/frameworks.yaml kv_cache_auto and kv_cache_fp8_attention):
 TensorRT-LLM and vLLM inherit the format a quantized checkpoint's config asks for, SGLang keeps
-16 bits except for a DSA model's cache on Blackwell; what that does to the KV room in closed form;
+16 bits except for a DSA model's cache on Blackwell and DeepSeek-V4's everywhere; what that does to the KV room in closed form;
 and each checkpoint's recorded format against the config files it was read from."""
 from __future__ import annotations
 
@@ -42,6 +42,12 @@ def test_sglang_stores_a_dsa_cache_in_fp8_on_blackwell(hardware, expected):
     assert load_hardware(hardware).compute_capability == {"b200": 10.0, "gb300": 10.3, "h200_sxm": 9.0}[hardware]
     assert _kv("deepseek-ai/DeepSeek-V3.2", "sglang", hardware=hardware, weights="fp8")[0] == expected
     assert _kv("deepseek-ai/DeepSeek-V3.2", "trtllm", hardware=hardware, weights="fp8")[0] == "bf16"
+
+
+@pytest.mark.parametrize("hardware", ["b200", "h200_sxm"])
+def test_sglang_stores_deepseek_v4s_compressed_cache_in_fp8_on_every_gpu(hardware):
+    assert _kv("deepseek-ai/DeepSeek-V4-Flash", "sglang", hardware=hardware, weights="fp8")[0] == "fp8"
+    assert _kv("deepseek-ai/DeepSeek-V4-Flash", "vllm", hardware=hardware, weights="fp8")[0] == "bf16"
 
 
 def test_an_fp8_cache_doubles_the_room_for_requests():

@@ -85,16 +85,16 @@ def framework_kv(framework: str, model, hw) -> str | None:
     where that is not the attention math's 16-bit format; None otherwise. Two documented
     rules (specs/serving/frameworks.yaml): a framework whose `kv_cache_auto` is "checkpoint"
     takes the format the loaded checkpoint's quantization config asks for (the spec's
-    hf_kv_cache for the id it was loaded by); a framework listed in
-    `kv_cache_sparse_fp8_compute_capability` stores a DSA model's cache (an indexer's top-k
-    attention) in FP8 on GPUs of at least that compute capability."""
+    hf_kv_cache for the id it was loaded by); `kv_cache_fp8_attention` names, per framework,
+    the attention kinds whose cache it keeps in FP8 from a CUDA compute capability on
+    ("compressed": DeepSeek-V4's CSA/HCA layers; "dsa": an indexer's top-k attention)."""
     consts = serving_constants()
     if consts["kv_cache_auto"].get(framework) == "checkpoint":
         kv = dict(getattr(model, "hf_kv_cache", {})).get(getattr(model, "checkpoint", ""))
         if kv:
             return kv
-    least = consts["kv_cache_sparse_fp8_compute_capability"].get(framework)
-    if least is not None and getattr(model, "index_topk", 0) and 0 < hw.compute_capability and \
-            hw.compute_capability >= least:
-        return "fp8"
-    return None
+    kind = "compressed" if getattr(model, "n_csa_layers", 0) + getattr(model, "n_hca_layers", 0) else \
+        "dsa" if getattr(model, "index_topk", 0) else None
+    least = consts["kv_cache_fp8_attention"].get(framework, {}).get(kind)
+    cc = hw.compute_capability
+    return "fp8" if least is not None and cc > 0 and cc >= least else None
