@@ -237,7 +237,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     import xarray as xr
 
     from .backends.gpu import part_maths
-    from .backends.kernel_tables import request_latency_s, resolve, serving_constants
+    from .backends.kernel_tables import framework_layout, request_latency_s, resolve, serving_constants
     from .backends import flag_problems
     from .layout import serving_problems
     from .workloads.concurrency import disaggregated_closed_loop, draft_memory
@@ -268,6 +268,13 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                        request_latency_s(fw, spec))
     _, act, att_act, kvd, mixed = part_maths(pools["decode"][0], weights=weights, model=spec,
                                              attention_weights=attention_weights, activations=activations, kv=kv)
+    for side in ("prefill", "decode"):  # each pool's attention layout as its framework runs it
+        hw_side = pools[side][0]
+        sizes[f"{side}_tp"], sizes[f"{side}_attention_dp"] = framework_layout(
+            hw_side.kernels.framework if hw_side.kernels is not None else "none", spec, hw_side,
+            sizes[f"{side}_tp"], sizes[f"{side}_attention_dp"])
+    prefill_tp, prefill_attention_dp = sizes["prefill_tp"], sizes["prefill_attention_dp"]
+    decode_tp, decode_attention_dp = sizes["decode_tp"], sizes["decode_attention_dp"]
     pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]
     dec_hw, _, dec_h, _ = pools["decode"]
     # the decode pool's draft (a model, or the target's MTP head), its memory and speculation
@@ -289,7 +296,9 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         ds[name].attrs.update(unit_attrs(name))
     ds.attrs.update({"function": "predict.disaggregated", "mode": "fixed pools at a fixed concurrency (closed loop)",
                      "prefill_hardware": pre_hw.label, "decode_hardware": dec_hw.label, "model": spec.name,
-                     "activations": act, "kv": kvd})
+                     "activations": act, "kv": kvd,
+                     "prefill_attention_run": f"tp {float(prefill_tp):g} x dp {float(prefill_attention_dp):g}",
+                     "decode_attention_run": f"tp {float(decode_tp):g} x dp {float(decode_attention_dp):g}"})
     return ds
 
 

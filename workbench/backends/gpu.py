@@ -19,7 +19,7 @@ from ..units import DTYPE_BYTES, PEAK_DTYPES, SPARSE_2_4
 from ..errors import InputError
 from ..layout import GpuLayout, Problem, context_problems, layer_kind_problems, serving_problems
 from . import flag_problems, per_spec
-from .kernel_tables import NONE, fits_for, framework_kv, request_latency_s, serving_constants
+from .kernel_tables import NONE, fits_for, framework_kv, framework_layout, request_latency_s, serving_constants
 
 @per_spec
 def _knobs(spec, every: bool = False) -> dict:
@@ -229,6 +229,7 @@ class GpuBackend:
         hw, act, att_act, kvd, sparse_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
                                                             activations=activations, kv=kv, model=model)
         consts = serving_constants()
+        tp, attention_dp = framework_layout(fw, model, hw, tp, attention_dp)  # as the framework runs it
         budget, max_sequences = cc.framework_limits(fw, hw, attention_dp)
         overhead_s = consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None \
             else hw.framework_overhead_s  # the knob, when given, replaces the framework's constant
@@ -247,6 +248,7 @@ class GpuBackend:
                            draft_len=draft_len, acceptance=acceptance)
         r["activations"] = np.array(act, dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
+        r["attention_tp_run"], r["attention_dp_run"] = tp + 0.0 * r["tpot_s"], attention_dp + 0.0 * r["tpot_s"]
         problems = serving_problems(model, tp=tp, attention_dp=attention_dp, ep=ep) + \
             context_problems(model, prompt=prompt, generate=generate) + sparse_problems
         return flag_problems(r, problems)

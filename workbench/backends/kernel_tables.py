@@ -98,3 +98,18 @@ def framework_kv(framework: str, model, hw) -> str | None:
     least = consts["kv_cache_fp8_attention"].get(framework, {}).get(kind)
     cc = hw.compute_capability
     return "fp8" if least is not None and cc > 0 and cc >= least else None
+
+
+def framework_layout(framework: str, model, hw, tp, attention_dp) -> tuple:
+    """(attention TP, attention-DP replicas) a serving framework runs for the (tp,
+    attention_dp) asked: the same, except where `dp_attention_forced` (specs/serving/
+    frameworks.yaml) names the model's attention kind for the framework on a CUDA GPU, where
+    every GPU of the instance is its own attention replica (tp 1, attention_dp tp x
+    attention_dp)."""
+    kind = "compressed" if getattr(model, "n_csa_layers", 0) + getattr(model, "n_hca_layers", 0) else \
+        "dsa" if getattr(model, "index_topk", 0) else None
+    if kind in serving_constants()["dp_attention_forced"].get(framework, []) and hw.compute_capability > 0:
+        devices = tp * attention_dp
+        return 1.0 + 0.0 * devices, devices
+    return tp, attention_dp
+
