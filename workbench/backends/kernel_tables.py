@@ -80,6 +80,14 @@ def request_latency_s(framework: str, model) -> float:
             + consts["request_latency_s_per_moe_layer"].get(framework, 0.0) * moe)
 
 
+def _attention_kind(model) -> str | None:
+    """The attention kind the frameworks' rules name: "compressed" (DeepSeek-V4's CSA/HCA
+    layers), "dsa" (an indexer's top-k attention), else None."""
+    if getattr(model, "n_csa_layers", 0) + getattr(model, "n_hca_layers", 0):
+        return "compressed"
+    return "dsa" if getattr(model, "index_topk", 0) else None
+
+
 def framework_kv(framework: str, model, hw) -> str | None:
     """The KV-cache dtype a serving framework stores when the user leaves it unset ("auto"),
     where that is not the attention math's 16-bit format; None otherwise. Two documented
@@ -93,8 +101,7 @@ def framework_kv(framework: str, model, hw) -> str | None:
         kv = dict(getattr(model, "hf_kv_cache", {})).get(getattr(model, "checkpoint", ""))
         if kv:
             return kv
-    kind = "compressed" if getattr(model, "n_csa_layers", 0) + getattr(model, "n_hca_layers", 0) else \
-        "dsa" if getattr(model, "index_topk", 0) else None
+    kind = _attention_kind(model)
     least = consts["kv_cache_fp8_attention"].get(framework, {}).get(kind)
     cc = hw.compute_capability
     return "fp8" if least is not None and cc > 0 and cc >= least else None
@@ -106,8 +113,7 @@ def framework_layout(framework: str, model, hw, tp, attention_dp) -> tuple:
     frameworks.yaml) names the model's attention kind for the framework on a CUDA GPU, where
     every GPU of the instance is its own attention replica (tp 1, attention_dp tp x
     attention_dp)."""
-    kind = "compressed" if getattr(model, "n_csa_layers", 0) + getattr(model, "n_hca_layers", 0) else \
-        "dsa" if getattr(model, "index_topk", 0) else None
+    kind = _attention_kind(model)
     if kind in serving_constants()["dp_attention_forced"].get(framework, []) and hw.compute_capability > 0:
         devices = tp * attention_dp
         return 1.0 + 0.0 * devices, devices
