@@ -237,7 +237,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     import xarray as xr
 
     from .backends.gpu import part_maths
-    from .backends.kernel_tables import framework_layout, request_latency_s, resolve, serving_constants
+    from .backends.kernel_tables import framework_layout, framework_of, request_latency_s, resolve, serving_constants
     from .backends import flag_problems
     from .layout import serving_problems
     from .workloads.concurrency import disaggregated_closed_loop, draft_memory
@@ -271,8 +271,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     for side in ("prefill", "decode"):  # each pool's attention layout as its framework runs it
         hw_side = pools[side][0]
         sizes[f"{side}_tp"], sizes[f"{side}_attention_dp"] = framework_layout(
-            hw_side.kernels.framework if hw_side.kernels is not None else "none", spec, hw_side,
-            sizes[f"{side}_tp"], sizes[f"{side}_attention_dp"])
+            framework_of(hw_side), spec, hw_side, sizes[f"{side}_tp"], sizes[f"{side}_attention_dp"])
     prefill_tp, prefill_attention_dp = sizes["prefill_tp"], sizes["prefill_attention_dp"]
     decode_tp, decode_attention_dp = sizes["decode_tp"], sizes["decode_attention_dp"]
     pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]

@@ -5,8 +5,6 @@ TensorRT-LLM and vLLM inherit the format a quantized checkpoint's config asks fo
 and each checkpoint's recorded format against the config files it was read from."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from workbench import predict
@@ -88,20 +86,11 @@ def test_every_recorded_format_is_what_its_checkpoint_config_says():
     quantization_config kv_cache_scheme of 8-bit floats); every shipped checkpoint config that asks
     for an FP8 cache and whose id the catalog lists is recorded."""
     pytest.importorskip("aiconfigurator_core", reason="aiconfigurator-core (the silicon extra) is not installed")
-    from pathlib import Path
-
-    import aiconfigurator_core
-    configs = Path(aiconfigurator_core.__file__).parent / "model_configs"
+    from workbench.specs.catalog_import import checkpoint_kv, package_configs
+    configs, _ = package_configs()
 
     def asks(hf_id):
-        stem = hf_id.replace("/", "--")
-        q = configs / f"{stem}_hf_quant_config.json"
-        if q.exists() and isinstance(json.loads(q.read_text()).get("quantization", {}).get("kv_cache_quant_algo"), str):
-            return json.loads(q.read_text())["quantization"]["kv_cache_quant_algo"].lower()
-        c = configs / f"{stem}_config.json"
-        scheme = (json.loads(c.read_text()).get("quantization_config") or {}).get("kv_cache_scheme") if c.exists() else None
-        return "fp8" if isinstance(scheme, dict) and scheme.get("num_bits") == 8 and scheme.get("type") == "float" \
-            else None
+        return checkpoint_kv(configs, hf_id)[0]
 
     recorded = {i: kv for m in list_models() for i, kv in load_model(m).hf_kv_cache.items()}
     listed = {i for m in list_models() for i in load_model(m).hf_ids}

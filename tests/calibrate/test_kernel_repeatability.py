@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from owned_csv_checks import refuses_others_files_and_empty_folders
 
 from workbench.calibrate import kernel_repeatability as kr
 from workbench.primitives.gemm import HOST_BOUND_FACTOR
@@ -100,12 +101,4 @@ def test_the_command_writes_the_csv_and_refuses_an_empty_folder(tmp_path, capsys
     got = kr.load(out)
     assert got.frameworks.tolist() == ["sglang/trtllm"] and got.median_abs_log_ratio.tolist() == [0.0]
     assert main(["calibrate", "kernel-repeatability", "--tables", str(tmp_path), "--out", str(out)]) == 0  # its own
-    mine = tmp_path / "notes.csv"
-    mine.write_text("a file the workbench did not write\n")
-    assert main(["calibrate", "kernel-repeatability", "--tables", str(tmp_path), "--out", str(mine)]) == 2
-    assert mine.read_text() == "a file the workbench did not write\n" and "notes.csv" in capsys.readouterr().err
-    empty = tmp_path / "none"
-    empty.mkdir()
-    assert main(["calibrate", "kernel-repeatability", "--tables", str(empty)]) == 2
-    err = capsys.readouterr().err
-    assert "tables=" in err and "allowed" in err and len(err.strip().splitlines()) == 1
+    refuses_others_files_and_empty_folders("kernel-repeatability", tmp_path, tmp_path, capsys)

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from owned_csv_checks import refuses_others_files_and_empty_folders
 
 from workbench.calibrate import kernel_fit
 from workbench.calibrate import kernel_roughness as kn
@@ -119,12 +120,4 @@ def test_the_command_writes_the_csv_and_refuses_what_it_did_not_write(tmp_path, 
     assert got[["hardware", "framework", "kernel_class", "variant"]].values.tolist() == \
         [["a100_sxm", "sglang", "gemm", "bf16"], ["a100_sxm", "all", "gemm", "all"]]
     assert got.p90_abs_err.max() < 1e-6  # a power law: every point exact
-    mine = tmp_path / "notes.csv"
-    mine.write_text("a file the workbench did not write\n")
-    assert main(["calibrate", "kernel-roughness", "--tables", str(tmp_path), "--out", str(mine)]) == 2
-    assert mine.read_text() == "a file the workbench did not write\n" and "notes.csv" in capsys.readouterr().err
-    empty = tmp_path / "none"
-    empty.mkdir()
-    assert main(["calibrate", "kernel-roughness", "--tables", str(empty)]) == 2
-    err = capsys.readouterr().err
-    assert "tables=" in err and "allowed" in err and len(err.strip().splitlines()) == 1
+    refuses_others_files_and_empty_folders("kernel-roughness", tmp_path, tmp_path, capsys)

@@ -19,7 +19,8 @@ from ..units import DTYPE_BYTES, PEAK_DTYPES, SPARSE_2_4
 from ..errors import InputError
 from ..layout import GpuLayout, Problem, context_problems, layer_kind_problems, serving_problems
 from . import flag_problems, per_spec
-from .kernel_tables import NONE, fits_for, framework_kv, framework_layout, request_latency_s, serving_constants
+from .kernel_tables import (NONE, fits_for, framework_kv, framework_layout, framework_of, request_latency_s,
+                            serving_constants)
 
 @per_spec
 def _knobs(spec, every: bool = False) -> dict:
@@ -125,7 +126,7 @@ def part_maths(hw: GpuNumbers, *, weights: str, attention_weights, activations, 
     (fp16 where the attention math is)."""
     act = activations or default_activations(weights, hw)
     att_act = None if attention_weights is None else activations or default_activations(attention_weights, hw)
-    fw = hw.kernels.framework if hw.kernels is not None else NONE
+    fw = framework_of(hw)
     kvd = kv or (framework_kv(fw, model, hw) if model is not None else None) or \
         ("fp16" if (att_act or act) == "fp16" else "bf16")
     hw, problems = with_weights(hw, weights, act)
@@ -222,7 +223,7 @@ class GpuBackend:
         `draft_model` (a spec, or speculative.MTP_HEAD), speculative decoding."""
         from ..workloads import concurrency as cc
         import dataclasses
-        fw = hw.kernels.framework if hw.kernels is not None else NONE
+        fw = framework_of(hw)
         # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
         hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0),
                                  measured_moe_mla=moe_mla_kernels == "measured")

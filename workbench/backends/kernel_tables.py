@@ -80,6 +80,11 @@ def request_latency_s(framework: str, model) -> float:
             + consts["request_latency_s_per_moe_layer"].get(framework, 0.0) * moe)
 
 
+def framework_of(hw) -> str:
+    """The serving framework whose fitted tables a GPU's numbers carry (NONE without)."""
+    return hw.kernels.framework if hw.kernels is not None else NONE
+
+
 def _attention_kind(model) -> str | None:
     """The attention kind the frameworks' rules name: "compressed" (DeepSeek-V4's CSA/HCA
     layers), "dsa" (an indexer's top-k attention), else None."""

@@ -198,14 +198,20 @@ def summarize(err: np.ndarray) -> dict:
             "abs_err_quantiles": [float(f"{q:.4g}") for q in np.quantile(a, ABS_ERR_LEVELS)]}
 
 
+def table_points(t: Table, hw) -> tuple:
+    """(roofline seconds, coordinates, measured seconds) of a table's rows whose roofline
+    and time are finite and positive: what a surface is fitted and scored on."""
+    roof, coords = t.features(t.rows, hw, t.variant)
+    roof, measured = np.asarray(roof, float), t.rows["time_s"].to_numpy(float)
+    ok = np.isfinite(roof) & (roof > 0) & np.isfinite(measured) & (measured > 0)
+    coords = {k: np.broadcast_to(np.asarray(v, float), roof.shape)[ok] for k, v in coords.items()}
+    return roof[ok], coords, measured[ok]
+
+
 def fit_table(t: Table, hw, smooth: float = SMOOTH) -> tuple[EffGrid, float, dict, pd.DataFrame]:
     """(surface and fixed latency fitted on every row, held-out score, per-row held-out
     errors)."""
-    roof, coords = t.features(t.rows, hw, t.variant)
-    measured = t.rows["time_s"].to_numpy(float)
-    ok = np.isfinite(roof) & (roof > 0) & np.isfinite(measured) & (measured > 0)
-    coords = {k: np.broadcast_to(np.asarray(v, float), roof.shape)[ok] for k, v in coords.items()}
-    roof, measured = roof[ok], measured[ok]
+    roof, coords, measured = table_points(t, hw)
     base = empty_grid(t.kernel_class, coords)
     sizes = ROOFLINES[t.kernel_class].sizes
     fold = neighbourhoods(coords, sizes)
@@ -405,15 +411,12 @@ def catalog_name(file_hardware: str) -> str | None:
     return file_hardware if file_hardware in list_hardware() else None
 
 
-def fit_folder(tables_dir: Path, *, hardware: str | None = None, framework: str | None = None,
-               out_dir: Path = KERNELS_DIR, log=print, classes=None) -> list[Path]:
-    """Fit every <hw>-<framework>.nc of `tables_dir` (with that GPU's NCCL tables) whose GPU
-    has a catalog spec; one JSON of surfaces per GPU and framework in `out_dir` (with
-    `classes`, only those kernel classes are refitted and replaced in it)."""
+def table_frames(tables_dir: Path, *, hardware: str | None = None, framework: str | None = None):
+    """(GPU, framework, frame) of every <gpu>-<framework>.nc of an import folder whose GPU
+    has a catalog spec (the named `hardware` / `framework` only, where given), with that
+    GPU's collective libraries' tables (NCCL, oneCCL) appended."""
     import xarray as xr
     from ..errors import InputError
-    from ..specs import load_hardware
-    paths = []
     from ..primitives.collectives import COLLECTIVE_LIBRARIES
     files = sorted(p for p in Path(tables_dir).glob("*-*.nc")
                    if not p.stem.endswith(tuple(f"-{lib}" for lib in COLLECTIVE_LIBRARIES)))
@@ -427,7 +430,17 @@ def fit_folder(tables_dir: Path, *, hardware: str | None = None, framework: str 
         frames = [xr.open_dataset(path).to_dataframe()]
         libraries = (path.with_name(f"{hw_name}-{lib}.nc") for lib in COLLECTIVE_LIBRARIES)
         frames += [xr.open_dataset(p).to_dataframe() for p in libraries if p.exists()]  # NCCL, oneCCL tables
-        df = pd.concat(frames, ignore_index=True)
+        yield hw_name, fw, pd.concat(frames, ignore_index=True)
+
+
+def fit_folder(tables_dir: Path, *, hardware: str | None = None, framework: str | None = None,
+               out_dir: Path = KERNELS_DIR, log=print, classes=None) -> list[Path]:
+    """Fit every <hw>-<framework>.nc of `tables_dir` (with that GPU's NCCL tables) whose GPU
+    has a catalog spec; one JSON of surfaces per GPU and framework in `out_dir` (with
+    `classes`, only those kernel classes are refitted and replaced in it)."""
+    from ..specs import load_hardware
+    paths = []
+    for hw_name, fw, df in table_frames(tables_dir, hardware=hardware, framework=framework):
         source = sorted(set(df["source"].str.split(" ").str[:2].str.join(" ")))
         fits = fit_dataset(df, load_hardware(hw_name), classes=classes)
         paths.append(save(fits, hardware=hw_name, framework=fw, source=", ".join(source), out_dir=out_dir,

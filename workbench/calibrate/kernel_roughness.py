@@ -30,12 +30,12 @@ import numpy as np
 import pandas as pd
 
 from ..primitives.kernel_fits import ROOFLINES
-from .kernel_fit import ABS_ERR_LEVELS, cold_rows
+from .kernel_fit import ABS_ERR_LEVELS, cold_rows, table_frames, table_points
 from .kernel_features import tables
 
 ROUGHNESS_CSV = Path(__file__).resolve().parents[1] / "specs" / "kernels" / "roughness.csv"
 MAX_STEP = 4.0  # a neighbour at most this factor away along the axis counts (GEMM tables step by 2)
-MIN_POINTS = 20  # a table with fewer interpolated points is not reported
+MIN_POINTS = 20  # a table with fewer interpolated points is not reported (kernel_fit.fit_dataset fits none under 20 rows)
 
 
 def neighbour_errors(coords: dict, sizes: tuple, time_s) -> pd.DataFrame:
@@ -79,11 +79,8 @@ def table_roughness(df: pd.DataFrame, hw) -> list[dict]:
     out = []
     for t in tables(df):
         t, _ = cold_rows(t, hw)
-        roof, coords = t.features(t.rows, hw, t.variant)
-        measured = t.rows["time_s"].to_numpy(float)
-        ok = np.isfinite(np.asarray(roof, float)) & np.isfinite(measured) & (measured > 0)
-        coords = {k: np.broadcast_to(np.asarray(v, float), np.shape(roof))[ok] for k, v in coords.items()}
-        e = neighbour_errors(coords, ROOFLINES[t.kernel_class].sizes, measured[ok])
+        _, coords, measured = table_points(t, hw)
+        e = neighbour_errors(coords, ROOFLINES[t.kernel_class].sizes, measured)
         if len(e) < MIN_POINTS:
             continue
         raw = np.abs(e["err"].to_numpy(float))
@@ -96,23 +93,12 @@ def table_roughness(df: pd.DataFrame, hw) -> list[dict]:
 
 
 def roughness(tables_dir: Path, hardware: str | None = None) -> pd.DataFrame:
-    """Every fit table of the imported folder whose GPU has a catalog spec (with its
-    collective libraries' tables, as kernel_fit.fit_folder reads them)."""
-    import xarray as xr
-
-    from ..primitives.collectives import COLLECTIVE_LIBRARIES
+    """Every fit table of the imported folder whose GPU has a catalog spec (kernel_fit.
+    table_frames: with its collective libraries' tables, as the fit reads them)."""
     from ..specs import load_hardware
-    from .kernel_fit import catalog_name
     out = []
-    for path in sorted(Path(tables_dir).glob("*-*.nc")):
-        hw_name, fw = path.stem.rsplit("-", 1)
-        if fw in COLLECTIVE_LIBRARIES or catalog_name(hw_name) is None or (hardware and hw_name != hardware):
-            continue
-        frames = [xr.open_dataset(path).to_dataframe()]
-        frames += [xr.open_dataset(p).to_dataframe() for p in
-                   (path.with_name(f"{hw_name}-{lib}.nc") for lib in COLLECTIVE_LIBRARIES) if p.exists()]
-        for rec in table_roughness(pd.concat(frames, ignore_index=True), load_hardware(hw_name)):
-            out.append({"hardware": hw_name, "framework": fw, **rec})
+    for hw_name, fw, df in table_frames(tables_dir, hardware=hardware):
+        out += [{"hardware": hw_name, "framework": fw, **rec} for rec in table_roughness(df, load_hardware(hw_name))]
     return pd.DataFrame(out)
 
 

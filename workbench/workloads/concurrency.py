@@ -74,7 +74,8 @@ from ..primitives._array import choose
 from ..units import DTYPE_BYTES
 from . import ops
 from .inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head, _model_pass,
-                        activation_bytes_per_token, kv_bytes_per_sequence, math_support, weight_bytes)
+                        activation_bytes_per_token, kv_bytes_per_sequence, math_support, part_weight_bytes,
+                        weight_bytes)
 from .layers import add, layer_iteration
 from .speculative import expected_tokens_per_step
 
@@ -137,9 +138,8 @@ def weights_per_device_bytes(model, w_bytes, *, tp, attention_dp, attention_w_by
     all its tp x attention_dp devices, the rest (`attention_w_bytes`, default `w_bytes`;
     embeddings and LM head in 16 bits: inference.weight_bytes) over the tp devices of a
     replica."""
-    experts = ops.routed_params(model)
-    rest = w_bytes if attention_w_bytes is None else attention_w_bytes
-    return weight_bytes(model, rest, model.n_params - experts) / tp + experts * w_bytes / (tp * attention_dp)
+    rest, experts = part_weight_bytes(model, w_bytes if attention_w_bytes is None else attention_w_bytes, w_bytes)
+    return rest / tp + experts / (tp * attention_dp)
 
 
 def draft_memory(model, draft_model, *, weights: str, kv: str, tp, attention_dp, prompt, generate) -> dict:

@@ -81,6 +81,16 @@ def weight_bytes(model: ModelSpec, w_bytes, params=None):
     return (params - model.embedding_params) * w_bytes + model.embedding_params * np.maximum(w_bytes, HEAD_BYTES)
 
 
+def part_weight_bytes(model: ModelSpec, w_bytes, routed_w_bytes=None) -> tuple:
+    """(bytes of every weight but the routed experts, in `w_bytes` (weight_bytes: embeddings
+    and LM head at least 16-bit); bytes of the routed experts, in `routed_w_bytes`, default
+    `w_bytes`): the two parts a deployment may store in different formats and spread over
+    different devices."""
+    experts = ops.routed_params(model)
+    return weight_bytes(model, w_bytes, model.n_params - experts), \
+        experts * (w_bytes if routed_w_bytes is None else routed_w_bytes)
+
+
 def kv_bytes_per_sequence(model: ModelSpec, *, tokens, tp, pp, kv_bytes):
     """KV-cache bytes one sequence of `tokens` keeps on one device (windows capped), plus a
     hybrid's linear-attention state (its heads split by TP, its layers by PP)."""
@@ -113,8 +123,7 @@ def memory_per_device(hw: GpuNumbers, model: ModelSpec, *, batch, prompt, genera
                       w_bytes, kv_bytes, stream_bytes, routed_w_bytes=None) -> dict:
     """Weights, KV cache and activation bytes on one device (`routed_w_bytes`: the routed
     experts' format where it differs from the rest's `w_bytes`)."""
-    experts = 0.0 if routed_w_bytes is None else ops.routed_params(model)
-    weights = (weight_bytes(model, w_bytes, model.n_params - experts) + experts * (routed_w_bytes or 0.0)) / (tp * pp)
+    weights = sum(part_weight_bytes(model, w_bytes, routed_w_bytes)) / (tp * pp)
     kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=pp, kv_bytes=kv_bytes)
     act_per_token = activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
     chunk = np.minimum(batch * prompt, MAX_PREFILL_TOKENS)
