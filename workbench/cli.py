@@ -310,21 +310,21 @@ def _kernel_reference(ns) -> int:
 
 
 def _fit_serving(ns) -> int:
-    """`workbench calibrate fit-serving`: each framework's CUDA-graph saving per kernel, its
-    per-iteration host overhead, then the harness's waves and each framework's request
-    latencies per dense and per MoE layer, on the measured serving runs (specs/serving/)."""
+    """`workbench calibrate fit-serving`: each framework's TPOT constants, then the harness's
+    waves and its request latencies per dense and per MoE layer, on the measured serving runs."""
     from .backends.kernel_tables import serving_constants
-    from .calibrate import serving_rows
+    from .calibrate import serving_overheads, serving_rows
     rows = serving_rows.load()
-    savings, chosen = serving_rows.fit_graph_savings(rows)
+    savings, chosen = serving_overheads.fit_graph_savings(rows)
     serving_constants()["kernel_graph_saving_s"].update({fw: f["kernel_graph_saving_s"] for fw, f in savings.items()})
-    overheads = serving_rows.fit_overheads(chosen)
+    overheads = serving_overheads.fit_overheads(chosen)
     for fw in sorted(savings):
         a, b = savings[fw], overheads.get(fw, {})
         print(f"{fw:7s} graph saving {a['kernel_graph_saving_s'] * 1e6:5.1f} us per kernel, TPOT median |err| "
               f"{a['median_abs_err']:.1%} (leave-one-model-out {a['loo_model_median_abs_err']:.1%}); host "
-              f"overhead {b.get('iteration_overhead_s', 0.0) * 1e6:6.1f} us per iteration over {a['rows']} rows")
-    print(f"wrote {serving_rows.write_constants(savings, overheads)}")
+              f"overhead {b.get('iteration_overhead_s', 0.0) * 1e6:6.1f} us per iteration + "
+              f"{b.get('iteration_overhead_s_per_moe_layer', 0.0) * 1e6:4.1f} us per MoE layer over {a['rows']} rows")
+    print(f"wrote {serving_overheads.write_constants(savings, overheads)}")
     waves, ttft = serving_rows.fit_ttft_constants(serving_rows.predict_rows(rows))
     for fw, f in sorted(ttft["frameworks"].items()):
         print(f"{fw:7s} request latency {f['request_latency_s_per_layer'] * 1e3:5.2f} ms per layer, "

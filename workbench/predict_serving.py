@@ -237,7 +237,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     import xarray as xr
 
     from .backends.gpu import part_maths
-    from .backends.kernel_tables import framework_layout, framework_of, request_latency_s, resolve, serving_constants
+    from .backends.kernel_tables import (framework_layout, framework_of, iteration_overhead_s, request_latency_s,
+                                         resolve, serving_constants)
     from .backends import flag_problems
     from .layout import serving_problems
     from .workloads.concurrency import disaggregated_closed_loop, draft_memory
@@ -263,7 +264,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         fw = resolve(hw_spec, framework)
         consts = serving_constants()
         hw = dataclasses.replace(be.numbers(hw_spec, {}, fw), graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0))
-        pools[side] = (hw, be, {f"{side}_overhead_s": consts["iteration_overhead_s"].get(fw, 0.0),
+        pools[side] = (hw, be, {f"{side}_overhead_s": iteration_overhead_s(fw, spec),
                                 f"{side}_overhead_s_per_sequence": consts["iteration_overhead_s_per_sequence"].get(fw, 0.0)},
                        request_latency_s(fw, spec))
     _, act, att_act, kvd, mixed = part_maths(pools["decode"][0], weights=weights, model=spec,

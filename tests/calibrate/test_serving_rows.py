@@ -1,40 +1,13 @@
-"""The serving constants' writers (calibrate/serving_rows.py) rewrite only the sections they
-fit: every other section and comment of specs/serving/frameworks.yaml stays as it was (an
-earlier writer dropped the sections after the one it wrote)."""
+"""The measured serving runs as predict calls (calibrate/serving_rows.py): layouts read back as
+they ran, every weight format and system read, refused rows with their reason, and the TTFT
+constants' fit (request latencies, least_median_shift)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
-from workbench.backends.kernel_tables import SERVING_CONSTANTS
 from workbench.calibrate import serving_rows
-
-
-def test_writers_replace_only_their_sections(tmp_path):
-    path = tmp_path / "frameworks.yaml"
-    path.write_text(SERVING_CONSTANTS.read_text())
-    before = yaml.safe_load(path.read_text())
-    fit = {"rows": 3, "median_abs_err": 0.1, "loo_model_median_abs_err": 0.2, "loo_model_median_err": 0.0}
-    serving_rows.write_constants({"vllm": dict(fit, kernel_graph_saving_s=7e-6)},
-                                 {"vllm": dict(fit, iteration_overhead_s=1.5e-3, iteration_overhead_s_per_sequence=2e-5)},
-                                 path)
-    serving_rows.write_ttft_constants(3.0, {"frameworks": {"sglang": dict(fit, request_latency_s_per_layer=2e-3,
-                                                                          request_latency_s_per_moe_layer=3e-3)}},
-                                      path)
-    after = yaml.safe_load(path.read_text())
-    assert after["kernel_graph_saving_s"] == {"trtllm": 0.0, "vllm": 7e-6, "sglang": 0.0, "none": 0.0}
-    assert after["iteration_overhead_s"]["vllm"] == 1.5e-3
-    assert after["iteration_overhead_s_per_sequence"] == {"trtllm": 0.0, "vllm": 2e-5, "sglang": 0.0, "none": 0.0}
-    assert after["request_latency_s_per_layer"] == {"trtllm": 0.0, "vllm": 0.0, "sglang": 2e-3, "none": 0.0}
-    assert after["request_latency_s_per_moe_layer"] == {"trtllm": 0.0, "vllm": 0.0, "sglang": 3e-3, "none": 0.0}
-    assert after["benchmark_waves"] == 3.0
-    for kept in set(before) - {"kernel_graph_saving_s", "iteration_overhead_s", "iteration_overhead_s_per_sequence",
-                               "request_latency_s_per_layer",
-                               "request_latency_s_per_moe_layer", "benchmark_waves"}:
-        assert after[kept] == before[kept], kept
-    assert path.read_text().count("\n#") == SERVING_CONSTANTS.read_text().count("\n#")  # comments kept
 
 
 def test_layout_multiplied_by_ep_is_read_back():
@@ -147,24 +120,6 @@ def test_request_latency_splits_dense_and_moe_layers():
     assert np.isclose(request_latency_s("vllm", moe), c["request_latency_s_per_layer"]["vllm"] * 3
                       + c["request_latency_s_per_moe_layer"]["vllm"] * 58)
     assert request_latency_s("none", moe) == 0.0
-
-
-def test_overheads_per_iteration_and_per_sequence_recovered():
-    """Rows built from a known pair (1.2 ms per iteration, 17 us per sequence) over kernel
-    TPOTs and batch sizes like the benchmarks' give that pair back on the fit's grids, and
-    without the per-sequence term the fit is worse (it cannot follow the batch)."""
-    rng = np.random.default_rng(3)
-    n = 300
-    seqs = rng.choice([1.0, 4.0, 16.0, 64.0, 256.0], n)
-    its = np.where(rng.random(n) < 0.3, 1.3, 1.0)  # some rows' tokens carry extra prefill iterations
-    kernel = rng.uniform(3e-3, 30e-3, n)
-    rows = pd.DataFrame({"kernel_tpot_s": kernel, "tpot_iterations": its, "tpot_sequences": seqs,
-                         "measured_tpot_s": kernel + 1.2e-3 * its + 17e-6 * seqs})
-    h, h_seq = serving_rows._overhead(rows)
-    assert h == pytest.approx(1.2e-3, abs=1e-9) and h_seq == pytest.approx(17e-6, abs=1e-12)
-    assert np.median(np.abs(serving_rows._tpot_err(rows, (h, h_seq)))) < 1e-9
-    one = serving_rows._overhead(rows, per_sequence=False)
-    assert one[1] == 0.0 and np.median(np.abs(serving_rows._tpot_err(rows, one))) > 0.01
 
 
 def test_every_weight_format_of_the_benchmarks_is_read():

@@ -19,8 +19,8 @@ from ..units import DTYPE_BYTES, PEAK_DTYPES, SPARSE_2_4
 from ..errors import InputError
 from ..layout import GpuLayout, Problem, context_problems, layer_kind_problems, serving_problems
 from . import flag_problems, per_spec
-from .kernel_tables import (NONE, fits_for, framework_kv, framework_layout, framework_of, request_latency_s,
-                            serving_constants)
+from .kernel_tables import (NONE, fits_for, framework_kv, framework_layout, framework_of, iteration_overhead_s,
+                            request_latency_s, serving_constants)
 
 @per_spec
 def _knobs(spec, every: bool = False) -> dict:
@@ -232,8 +232,8 @@ class GpuBackend:
         consts = serving_constants()
         tp, attention_dp = framework_layout(fw, model, hw, tp, attention_dp)  # as the framework runs it
         budget, max_sequences = cc.framework_limits(fw, hw, attention_dp)
-        overhead_s = consts["iteration_overhead_s"].get(fw, 0.0) if hw.framework_overhead_s is None \
-            else hw.framework_overhead_s  # the knob, when given, replaces the framework's constant
+        overhead_s = iteration_overhead_s(fw, model) if hw.framework_overhead_s is None \
+            else hw.framework_overhead_s  # the knob, when given, replaces the framework's constants
         r = cc.closed_loop(hw=hw, model=model, concurrency=concurrency, prompt=prompt, generate=generate, tp=tp,
                            attention_dp=attention_dp, ep=ep, weights=weights, activations=act, kv=kvd,
                            overhead_s=overhead_s, waves=consts["benchmark_waves"],

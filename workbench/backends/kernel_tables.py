@@ -80,6 +80,16 @@ def request_latency_s(framework: str, model) -> float:
             + consts["request_latency_s_per_moe_layer"].get(framework, 0.0) * moe)
 
 
+def iteration_overhead_s(framework: str, model) -> float:
+    """A framework's time per serving iteration outside the kernel tables (specs/serving/
+    frameworks.yaml): its host overhead per iteration plus its time per MoE layer (the small
+    routing, permutation and combine kernels around the grouped expert GEMMs) over the
+    model's MoE layers."""
+    consts = serving_constants()
+    return (consts["iteration_overhead_s"].get(framework, 0.0)
+            + consts.get("iteration_overhead_s_per_moe_layer", {}).get(framework, 0.0) * float(model.n_moe_layers))
+
+
 def framework_of(hw) -> str:
     """The serving framework whose fitted tables a GPU's numbers carry (NONE without)."""
     return hw.kernels.framework if hw.kernels is not None else NONE

@@ -1,7 +1,8 @@
 """The measured serving runs (reference/serving_silicon.csv) as predict.serving (or
-predict.disaggregated) calls, the error of each, and the named constants per framework fitted
-to them (CUDA-graph saving, host overhead per iteration and per sequence, request latency
-per dense and per MoE layer) and the harness's waves.
+predict.disaggregated) calls, the error of each, and the TTFT constants fitted to them (each
+framework's request latency per dense and per MoE layer, the harness's waves); the TPOT
+constants (CUDA-graph saving, overheads per iteration, per sequence and per MoE layer) are
+fitted in calibrate/serving_overheads.py.
 
     workbench calibrate fit-serving     # refits specs/serving/frameworks.yaml, prints held-out errors
 
@@ -215,22 +216,6 @@ def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
     return res
 
 
-def fit_overheads(res: pd.DataFrame) -> dict:
-    """Per framework: the host overheads per iteration and per sequence fitted to its
-    answered rows (_overhead), the in-sample TPOT error, and the leave-one-model-out error
-    (each model's rows predicted with the pair fitted on the other models' rows)."""
-    out = {}
-    for fw, g in res.dropna(subset=["kernel_tpot_s"]).groupby("backend"):
-        h = _overhead(g)
-        held = [_tpot_err(gm, _overhead(g.drop(gm.index))) for _, gm in g.groupby("model") if len(gm) < len(g)]
-        held = np.concatenate(held) if held else np.array([np.nan])
-        out[fw] = {"iteration_overhead_s": h[0], "iteration_overhead_s_per_sequence": h[1], "rows": int(len(g)),
-                   "median_abs_err": float(np.median(np.abs(_tpot_err(g, h)))),
-                   "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
-                   "loo_model_median_err": float(np.nanmedian(held))}
-    return out
-
-
 WAVES = (1.0, 1.5, 2.0, 3.0, 5.0, 10.0, float("inf"))  # candidates of the harness constant
 
 
@@ -352,18 +337,6 @@ def _rewrite(path: Path, sections: dict, scalars: dict | None = None) -> Path:
     return path
 
 
-def write_constants(savings: dict, overheads: dict, path: Path | None = None) -> Path:
-    """Rewrite the fitted sections of specs/serving/frameworks.yaml (its comments kept)."""
-    from ..backends.kernel_tables import SERVING_CONSTANTS
-    saving = _section(savings, "kernel_graph_saving_s",
-                      lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
-                                f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
-    note = (lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
-                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
-    return _rewrite(path or SERVING_CONSTANTS, {"kernel_graph_saving_s": saving,
-                                                **{key: _section(overheads, key, note) for key in OVERHEAD_KEYS}})
-
-
 def summary(res: pd.DataFrame, by=("system", "backend")) -> pd.DataFrame:
     a = res.dropna(subset=["tpot_s"])
     return a.groupby(list(by)).agg(rows=("id", "size"),
@@ -373,33 +346,7 @@ def summary(res: pd.DataFrame, by=("system", "backend")) -> pd.DataFrame:
                                    ttft_median_err=("ttft_err", "median"))
 
 
-GRAPH_SAVINGS_S = (0.0, 1e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6, 10e-6, 12e-6, 15e-6, 20e-6)  # candidates of the fit
-
-
-def _with_saving(saving_s: float):
-    """The serving constants with every framework's kernel_graph_saving_s set to one value
-    (for the fit's sweep); returns the previous mapping to restore."""
-    from ..backends.kernel_tables import serving_constants
-    table = serving_constants()["kernel_graph_saving_s"]
-    old = dict(table)
-    table.update({fw: saving_s for fw in ("trtllm", "vllm", "sglang")})
-    return old
-
-
-def _tpot_err(rows: pd.DataFrame, overhead: tuple[float, float]) -> np.ndarray:
-    """TPOT error of rows with the host overheads `overhead` (per iteration, per sequence)
-    in place of those they were predicted with (TPOT is linear in them: kernel TPOT + h x
-    iterations per token + h_seq x sequences those iterations carry per token)."""
-    h, h_seq = overhead
-    tpot = rows["kernel_tpot_s"] + h * rows["tpot_iterations"] + h_seq * rows["tpot_sequences"]
-    return (tpot / rows["measured_tpot_s"] - 1.0).to_numpy()
-
-
-OVERHEAD_STEP_S = 1e-5  # resolution of the host-overhead fit
-# The per-sequence overhead's grid: 1 us steps up to 60 us, above any per-request host cost
-# of a serving loop (a Python scheduler's per-request bookkeeping is of order 10 us)
-PER_SEQUENCE_STEP_S, PER_SEQUENCE_MAX_S = 1e-6, 60e-6
-OVERHEAD_KEYS = ("iteration_overhead_s", "iteration_overhead_s_per_sequence")
+OVERHEAD_STEP_S = 1e-5  # resolution of the host-overhead fit (calibrate/serving_overheads.py)
 
 
 def least_median_shift(base, measured, scale=1.0, step: float = OVERHEAD_STEP_S):
@@ -422,76 +369,3 @@ def least_median_shift(base, measured, scale=1.0, step: float = OVERHEAD_STEP_S)
     score = np.median(np.abs((base[None, :] + grid @ cols) / y[None, :] - 1.0), axis=1)
     best = grid[np.argmin(score)]
     return tuple(map(float, best)) if several else float(best[0])
-
-
-def _overhead(rows: pd.DataFrame, per_sequence: bool = True) -> tuple[float, float]:
-    """The host overheads (per iteration, per sequence) fitted to rows: for each per-sequence
-    candidate (0 alone when not `per_sequence`) the per-iteration one is least_median_shift
-    of the rest, and the pair with the least median |TPOT error| wins."""
-    y, its = rows["measured_tpot_s"].to_numpy(), rows["tpot_iterations"].to_numpy()
-    candidates = np.arange(0.0, PER_SEQUENCE_MAX_S + PER_SEQUENCE_STEP_S / 2, PER_SEQUENCE_STEP_S) if per_sequence \
-        else np.zeros(1)
-    best = None
-    for h_seq in candidates:
-        base = (rows["kernel_tpot_s"] + h_seq * rows["tpot_sequences"]).to_numpy()
-        h = least_median_shift(base, y, its)
-        score = float(np.median(np.abs((base + h * its) / y - 1.0)))
-        if best is None or score < best[0]:
-            best = (score, h, float(h_seq))
-    return best[1], best[2]
-
-
-def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
-    """Per framework, the CUDA-graph saving and the host overhead fitted together: for each
-    candidate saving the per-iteration overhead alone is fitted (_overhead without the
-    per-sequence term, which fit_overheads adds at the chosen saving: the nested search
-    with it would take ~60x longer), and the saving whose pair predicts an unseen model
-    best wins (least median |TPOT error| of
-    each model's rows with the overhead fitted on the others'), so the result depends
-    neither on the constants the rows were first predicted with nor on in-sample error.
-    The reported leave-one-model-out error holds each model out of the saving's choice too.
-    Returns the fits and the rows as predicted with each framework's chosen saving (for
-    fit_overheads, without predicting them again)."""
-    from ..backends.kernel_tables import serving_constants
-    errs = {}
-    old = None
-    try:
-        for s in GRAPH_SAVINGS_S:
-            prev = _with_saving(s)
-            old = old or prev
-            errs[s] = predict_rows(df).set_index("id")
-    finally:
-        if old is not None:
-            serving_constants()["kernel_graph_saving_s"].update(old)
-    base = errs[GRAPH_SAVINGS_S[0]].dropna(subset=["kernel_tpot_s"])
-    out, chosen = {}, []
-    for fw, g in base.groupby("backend"):
-        ids = g.index
-        models = {m: gm.index for m, gm in g.groupby("model")}
-
-        def held_out(s, rows):
-            """TPOT errors of each model's rows (of `rows`) with the overhead fitted at saving
-            `s` on the other models' rows."""
-            out_ = [_tpot_err(errs[s].loc[rows.intersection(idx)], _overhead(errs[s].loc[rows.difference(idx)], False))
-                    for idx in models.values() if len(rows.intersection(idx)) and len(rows.difference(idx))]
-            return np.concatenate(out_) if out_ else np.array([np.nan])
-
-        def score(s, rows):  # generalisation to an unseen model, the quantity that matters
-            return float(np.nanmedian(np.abs(held_out(s, rows))))
-        loo = {s: score(s, ids) for s in GRAPH_SAVINGS_S}
-        best = min(loo, key=loo.get)
-        # reported error: each model held out from the choice of the saving as well
-        held = []
-        for idx in models.values():
-            rest = ids.difference(idx)
-            if len(rest):
-                pick = min(GRAPH_SAVINGS_S, key=lambda s: score(s, rest))
-                held.append(_tpot_err(errs[pick].loc[idx], _overhead(errs[pick].loc[rest], False)))
-        held = np.concatenate(held) if held else np.array([np.nan])
-        r = errs[best].loc[ids]
-        out[fw] = {"kernel_graph_saving_s": best, "rows": int(len(ids)),
-                   "median_abs_err": float(np.median(np.abs(_tpot_err(r, _overhead(r, False))))),
-                   "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
-                   "loo_model_median_err": float(np.nanmedian(held)), "by_candidate": loo}
-        chosen.append(errs[best].loc[ids].reset_index())
-    return out, pd.concat(chosen, ignore_index=True)

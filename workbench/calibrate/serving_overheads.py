@@ -1,0 +1,187 @@
+"""The TPOT constants of each serving framework, fitted to the measured serving runs
+(calibrate/serving_rows.py predicts them): the CUDA-graph saving per table kernel, the host
+overhead per iteration and per sequence an iteration carries, and the time per MoE layer per
+iteration that the kernel tables do not hold.
+
+TPOT is linear in the last three: kernel TPOT + (h + h_moe x MoE layers) x iterations per
+output token + h_seq x sequences those iterations carry per token, so each is fitted on the
+rows' kernel TPOT and counts (serving_rows.TPOT_PARTS) without predicting them again.
+
+    workbench calibrate fit-serving     # writes specs/serving/frameworks.yaml
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .serving_rows import _layer_counts, _rewrite, _section, least_median_shift, predict_rows
+
+GRAPH_SAVINGS_S = (0.0, 1e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6, 10e-6, 12e-6, 15e-6, 20e-6)  # candidates of the fit
+# The per-sequence overhead's grid: 1 us steps up to 60 us, above any per-request host cost
+# of a serving loop (a Python scheduler's per-request bookkeeping is of order 10 us)
+PER_SEQUENCE_STEP_S, PER_SEQUENCE_MAX_S = 1e-6, 60e-6
+# The per-MoE-layer time's grid: 2 us steps up to 100 us per MoE layer and iteration, the
+# order of ten graph-replayed kernels of a few us each (routing, top-k, token sort and
+# alignment, permutation, combine, the attention-DP gather and scatter around the experts)
+MOE_LAYER_STEP_S, MOE_LAYER_MAX_S = 2e-6, 100e-6
+OVERHEAD_KEYS = ("iteration_overhead_s", "iteration_overhead_s_per_sequence", "iteration_overhead_s_per_moe_layer")
+
+
+def write_constants(savings: dict, overheads: dict, path: Path | None = None) -> Path:
+    """Rewrite the fitted sections of specs/serving/frameworks.yaml (its comments kept)."""
+    from ..backends.kernel_tables import SERVING_CONSTANTS
+    note = (lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
+                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
+
+    def moe_note(f):
+        if "loo_flat_median_abs_err" not in f:
+            return note(f)
+        return note(f) + (f"; without this term {f['loo_flat_median_abs_err']:.1%}, with it "
+                          f"{f['loo_split_median_abs_err']:.1%}" if not np.isnan(f["loo_split_median_abs_err"])
+                          else "; one kind of model (dense or MoE) only: not identified")
+    notes = {"iteration_overhead_s_per_moe_layer": moe_note}
+    return _rewrite(path or SERVING_CONSTANTS, {"kernel_graph_saving_s": _section(savings, "kernel_graph_saving_s", note),
+                                                **{key: _section(overheads, key, notes.get(key, note))
+                                                   for key in OVERHEAD_KEYS}})
+
+
+def _with_saving(saving_s: float):
+    """The serving constants with every framework's kernel_graph_saving_s set to one value
+    (for the fit's sweep); returns the previous mapping to restore."""
+    from ..backends.kernel_tables import serving_constants
+    table = serving_constants()["kernel_graph_saving_s"]
+    old = dict(table)
+    table.update({fw: saving_s for fw in ("trtllm", "vllm", "sglang")})
+    return old
+
+
+def _moe_iterations(rows: pd.DataFrame) -> np.ndarray:
+    """Iterations per output token times the MoE layers of each row's model."""
+    layers = rows["moe_layers"] if "moe_layers" in rows else rows["model"].map(lambda m: _layer_counts(m)[1])
+    return (rows["tpot_iterations"] * layers).to_numpy(float)
+
+
+def _tpot_err(rows: pd.DataFrame, overhead: tuple) -> np.ndarray:
+    """TPOT error of rows with the overheads `overhead` (per iteration, per sequence and,
+    when given, per MoE layer and iteration) in place of those they were predicted with."""
+    h, h_seq, *h_moe = overhead
+    tpot = rows["kernel_tpot_s"] + h * rows["tpot_iterations"] + h_seq * rows["tpot_sequences"]
+    if h_moe and h_moe[0]:
+        tpot = tpot + h_moe[0] * _moe_iterations(rows)
+    return (tpot / rows["measured_tpot_s"] - 1.0).to_numpy()
+
+
+def _grid(on: bool, step: float, top: float) -> np.ndarray:
+    return np.arange(0.0, top + step / 2, step) if on else np.zeros(1)
+
+
+def _overhead(rows: pd.DataFrame, per_sequence: bool = True, per_moe_layer: bool = False) -> tuple:
+    """The overheads (per iteration, per sequence, per MoE layer and iteration) fitted to
+    rows: for each candidate of the last two (0 alone where not asked) the per-iteration one
+    is least_median_shift of the rest, and the triple with the least median |TPOT error|
+    wins."""
+    y, its = rows["measured_tpot_s"].to_numpy(), rows["tpot_iterations"].to_numpy()
+    kernel, seqs = rows["kernel_tpot_s"].to_numpy(), rows["tpot_sequences"].to_numpy()
+    moe_its = _moe_iterations(rows) if per_moe_layer else np.zeros_like(y)
+    best = None
+    for h_moe in _grid(per_moe_layer, MOE_LAYER_STEP_S, MOE_LAYER_MAX_S):
+        for h_seq in _grid(per_sequence, PER_SEQUENCE_STEP_S, PER_SEQUENCE_MAX_S):
+            base = kernel + h_seq * seqs + h_moe * moe_its
+            h = least_median_shift(base, y, its)
+            score = float(np.median(np.abs((base + h * its) / y - 1.0)))
+            if best is None or score < best[0]:
+                best = (score, h, float(h_seq), float(h_moe))
+    return best[1:]
+
+
+def _held_out(g: pd.DataFrame, **form) -> np.ndarray:
+    """TPOT errors of each model's rows with the overheads fitted on the other models' rows."""
+    held = [_tpot_err(gm, _overhead(g.drop(gm.index), **form)) for _, gm in g.groupby("model") if len(gm) < len(g)]
+    return np.concatenate(held) if held else np.array([np.nan])
+
+
+def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
+    """Per framework, the CUDA-graph saving and the host overhead fitted together: for each
+    candidate saving the per-iteration overhead alone is fitted (_overhead without the
+    per-sequence term, which fit_overheads adds at the chosen saving: the nested search
+    with it would take ~60x longer), and the saving whose pair predicts an unseen model
+    best wins (least median |TPOT error| of
+    each model's rows with the overhead fitted on the others'), so the result depends
+    neither on the constants the rows were first predicted with nor on in-sample error.
+    The reported leave-one-model-out error holds each model out of the saving's choice too.
+    Returns the fits and the rows as predicted with each framework's chosen saving (for
+    fit_overheads, without predicting them again)."""
+    from ..backends.kernel_tables import serving_constants
+    errs = {}
+    old = None
+    try:
+        for s in GRAPH_SAVINGS_S:
+            prev = _with_saving(s)
+            old = old or prev
+            errs[s] = predict_rows(df).set_index("id")
+    finally:
+        if old is not None:
+            serving_constants()["kernel_graph_saving_s"].update(old)
+    base = errs[GRAPH_SAVINGS_S[0]].dropna(subset=["kernel_tpot_s"])
+    out, chosen = {}, []
+    for fw, g in base.groupby("backend"):
+        ids = g.index
+        models = {m: gm.index for m, gm in g.groupby("model")}
+
+        def held_out(s, rows):
+            """TPOT errors of each model's rows (of `rows`) with the overhead fitted at saving
+            `s` on the other models' rows."""
+            out_ = [_tpot_err(errs[s].loc[rows.intersection(idx)], _overhead(errs[s].loc[rows.difference(idx)], False))
+                    for idx in models.values() if len(rows.intersection(idx)) and len(rows.difference(idx))]
+            return np.concatenate(out_) if out_ else np.array([np.nan])
+
+        def score(s, rows):  # generalisation to an unseen model, the quantity that matters
+            return float(np.nanmedian(np.abs(held_out(s, rows))))
+        loo = {s: score(s, ids) for s in GRAPH_SAVINGS_S}
+        best = min(loo, key=loo.get)
+        # reported error: each model held out from the choice of the saving as well
+        held = []
+        for idx in models.values():
+            rest = ids.difference(idx)
+            if len(rest):
+                pick = min(GRAPH_SAVINGS_S, key=lambda s: score(s, rest))
+                held.append(_tpot_err(errs[pick].loc[idx], _overhead(errs[pick].loc[rest], False)))
+        held = np.concatenate(held) if held else np.array([np.nan])
+        r = errs[best].loc[ids]
+        out[fw] = {"kernel_graph_saving_s": best, "rows": int(len(ids)),
+                   "median_abs_err": float(np.median(np.abs(_tpot_err(r, _overhead(r, False))))),
+                   "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
+                   "loo_model_median_err": float(np.nanmedian(held)), "by_candidate": loo}
+        chosen.append(errs[best].loc[ids].reset_index())
+    return out, pd.concat(chosen, ignore_index=True)
+
+
+def fit_overheads(res: pd.DataFrame) -> dict:
+    """Per framework: the host overheads per iteration and per sequence fitted to its
+    answered rows (_overhead), and the time per MoE layer and iteration where it predicts an
+    unseen model better: the form (with or without that term) with the lower
+    leave-one-model-out TPOT error wins, and without both dense and MoE models among the
+    framework's rows the term is not identified and stays 0. Reported: the in-sample TPOT
+    error and the leave-one-model-out error of the chosen form (each model's rows predicted
+    with the constants fitted on the other models' rows)."""
+    out = {}
+    rows = res.dropna(subset=["kernel_tpot_s"])
+    if "moe_layers" not in rows:
+        rows = rows.assign(moe_layers=rows["model"].map(lambda m: _layer_counts(m)[1]))
+    for fw, g in rows.groupby("backend"):
+        flat = _held_out(g)
+        both_kinds = (g["moe_layers"] > 0).any() and (g["moe_layers"] == 0).any()
+        split = _held_out(g, per_moe_layer=True) if both_kinds else np.array([np.nan])
+        loo_flat = float(np.nanmedian(np.abs(flat)))
+        loo_split = float(np.nanmedian(np.abs(split))) if both_kinds else float("nan")
+        use_split = both_kinds and loo_split < loo_flat
+        h = _overhead(g, per_moe_layer=use_split)
+        held = split if use_split else flat
+        out[fw] = {**dict(zip(OVERHEAD_KEYS, h)), "rows": int(len(g)),
+                   "median_abs_err": float(np.median(np.abs(_tpot_err(g, h)))),
+                   "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
+                   "loo_model_median_err": float(np.nanmedian(held)),
+                   "loo_flat_median_abs_err": loo_flat, "loo_split_median_abs_err": loo_split}
+    return out
