@@ -39,7 +39,8 @@ def _knobs(spec, every: bool = False) -> dict:
                 "n_sms": ("SMs", float(spec.n_sms)), "collective_sms": ("SMs", float(spec.collective_sms)),
                 "tdp_w": ("W", spec.tdp_w), "price_usd_per_hour": ("USD/h", spec.price_usd_per_hour),
                 # software: a serving engine's host time per iteration (the spec's default
-                # framework's fitted constant; given, it replaces any framework's)
+                # framework's fitted constant, before its per-MoE-layer time; given, it
+                # replaces both, for any framework)
                 "framework_overhead_s": ("s", float(serving_constants()["iteration_overhead_s"].get(
                     spec.default_framework or NONE, 0.0)))})
     return out
