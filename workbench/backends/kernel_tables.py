@@ -87,7 +87,7 @@ def iteration_overhead_s(framework: str, model) -> float:
     model's MoE layers."""
     consts = serving_constants()
     return (consts["iteration_overhead_s"].get(framework, 0.0)
-            + consts.get("iteration_overhead_s_per_moe_layer", {}).get(framework, 0.0) * float(model.n_moe_layers))
+            + consts["iteration_overhead_s_per_moe_layer"].get(framework, 0.0) * float(model.n_moe_layers))
 
 
 def framework_of(hw) -> str:

@@ -58,19 +58,17 @@ def _with_saving(saving_s: float):
 
 
 def _moe_iterations(rows: pd.DataFrame) -> np.ndarray:
-    """Iterations per output token times the MoE layers of each row's model."""
-    layers = rows["moe_layers"] if "moe_layers" in rows else rows["model"].map(lambda m: _layer_counts(m)[1])
-    return (rows["tpot_iterations"] * layers).to_numpy(float)
+    """Iterations per output token times the MoE layers of each row's model (the rows'
+    `moe_layers`, which fit_overheads adds)."""
+    return (rows["tpot_iterations"] * rows["moe_layers"]).to_numpy(float)
 
 
 def _tpot_err(rows: pd.DataFrame, overhead: tuple) -> np.ndarray:
     """TPOT error of rows with the overheads `overhead` (per iteration, per sequence and,
     when given, per MoE layer and iteration) in place of those they were predicted with."""
-    h, h_seq, *h_moe = overhead
-    tpot = rows["kernel_tpot_s"] + h * rows["tpot_iterations"] + h_seq * rows["tpot_sequences"]
-    if h_moe and h_moe[0]:
-        tpot = tpot + h_moe[0] * _moe_iterations(rows)
-    return (tpot / rows["measured_tpot_s"] - 1.0).to_numpy()
+    h, h_seq, h_moe = (*overhead, 0.0)[:3]
+    tpot = (rows["kernel_tpot_s"] + h * rows["tpot_iterations"] + h_seq * rows["tpot_sequences"]).to_numpy()
+    return (tpot + (h_moe * _moe_iterations(rows) if h_moe else 0.0)) / rows["measured_tpot_s"].to_numpy() - 1.0
 
 
 def _grid(on: bool, step: float, top: float) -> np.ndarray:
