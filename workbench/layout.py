@@ -165,13 +165,16 @@ class WaferLayout:
                                                       "(each data-parallel system trains at least one sequence)")]
 
 
-def serving_problems(model, *, tp, attention_dp, ep, prefix: str = "") -> list[Problem]:
-    """What keeps a serving instance (tp x attention_dp GPUs, MoE experts split ep-way over
-    all of them) from running `model`; `prefix` names a pool ("prefill_", "decode_")."""
+def serving_problems(model, *, tp, attention_dp, ep, prefix: str = "", pp=1.0) -> list[Problem]:
+    """What keeps a serving instance (tp x attention_dp GPUs per pipeline stage, pp stages,
+    MoE experts split ep-way over a stage's GPUs) from running `model`; `prefix` names a
+    pool ("prefill_", "decode_")."""
     heads, devices = model.n_heads, tp * attention_dp
     out = [Problem(np.mod(heads, tp) != 0, {"tp": tp},
                    lambda tp: f"{prefix}tp={tp} does not divide n_heads={heads} of {model.name}; "
-                              f"allowed: {_divisors(heads)}")]
+                              f"allowed: {_divisors(heads)}"),
+           Problem(np.asarray(pp) > model.n_layers, {"pp": pp},
+                   lambda pp: f"{prefix}pp={pp} exceeds n_layers={model.n_layers} of {model.name}")]
     if model.is_moe:
         out += [Problem(np.mod(devices, ep) != 0, {"ep": ep, "devices": devices},
                         lambda ep, devices: f"{prefix}ep={ep} does not divide {prefix}tp*{prefix}attention_dp="

@@ -57,7 +57,7 @@ MOE_MLA_KERNELS = ("composed", "measured")
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
                  framework, hardware_overrides, model_overrides, moe_mla_kernels="composed", draft_model=None,
-                 draft_len=0, acceptance=0.0, attention_weights=None):
+                 draft_len=0, acceptance=0.0, attention_weights=None, pp=1):
     """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions);
     draft_len > 0 or a draft_model is speculative decoding (the target's MTP head without
     a draft_model), with the draft length of least TPOT as `best_draft_len` when swept."""
@@ -76,7 +76,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
         if v is not None:
             _check_dtype(arg, v)
     for arg, v in (("concurrency", concurrency), ("prompt", prompt), ("generate", generate), ("tp", tp), ("ep", ep),
-                   ("attention_dp", attention_dp)):
+                   ("attention_dp", attention_dp), ("pp", pp)):
         check_positive(arg, v, integer=True)
     if min(values_of(generate)) < 2:
         raise InputError(f"generate={min(values_of(generate))} is not allowed with concurrency; allowed: an "
@@ -92,7 +92,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
                                "framework": as_axis("framework", framework),
                                "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels)},
                   numeric={**_axes(concurrency=concurrency, prompt=prompt, generate=generate, tp=tp, ep=ep,
-                                   attention_dp=attention_dp,
+                                   attention_dp=attention_dp, pp=pp,
                                    **({"draft_len": draft_len, "acceptance": acceptance} if speculative else {})),
                            **knob_axes},
                   attrs={"function": "predict.serving", "batching": "continuous, fixed concurrency (closed loop)",
@@ -118,9 +118,12 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     user, the mean `batch`, `fits` and `reason`, and the step's parts
     (workloads/concurrency.py: `framework_overhead_s` is the host overhead's share of TPOT,
     the framework's per-iteration and per-sequence constants over the iterations and
-    sequences a token waits for; `kernel_tpot_s` the rest). One instance spans tp·attention_dp GPUs; attention runs
-    TP-way in each of `attention_dp` replicas holding concurrency/attention_dp requests;
-    MoE layers run over all of them, experts split `ep`-way. Every argument sweeps.
+    sequences a token waits for; `kernel_tpot_s` the rest). One instance spans tp·attention_dp GPUs per
+    pipeline stage; attention runs TP-way in each of `attention_dp` replicas holding
+    concurrency/attention_dp requests; MoE layers run over all of a stage's GPUs, experts split
+    `ep`-way. With `pp` stages each GPU holds 1/pp of the layers (their weights and every
+    request's cache there) and min(requests, pp) micro-batches are in flight, each through
+    every stage: PP buys capacity, not speed. Every argument sweeps.
     `weights` is the routed experts' format and `attention_weights` (None: the same) every
     other matmul's, each computing in its format's math unless `activations` says
     (predict.inference).
@@ -140,12 +143,12 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     import xarray as xr
 
     if concurrency is not None:
-        for arg, v, default in (("arrival_rate", arrival_rate, None), ("pp", pp, 1), ("devices", devices, None)):
+        for arg, v, default in (("arrival_rate", arrival_rate, None), ("devices", devices, None)):
             if v is not default and v != default:
                 raise InputError(f"{arg}={brief(v)} is not allowed with concurrency; allowed: {default} (the "
                                  "closed-loop model has no {arg} yet)".replace("{arg}", arg))
         return _closed_loop(hardware=hardware, model=model, concurrency=concurrency, prompt=prompt, generate=generate,
-                            tp=tp, ep=ep, attention_dp=attention_dp, weights=weights, activations=activations, kv=kv,
+                            tp=tp, ep=ep, attention_dp=attention_dp, pp=pp, weights=weights, activations=activations, kv=kv,
                             framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
                             moe_mla_kernels=moe_mla_kernels, draft_model=draft_model, draft_len=draft_len,
                             acceptance=acceptance, attention_weights=attention_weights)

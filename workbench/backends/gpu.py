@@ -218,7 +218,7 @@ class GpuBackend:
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
                     activations, kv, imbalance=1.0, moe_mla_kernels="composed", draft_model=None, draft_len=0.0,
-                    acceptance=0.0, attention_weights=None, **_) -> dict:
+                    acceptance=0.0, attention_weights=None, pp=1.0, **_) -> dict:
         """Fixed-concurrency serving (workloads/concurrency.py) under the framework whose
         tables the numbers carry: its token budget and per-iteration host overhead; with a
         `draft_model` (a spec, or speculative.MTP_HEAD), speculative decoding."""
@@ -247,11 +247,11 @@ class GpuBackend:
                            **({} if draft_model is None else cc.draft_memory(
                                model, draft_model, weights=weights, kv=kvd, tp=tp, attention_dp=attention_dp,
                                prompt=prompt, generate=generate)),
-                           draft_len=draft_len, acceptance=acceptance)
+                           draft_len=draft_len, acceptance=acceptance, pp=pp)
         r["activations"] = np.array(act, dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
         r["attention_tp_run"], r["attention_dp_run"] = tp + 0.0 * r["tpot_s"], attention_dp + 0.0 * r["tpot_s"]
-        problems = serving_problems(model, tp=tp, attention_dp=attention_dp, ep=ep) + \
+        problems = serving_problems(model, tp=tp, attention_dp=attention_dp, ep=ep, pp=pp) + \
             context_problems(model, prompt=prompt, generate=generate) + sparse_problems
         return flag_problems(r, problems)
 

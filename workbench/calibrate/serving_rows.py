@@ -137,13 +137,13 @@ def config(r) -> tuple[dict | None, str]:
     fmt, why = quant(r)
     if fmt is None:
         return None, why
-    pp = max(_n(getattr(r, k, 1)) for k in ("pp_size", "prefill_pp_size", "decode_pp_size"))
-    if pp > 1:
-        return None, f"pipeline parallelism (pp={pp}) is not modelled at fixed concurrency; allowed: 1"
     if r.mode != "agg":
+        pp = max(_n(getattr(r, k, 1)) for k in ("prefill_pp_size", "decode_pp_size"))
+        if pp > 1:
+            return None, f"pipeline parallelism in a disaggregated pool (pp={pp}) is not modelled; allowed: 1"
         return _disaggregated(r, *fmt)
     tp, attention_dp, ep = layout(r)
-    return dict(hardware=SYSTEMS[r.system], model=r.model_path, tp=tp,
+    return dict(hardware=SYSTEMS[r.system], model=r.model_path, tp=tp, pp=_n(getattr(r, "pp_size", 1)),
                 attention_dp=attention_dp, ep=ep, concurrency=_n(r.concurrency),
                 prompt=_n(r.isl), generate=_n(r.osl), weights=fmt[0], activations=fmt[1],
                 attention_weights=attention_weights(r), framework=r.backend), ""
@@ -158,7 +158,7 @@ def _kind(model_path: str) -> str:
 # what an aggregated row keeps of its prediction (the TTFT parts refit the TTFT constants)
 TPOT_PARTS = ("kernel_tpot_s", "tpot_iterations", "tpot_sequences")  # TPOT = kernel + h x iterations + h_seq x sequences
 AGG_OUTPUTS = ("ttft_s", "tpot_s") + TPOT_PARTS + ("steady_ttft_s", "first_wave_ttft_s", "request_latency_s", "queue_s")
-NUMERIC = ("tp", "attention_dp", "ep", "concurrency", "prompt", "generate")  # predict.serving's per-row sizes
+NUMERIC = ("tp", "pp", "attention_dp", "ep", "concurrency", "prompt", "generate")  # predict.serving's per-row sizes
 
 
 def _serve(cfgs: list[dict]) -> list[tuple[dict, str]]:

@@ -4,7 +4,13 @@ TTFT and mean TPOT over requests (TPOT = (end-to-end - TTFT) / (generate - 1)).
 
 One instance spans tp · attention_dp GPUs; each of the attention_dp replicas holds
 concurrency / attention_dp requests and runs their attention TP-way; MoE layers run over
-all the instance's GPUs, experts split ep-way (layers.layer_iteration).
+all the instance's GPUs, experts split ep-way (layers.layer_iteration). With pp pipeline
+stages (pp times the GPUs) a GPU holds 1/pp of the layers, their weights and every
+request's cache there, and a replica keeps min(r, pp) micro-batches in flight, each passing
+every stage in turn: the schedule below runs for one micro-batch (r / min(r, pp) requests),
+its iterations every layer plus pp - 1 stage-to-stage sends, and Little's law counts all r
+(vLLM's virtual engines, TensorRT-LLM's and SGLang's micro-batches; as the static model,
+PP buys capacity, not speed).
 
 Steady state of one replica with r requests running (the KV cache admits at most
 max_running; the rest queue). Every request has the same prompt p and output g, so
@@ -74,9 +80,10 @@ from ..primitives._array import choose
 from ..units import DTYPE_BYTES
 from . import ops
 from .inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head, _model_pass,
-                        activation_bytes_per_token, kv_bytes_per_sequence, math_support, part_weight_bytes,
-                        weight_bytes)
+                        _pp_transfer, activation_bytes_per_token, kv_bytes_per_sequence, math_support,
+                        part_weight_bytes, weight_bytes)
 from .layers import add, layer_iteration
+from .parts import add_into
 from .speculative import expected_tokens_per_step
 
 # Tokens one iteration may carry (decode tokens plus a prefill chunk): TensorRT-LLM's
@@ -159,18 +166,21 @@ def draft_memory(model, draft_model, *, weights: str, kv: str, tp, attention_dp,
 
 
 def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes,
-                kv_memory_of="total", extra_weights_bytes=0.0, extra_kv_bytes_per_token=0.0, attention_w_bytes=None):
+                kv_memory_of="total", extra_weights_bytes=0.0, extra_kv_bytes_per_token=0.0, attention_w_bytes=None,
+                pp=1.0):
     """Requests one replica's KV cache admits: what is left of the usable memory after the
     weights and the activation working set of a full token budget, over one request's cache.
     The usable memory is MEMORY_UTILIZATION of the device ("total": vLLM's
     gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights and
     activations leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction).
-    `extra_*`: a speculative draft's weights on the device and its cache per token;
-    `attention_w_bytes`: the format of every weight but the routed experts' (`w_bytes`)."""
+    With `pp` pipeline stages a device holds 1/pp of the layers: of their weights and of
+    every request's cache. `extra_*`: a speculative draft's weights on the device and its
+    cache per token (on one stage, whole); `attention_w_bytes`: the format of every weight
+    but the routed experts' (`w_bytes`)."""
     weights = weights_per_device_bytes(model, w_bytes, tp=tp, attention_dp=attention_dp,
-                                       attention_w_bytes=attention_w_bytes) + extra_weights_bytes
+                                       attention_w_bytes=attention_w_bytes) / pp + extra_weights_bytes
     act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
-    kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=1.0, kv_bytes=kv_bytes) + \
+    kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=pp, kv_bytes=kv_bytes) + \
         extra_kv_bytes_per_token * (prompt + generate)
     logits = model.vocab_size / tp * LOGIT_BYTES
     free = np.where(kv_memory_of == "free", (hw.hbm_capacity_bytes - weights - act) * MEMORY_UTILIZATION,
@@ -197,7 +207,7 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
-                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None) -> dict:
+                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0) -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module). With a `draft` model (a spec: a small
     model, or the target's MTP head, speculative.draft_for) and draft_len = k > 0, every
@@ -225,7 +235,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
-                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None) -> dict:
+                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0) -> dict:
     """closed_loop at one schedule (its doc)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
@@ -244,9 +254,13 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                                                  stream_bytes=stream_bytes, kv_memory_of=kv_memory_of,
                                                  attention_w_bytes=layer["w_bytes"],
                                                  extra_weights_bytes=draft_weights_bytes,
-                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token)
+                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=pp)
     cap = np.minimum(cap, max_sequences)  # the KV cache's room, or the framework's cap on running requests
-    r = np.maximum(np.minimum(per_replica, cap), 1.0)
+    running = np.maximum(np.minimum(per_replica, cap), 1.0)  # requests a replica runs
+    # Pipeline parallelism: min(running, pp) micro-batches in flight, one per stage, each
+    # passing every stage in turn (a token's iteration is every layer, at the micro-batch's
+    # size, plus pp - 1 stage-to-stage sends). The schedule below runs one micro-batch.
+    r = running / np.minimum(running, pp)
     # Requests that finish together are replaced together, so prompts arrive in clumps: an
     # iteration that prefills carries a whole token budget of them (all r when they fit).
     clump = np.minimum(r * prompt, token_budget)  # prefill tokens of a prefill iteration
@@ -265,6 +279,9 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         h per iteration and h_seq per sequence in it (each decoding request, each prompt a
         chunk of the budget touches: at least one when any prefill runs)."""
         it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, verify=1.0 + k, **kw)
+        if np.any(np.asarray(pp) > 1):  # the micro-batch's activations from stage to stage
+            it = add_into(it, _pp_transfer(hw, model, tokens=decode_batch * (1.0 + k) + prefill_tokens, tp=tp, pp=pp,
+                                           stream_bytes=stream_bytes))
         if draft is not None:  # k draft iterations of the decoding sequences; the prompts through the draft
             # (an iteration without decoding sequences, or without prompts, runs no such draft pass:
             # each pass is timed at one sequence or token at least, then masked)
@@ -341,15 +358,15 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     burst_s = (chunks + n_prefill) / 2.0 * (burst_iter if schedule == "prefill_first_spread" else prefill_iter)
     service_ttft = service_ttft + request_latency_s
     cycle = service_ttft + (generate - 1.0) * tpot
-    rate = r / cycle  # requests completed per second per replica
-    wait = np.maximum(per_replica - r, 0.0) / rate
+    rate = running / cycle  # requests completed per second per replica (each micro-batch r / cycle)
+    wait = np.maximum(per_replica - running, 0.0) / rate
     # Later waves arrive as the schedule says; a run of `waves` x concurrency requests
     # averages them with the first.
     burst_ttft = burst_s + request_latency_s + wait
     steady_ttft = service_ttft + wait
     ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
     e2e = ttft + (generate - 1.0) * tpot
-    devices = tp * attention_dp
+    devices = tp * attention_dp * pp
     out_rate = attention_dp * rate * generate
     supported, missing = math_support(hw, (layer["math"], activations))
     fits = (cap >= 1.0) & supported
@@ -362,7 +379,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         "output_tokens_per_s_per_user": 1.0 / tpot,
         "requests_per_s": attention_dp * rate,
         "batch": decoding + clump / prompt * clumps / (clumps + steps),  # sequences per iteration
-        "running": r, "max_running": cap, "prefill_iterations": n_prefill, "prefill_clumps": clumps,
+        "running": running, "max_running": cap, "prefill_iterations": n_prefill, "prefill_clumps": clumps,
         "decode_iteration_s": decode_iter, "framework_overhead_s": host_tpot,
         "decode_draft_s": dec.get("draft_s", 0.0) + 0.0 * tpot, "tokens_per_step": tokens_per_step + 0.0 * tpot,
         "request_latency_s": request_latency_s + 0.0 * tpot,
