@@ -232,33 +232,39 @@ def _layer_term(out) -> str:
 
 @predictor("wafer_decode", "wafer_prefill", "wafer_e2e")
 def _wafer(r):
-    """WaferLLM's per-layer tables (x 32 layers at 1.1 GHz) with the row's `mapping` (default
-    "mesh"; "t10" and "ladder" for WaferLLM's baseline rows). End-to-end rows take the grids
-    `prefill_P` and `decode_P` (default 660 and 360, WaferLLM Table 2's own)."""
+    """WaferLLM's per-layer tables (x the model's layers at 1.1 GHz) with the row's `mapping`
+    (default "mesh"; "t10" and "ladder" for WaferLLM's baseline rows) and `model` (default
+    Llama3-8B, its padded configs as WaferLLM's files give them; another catalog model by
+    wafer_fit.waferllm_shapes). End-to-end rows take the grids `prefill_P` and `decode_P`
+    (default 660 and 360, WaferLLM Table 2's own for Llama3-8B)."""
     from ..workloads.wafer_layers import decode_layer, prefill_layer
     from .wafer_fit import (CLOCK_HZ, DECODE_CONFIGS, DECODE_CONTEXT, E2E_DECODE_CONFIG, E2E_DECODE_P, N_LAYERS,
-                            PREFILL_PROMPT, prefill_model, waferllm_model)
+                            PREFILL_PROMPT, prefill_model, waferllm_model, waferllm_shapes)
     w = as_numbers(r.hardware)
     mapping = r.config.get("mapping", "mesh")
+    other = r.config.get("model")
     decode_dims = {E2E_DECODE_P: E2E_DECODE_CONFIG, **DECODE_CONFIGS}  # WaferLLM's padded Llama3-8B per grid
+    layers = waferllm_shapes(other)[2] if other else N_LAYERS
+
+    def decoded(P):  # the model WaferLLM's decode kernels run on a P x P grid
+        return waferllm_model(*waferllm_shapes(other, P)[:2]) if other else waferllm_model(*decode_dims[P])
+    prefilled = waferllm_model(*waferllm_shapes(other)[:2]) if other else prefill_model()
     if r.kind == "wafer_decode":
-        P = float(r.config["P"])
-        out = decode_layer(w, waferllm_model(*decode_dims[int(P)]), P=P, batch=1.0, context=float(DECODE_CONTEXT),
-                           mapping=mapping)
-        return CLOCK_HZ / (float(out["cycles"]) * N_LAYERS), _layer_term(out)
+        P = int(r.config["P"])
+        out = decode_layer(w, decoded(P), P=float(P), batch=1.0, context=float(DECODE_CONTEXT), mapping=mapping)
+        return CLOCK_HZ / (float(out["cycles"]) * layers), _layer_term(out)
     if r.kind == "wafer_prefill":
         P = float(r.config["P"])
-        out = prefill_layer(w, prefill_model(), P=P, batch=1.0, prompt=float(PREFILL_PROMPT), mapping=mapping)
-        return PREFILL_PROMPT * CLOCK_HZ / (float(out["cycles"]) * N_LAYERS), _layer_term(out)
+        out = prefill_layer(w, prefilled, P=P, batch=1.0, prompt=float(PREFILL_PROMPT), mapping=mapping)
+        return PREFILL_PROMPT * CLOCK_HZ / (float(out["cycles"]) * layers), _layer_term(out)
     # WaferLLM Table 2: prefill on 660 x 660, decode on 360 x 360 at the mean context.
     prompt, gen = float(r.config["prompt"]), float(r.config["generate"])
     Pp, Pd = int(r.config.get("prefill_P", 660)), int(r.config.get("decode_P", E2E_DECODE_P))
-    pre = prefill_layer(w, prefill_model(), P=float(Pp), batch=1.0, prompt=prompt, mapping=mapping)
-    dec = decode_layer(w, waferllm_model(*decode_dims[Pd]), P=float(Pd), batch=1.0, context=prompt + gen / 2.0,
-                       mapping=mapping)
+    pre = prefill_layer(w, prefilled, P=float(Pp), batch=1.0, prompt=prompt, mapping=mapping)
+    dec = decode_layer(w, decoded(Pd), P=float(Pd), batch=1.0, context=prompt + gen / 2.0, mapping=mapping)
     pre_c, dec_c = float(pre["cycles"]), gen * float(dec["cycles"])
     phase, out = ("decode", dec) if dec_c >= pre_c else ("prefill", pre)
-    return gen * CLOCK_HZ / ((pre_c + dec_c) * N_LAYERS), f"{phase} {max(pre_c, dec_c) / (pre_c + dec_c):.0%}: " \
+    return gen * CLOCK_HZ / ((pre_c + dec_c) * layers), f"{phase} {max(pre_c, dec_c) / (pre_c + dec_c):.0%}: " \
         + _layer_term(out)
 
 
@@ -376,6 +382,8 @@ def describe(r) -> str:
         return f"{model} {c.get('precision', 'bf16')} s{c['seq_len']} gb{c['global_batch']}"
     c = r.config
     mapping = f", {c['mapping']}" if c.get("mapping", "mesh") != "mesh" else ""
+    if "model" in c and r.kind.startswith("wafer_"):
+        mapping = f", {c['model']}{mapping}"
     if r.kind == "wafer_decode":
         return f"decode, {c['P']}x{c['P']} PEs{mapping}"
     if r.kind == "wafer_prefill":

@@ -20,6 +20,8 @@ UNIT_TO_SI = {
 WSE_CSV = Path(__file__).parent / "reference" / "wse_measurements.csv"
 WSE_SERVICE_CSV = Path(__file__).parent / "reference" / "wse_service.csv"  # Cerebras Inference figures
 WSE_TRAINING_CSV = Path(__file__).parent / "reference" / "wse_training.csv"  # CS-2 training rows (ids T...)
+# WaferLLM's LLaMA2-13B, CodeLLaMA-34B and QWen2-72B rows on WSE-2 (ids W...)
+WSE_MODELS_CSV = Path(__file__).parent / "reference" / "wse_waferllm_models.csv"
 
 
 @lru_cache(maxsize=None)
@@ -50,13 +52,14 @@ def row(row_id: str) -> pd.Series:
 
 def wse_reference() -> pd.DataFrame:
     """Published wafer-scale measurements (wse_measurements.csv, then the Cerebras
-    Inference service figures of wse_service.csv, then the CS-2 training rows of
-    wse_training.csv), indexed by id."""
-    return pd.concat([_load(WSE_CSV), _load(WSE_SERVICE_CSV), _load(WSE_TRAINING_CSV)])
+    Inference service figures of wse_service.csv, the CS-2 training rows of
+    wse_training.csv and WaferLLM's rows of its larger models, wse_waferllm_models.csv),
+    indexed by id."""
+    return pd.concat([_load(WSE_CSV), _load(WSE_SERVICE_CSV), _load(WSE_TRAINING_CSV), _load(WSE_MODELS_CSV)])
 
 
 def wse_row(row_id: str) -> pd.Series:
-    """One wafer-scale row: ids S... from wse_service.csv, T... from wse_training.csv, the
-    rest from wse_measurements.csv."""
-    path = {"S": WSE_SERVICE_CSV, "T": WSE_TRAINING_CSV}.get(row_id[:1], WSE_CSV)
+    """One wafer-scale row: ids S... from wse_service.csv, T... from wse_training.csv, W...
+    from wse_waferllm_models.csv, the rest from wse_measurements.csv."""
+    path = {"S": WSE_SERVICE_CSV, "T": WSE_TRAINING_CSV, "W": WSE_MODELS_CSV}.get(row_id[:1], WSE_CSV)
     return _row(path, row_id)

@@ -45,6 +45,18 @@ def prefill_model():
     return waferllm_model(4096, 14336)
 
 
+def waferllm_shapes(model: str, P: int | None = None) -> tuple:
+    """(dim, ffn, layers) of a catalog model as WaferLLM's kernels run it (one head of
+    head_dim = dim): its own widths for prefill (P None), padded to multiples of the grid
+    side P for decode, as the model configs of Llama3-8B are (DECODE_CONFIGS: 4096 -> 4200,
+    14336 -> 14700 on 420 x 420)."""
+    spec = load_model(model)
+    d, f = spec.d_model, spec.d_ff
+    if P is not None:
+        d, f = int(np.ceil(d / P) * P), int(np.ceil(f / P) * P)
+    return d, f, spec.n_layers
+
+
 def per_layer_cycles_from_tpr(tokens_per_s: float, tokens: float = 1.0) -> float:
     """WaferLLM reports tokens/s = tokens / (cycles_per_layer * n_layers / 1.1 GHz)."""
     return tokens / tokens_per_s * CLOCK_HZ / N_LAYERS
