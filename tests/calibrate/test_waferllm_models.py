@@ -33,13 +33,10 @@ from workbench.calibrate.wafer_fit import DECODE_CONFIGS, waferllm_shapes
 
 @pytest.fixture(scope="module")
 def rows():
-    obs = gap.reference_points()
-    sub = obs[obs["id"].str.startswith("W")].reset_index(drop=True)
-    sub["predicted"] = gap.predict_rows(sub)["predicted"]
-    sub["error"] = gap.speed_error(sub["predicted"], sub["value_si"], sub["metric"])
+    sub = gap.scored_points("W")
     sub["mapping"] = [c.get("mapping", "mesh") for c in sub.config]
     sub["model"] = [c["model"] for c in sub.config]
-    return sub.set_index("id")
+    return sub
 
 
 def _select(rows, kind, mapping, models=None):

@@ -47,12 +47,7 @@ LADDER_WHY = ("Ladder's mechanism as WaferLLM describes it (unified memory: ring
 
 @pytest.fixture(scope="module")
 def rows():
-    obs = gap.reference_points()
-    sub = obs[obs["id"].isin(list(T10_ROWS) + list(LADDER_ROWS))].reset_index(drop=True)
-    pred = gap.predict_rows(sub)
-    sub["predicted"] = pred["predicted"]
-    sub["error"] = gap.speed_error(sub["predicted"], sub["value_si"], sub["metric"])
-    return sub.set_index("id")
+    return gap.scored_points([*T10_ROWS, *LADDER_ROWS])
 
 
 def test_every_baseline_row_is_in_the_gap_table_with_its_mapping(rows):
@@ -104,9 +99,8 @@ def test_ladder_rows(rows, rid):
 
 def test_baselines_are_slower_than_waferllm_and_ladder_slowest_in_decode(rows):
     """Tables 3-4: both baselines far behind WaferLLM; Ladder behind T10 in decode."""
-    obs = gap.reference_points()
-    mesh_rows = obs[obs["id"].isin(["C073", "C075", "C077", "C025", "C027", "C029"])]
-    mesh_pred = gap.predict_rows(mesh_rows).predicted.to_numpy()
+    mesh_ids = ["C073", "C075", "C077", "C025", "C027", "C029"]
+    mesh_pred = gap.scored_points(mesh_ids).loc[mesh_ids, "predicted"].to_numpy()
     t10 = rows.loc[["C079", "C080", "C081", "C031", "C032", "C033"], "predicted"].to_numpy()
     ladder = rows.loc[["C082", "C083", "C084", "C034", "C035", "C036"], "predicted"].to_numpy()
     assert np.all(t10 < mesh_pred) and np.all(ladder < mesh_pred)

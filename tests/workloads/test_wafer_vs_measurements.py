@@ -185,11 +185,7 @@ SERVICE_ROWS = ("S002", "S003", "S004", "S005", "S006", "S007")
 @pytest.fixture(scope="module")
 def service():
     from workbench.calibrate import gap
-    obs = gap.reference_points()
-    sub = obs[obs["id"].str.startswith("S")].reset_index(drop=True)
-    sub["predicted"] = gap.predict_rows(sub)["predicted"]
-    sub["error"] = gap.speed_error(sub["predicted"], sub["value_si"], sub["metric"])
-    return sub.set_index("id")
+    return gap.scored_points("S")
 
 
 @pytest.mark.parametrize("rid", [*SERVICE_ROWS, *(pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=why))

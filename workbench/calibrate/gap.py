@@ -301,6 +301,17 @@ def predict_rows(obs: pd.DataFrame, specs: dict | None = None) -> pd.DataFrame:
     return pd.DataFrame({"predicted": vals, "dominant": terms}, index=obs.index)
 
 
+def scored_points(ids) -> pd.DataFrame:
+    """The published rows `ids` (an id prefix, or a collection of ids) predicted with the
+    shipped specs: `predicted` and `error` (speed_error) added, indexed by id."""
+    obs = reference_points()
+    keep = obs["id"].str.startswith(ids) if isinstance(ids, str) else obs["id"].isin(list(ids))
+    sub = obs[keep].reset_index(drop=True)
+    sub["predicted"] = predict_rows(sub)["predicted"]
+    sub["error"] = speed_error(sub["predicted"], sub["value_si"], sub["metric"])
+    return sub.set_index("id")
+
+
 # ---- comparison before and after calibration -----------------------------------------------
 def kernel_rows(obs: pd.DataFrame) -> pd.DataFrame:
     return obs[obs["category"] == "GPU kernel"]
