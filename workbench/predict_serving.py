@@ -233,7 +233,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                  kv, framework, prefill_tp, prefill_ep, prefill_attention_dp, prefill_workers, prefill_batch, decode_tp,
                  decode_ep, decode_attention_dp, decode_workers, draft_model=None, draft_len=0, acceptance=0.0,
                  attention_weights=None):
-    """predict.disaggregated at a fixed concurrency (workloads/concurrency.disaggregated_closed_loop);
+    """predict.disaggregated at a fixed concurrency (workloads/pools_closed_loop.disaggregated_closed_loop);
     draft_len > 0: the decode pool speculates (the target's MTP head without a draft_model)."""
     import dataclasses
 
@@ -244,7 +244,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                                          resolve, serving_constants)
     from .backends import flag_problems
     from .layout import serving_problems
-    from .workloads.concurrency import disaggregated_closed_loop, draft_memory
+    from .workloads.concurrency import draft_memory
+    from .workloads.pools_closed_loop import disaggregated_closed_loop
     sizes = dict(concurrency=concurrency, prompt=prompt, generate=generate, prefill_tp=prefill_tp, prefill_ep=prefill_ep,
                  prefill_attention_dp=prefill_attention_dp, prefill_workers=prefill_workers,
                  prefill_batch=prefill_batch, decode_tp=decode_tp, decode_ep=decode_ep,
@@ -319,7 +320,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     of decode_tp x decode_attention_dp GPUs; MoE layers split `*_ep`-way over an
     instance's GPUs. Returns mean ttft_s (prefill queueing + prefill + KV transfer over
     the prefill instance's link), tpot_s, throughput per device and user, fits and reason
-    (workloads/concurrency.disaggregated_closed_loop). One value per argument.
+    (workloads/pools_closed_loop.disaggregated_closed_loop). One value per argument.
 
     Without it (workloads/disaggregated.py): capacities under the SLOs, the balancing
     ratio, goodput per device, the best integer split of `total_devices`, and the

@@ -1,0 +1,98 @@
+"""Fixed prefill and decode pools at a fixed concurrency (workloads/pools_closed_loop.py):
+Little's law over the loop and over the decode stage, the prefill pool as an M/D/1 queue at
+the loop's rate, more workers never slower, and a speculating decode pool's step from its
+own iterations."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench.backends import numbers
+from workbench.specs import load_model
+from workbench.workloads.pools_closed_loop import disaggregated_closed_loop
+
+
+def test_fixed_pools_obey_littles_law_and_respond_to_their_sizes():
+    """Steady state (no first wave): concurrency = requests/s x end-to-end; more prefill
+    workers never lengthen TTFT, more decode workers never lengthen TPOT; TTFT is at least
+    one prefill batch and its KV transfer."""
+    hw = numbers("h200_sxm", framework="trtllm")
+    kw = dict(prefill_hw=hw, decode_hw=hw, model=load_model("deepseek_v3"), prompt=8192.0, generate=1024.0,
+              prefill_tp=8.0, prefill_attention_dp=1.0, prefill_ep=8.0, prefill_batch=1.0, decode_tp=1.0,
+              decode_attention_dp=8.0, decode_ep=8.0, weights="fp8", activations="fp8", kv="fp8",
+              prefill_overhead_s=0.0, decode_overhead_s=0.0, kv_link_bytes_per_s=8 * 50e9)
+    c = np.array([4.0, 8.0, 64.0, 256.0])  # 4: fewer requests than the 8 decode replicas
+    r = disaggregated_closed_loop(concurrency=c, prefill_workers=1.0, decode_workers=1.0, **kw)
+    np.testing.assert_allclose(r["requests_per_s"] * r["e2e_s"], c, rtol=1e-9)
+    assert np.all(r["ttft_s"] >= r["prefill_batch_s"] + r["kv_transfer_s"] - 1e-12)
+    more_p = disaggregated_closed_loop(concurrency=c, prefill_workers=2.0, decode_workers=1.0, **kw)
+    more_d = disaggregated_closed_loop(concurrency=c, prefill_workers=1.0, decode_workers=2.0, **kw)
+    assert np.all(more_p["ttft_s"] <= r["ttft_s"] + 1e-12) and np.all(more_d["tpot_s"] <= r["tpot_s"] + 1e-12)
+    assert np.all(r["prefill_utilization"] <= 1.0 + 1e-12)
+
+
+def test_fixed_pools_prefill_queue_is_the_md1_wait_at_the_loop_rate():
+    """The prefill pool as an M/D/1 queue (DistServe, OSDI'24, sec. 3.1): at the rate the
+    closed loop settles at, each prompt waits rho D / (2 (1 - rho)) (D one prefill batch,
+    rho the pool's utilization), and that rate closes the loop (decoding requests / (cycle +
+    wait)); the wait grows with concurrency and vanishes at low load; at capacity the pool
+    saturates and Little's law holds either way."""
+    hw = numbers("h200_sxm", framework="trtllm")
+    kw = dict(prefill_hw=hw, decode_hw=hw, model=load_model("deepseek_v3"), prompt=8192.0, generate=1024.0,
+              prefill_tp=8.0, prefill_attention_dp=1.0, prefill_ep=8.0, prefill_batch=1.0, decode_tp=1.0,
+              decode_attention_dp=8.0, decode_ep=8.0, weights="fp8", activations="fp8", kv="fp8",
+              prefill_overhead_s=0.0, decode_overhead_s=0.0, kv_link_bytes_per_s=8 * 50e9, prefill_workers=1.0,
+              decode_workers=1.0)
+    c = np.array([1.0, 16.0, 64.0, 128.0, 256.0, 4096.0])
+    r = disaggregated_closed_loop(concurrency=c, **kw)
+    rho, d = r["prefill_utilization"], r["prefill_batch_s"]
+    np.testing.assert_allclose(r["prefill_wait_s"], np.minimum(rho, 0.999) * d / (2.0 * (1.0 - np.minimum(rho, 0.999))),
+                               rtol=1e-9)
+    below = rho < 0.99
+    cycling = np.minimum(8.0 * np.minimum(c / 8.0, r["decode_max_running"]), c)  # every request in flight here
+    cycle = r["prefill_batch_s"] + r["kv_transfer_s"] + r["prefill_wait_s"] + 1023.0 * r["tpot_s"]
+    np.testing.assert_allclose((r["requests_per_s"] * cycle)[below], cycling[below], rtol=1e-9)
+    # a decode replica holds the requests decoding, by Little's law on the decode stage (at least one)
+    decoding = r["requests_per_s"] * 1023.0 * r["tpot_s"] / 8.0
+    np.testing.assert_allclose(r["decode_running"], np.maximum(decoding, 1.0), rtol=1e-3)
+    # never more than are in flight; at saturation (4,096 in flight) the prefill queue holds most of them
+    assert np.all(r["decode_running"] <= np.maximum(c / 8.0, 1.0) + 1e-9) and r["decode_running"][-1] < 0.1 * 4096.0 / 8.0
+    assert r["prefill_wait_s"][0] < 0.01 * d[0] and np.all(np.diff(r["prefill_wait_s"]) >= 0)
+    assert rho[-1] == pytest.approx(1.0, abs=1e-3)  # saturated: the rest queue at the prefill pool
+    np.testing.assert_allclose(r["requests_per_s"] * r["e2e_s"], c, rtol=1e-9)
+
+
+def test_fixed_pools_with_a_speculating_decode_pool():
+    """The decode pool speculating with the MTP head (k = 3, a = 0.7): its step is k draft
+    iterations plus a verify step over 4 tokens per sequence, emitting E = 2.533 tokens, so
+    TPOT = that step / E (to the last digits, from the pool's own iterations); Little's law
+    holds; the draft's prompt pass and cache lengthen the prefill batch and KV transfer;
+    draft_len 0 is the pool without speculation."""
+    from workbench.workloads.concurrency import iteration
+    from workbench.workloads.speculative import mtp_draft
+    hw = numbers("h200_sxm", framework="trtllm")
+    model = load_model("deepseek_v3")
+    kw = dict(prefill_hw=hw, decode_hw=hw, model=model, prompt=4096.0, generate=1024.0, prefill_tp=8.0,
+              prefill_attention_dp=1.0, prefill_ep=8.0, prefill_batch=1.0, decode_tp=8.0, decode_attention_dp=1.0,
+              decode_ep=8.0, weights="fp8", activations="fp8", kv="fp8", prefill_overhead_s=0.0,
+              decode_overhead_s=0.0, kv_link_bytes_per_s=8 * 50e9, prefill_workers=1.0, decode_workers=1.0)
+    c = np.array([8.0, 64.0])
+    draft, k, a = mtp_draft(model), 3.0, 0.7
+    plain = disaggregated_closed_loop(concurrency=c, **kw)
+    spec = disaggregated_closed_loop(concurrency=c, draft=draft, draft_len=k, acceptance=a,
+                                     draft_weights_bytes=2e9, **kw)  # its MoE layer, FP8, over 8 GPUs: ~1.4 GB
+    zero = disaggregated_closed_loop(concurrency=c, draft=draft, draft_len=0.0, acceptance=a, **kw)
+    np.testing.assert_allclose(spec["requests_per_s"] * spec["e2e_s"], c, rtol=1e-9)
+    np.testing.assert_allclose(zero["tpot_s"], plain["tpot_s"], rtol=1e-12)
+    common = dict(hw=hw, context=4096.0 + 512.0, prompt=4096.0, tp=8.0, attention_dp=1.0, ep=8.0, math="fp8",
+                  w_bytes=1.0, a_bytes=1.0, kv_bytes=1.0, prefill_tokens=0.0 * c)
+    batch = spec["decode_running"]  # the requests decoding (Little's law on the decode stage)
+    verify = iteration(model=model, decode_batch=batch, verify=1.0 + k, **common)
+    drafting = iteration(model=draft, decode_batch=batch, **common)
+    e = (1.0 - a ** (k + 1.0)) / (1.0 - a)
+    step = verify["time_s"] + verify["overhead_s"] + k * (drafting["time_s"] + drafting["overhead_s"])
+    np.testing.assert_allclose(spec["tpot_s"], step / e, rtol=1e-9)
+    assert np.all(spec["tpot_s"] < plain["tpot_s"])
+    assert np.all(spec["prefill_batch_s"] > plain["prefill_batch_s"])
+    assert np.all(spec["kv_transfer_s"] > plain["kv_transfer_s"])
+    assert np.all(spec["decode_max_running"] < plain["decode_max_running"])

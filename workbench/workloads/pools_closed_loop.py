@@ -1,0 +1,137 @@
+"""Fixed prefill and decode pools under a fixed concurrency (predict.disaggregated): the
+closed loop of workloads/concurrency.py with the prefill and the decode of a request on
+separate GPUs, its KV cache shipped between them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives._array import choose
+from ..units import DTYPE_BYTES
+from . import ops
+from .concurrency import iteration, max_running
+from .speculative import expected_tokens_per_step
+
+BISECTION_ROUNDS = 50  # of the loop's rate against its prefill queue (2^-50 of the span)
+MAX_UTILIZATION = 0.999  # of a prefill pool in the M/D/1 wait (at 1 it is unbounded: Little's law takes over)
+# Rounds of the decode pool's occupancy against the rate it sets (Little's law on the decode
+# stage): 8 leave the occupancy within 1e-4 of its fixed point on every serving row.
+DECODE_ROUNDS = 8
+
+
+def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prompt, generate, prefill_tp,
+                              prefill_attention_dp, prefill_ep, prefill_workers, prefill_batch, decode_tp,
+                              decode_attention_dp, decode_ep, decode_workers, weights: str, activations: str, kv: str,
+                              prefill_overhead_s, decode_overhead_s, kv_link_bytes_per_s, waves=np.inf,
+                              request_latency_s=0.0, prefill_overhead_s_per_sequence=0.0,
+                              decode_overhead_s_per_sequence=0.0, draft=None, draft_len=0.0, acceptance=0.0,
+                              draft_weights_bytes=0.0, draft_kv_bytes_per_token=0.0, attention_weights=None,
+                              attention_activations=None) -> dict:
+    """Fixed prefill and decode pools under `concurrency` requests in flight.
+
+    Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
+    `prefill_batch` prompts per iteration (T_batch), then ships their KV caches over the
+    prefill instance's link. Decode: pure decode iterations (no prefill in them) of the
+    requests a decode replica holds. Closed loop: the pools complete lambda = min(prefill
+    capacity, concurrency / (T_batch + KV transfer + (g - 1) TPOT)) requests per second, and
+    TTFT = concurrency / lambda - (g - 1) TPOT (Little's law: a prefill-bound deployment
+    queues at the prefill pool). A decode replica holds the requests that are decoding, not
+    all those in flight: lambda (g - 1) TPOT of them over the replicas (Little's law on the
+    decode stage, at most its KV cache's room), found with lambda by iteration
+    (DECODE_ROUNDS); the rest are in the prefill queue, in prefill or in transfer, so a
+    prefill-bound deployment decodes small batches fast while its TTFT grows. The first wave
+    (all requests at once) goes through the prefill replicas in rounds; `waves` averages it in.
+    The prefill framework's request latency (host time before the first token) adds to both.
+    With a `draft` and draft_len = k > 0 the decode pool speculates (closed_loop's rule: k
+    draft iterations and a verify step over 1 + k tokens per sequence emit E tokens each),
+    the draft prefills the prompts too and ships its cache with the target's. Formats per
+    part as in closed_loop (`attention_weights`, `attention_activations`).
+    """
+    layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
+                                     attention_activations=attention_activations)
+    w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], layer["a_bytes"], DTYPE_BYTES[kv]
+    stream_bytes = max(a_bytes, ops.STREAM_BYTES)
+    replicas_p = prefill_workers * prefill_attention_dp
+    replicas_d = decode_workers * decode_attention_dp
+    per_decode = concurrency / replicas_d
+    cap, weights_bytes, kv_per_seq = max_running(decode_hw, model, prompt=prompt, generate=generate, tp=decode_tp,
+                                                 attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
+                                                 stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes,
+                                                 attention_w_bytes=layer["w_bytes"],
+                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token)
+    room = np.maximum(np.minimum(per_decode, cap), 1.0)  # requests a decode replica can hold
+    common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, kv_bytes=kv_bytes, routed=routed,
+                  **layer)
+    k = np.asarray(draft_len, float) if draft is not None else 0.0
+    tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=k)
+    pre_side = dict(hw=prefill_hw, decode_batch=0.0 * room, prefill_tokens=prefill_batch * prompt + 0.0 * room,
+                    tp=prefill_tp, attention_dp=prefill_attention_dp, ep=prefill_ep)
+    pre = iteration(**pre_side, **common)
+    draft_prefill_s, draft_kv_bytes = 0.0, 0.0
+    if draft is not None:  # the prompts through the draft, its cache shipped too
+        p = iteration(**pre_side, **dict(common, model=draft))
+        draft_prefill_s = np.where(k > 0, p["time_s"] + p["overhead_s"], 0.0)
+        draft_kv_bytes = np.where(k > 0, draft.kv_cache_bytes(context=prompt, dtype=kv), 0.0)
+    batch_s = pre["time_s"] + pre["overhead_s"] + draft_prefill_s + prefill_overhead_s + \
+        prefill_overhead_s_per_sequence * prefill_batch
+    kv_s = (model.kv_cache_bytes(context=prompt, dtype=kv) + draft_kv_bytes) * prefill_batch / kv_link_bytes_per_s
+    capacity = replicas_p * prefill_batch / batch_s  # requests per second the prefill pool admits
+    # requests in the loop: every one in flight, unless the decode caches hold fewer (fewer
+    # requests than decode replicas leave replicas idle)
+    cycling = np.minimum(replicas_d * room, concurrency)
+
+    def decode_step(r):
+        """(TPOT, host share of it, draft share of a step) with r requests per decode replica."""
+        dec_side = dict(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp,
+                        attention_dp=decode_attention_dp, ep=decode_ep)
+        dec = iteration(verify=1.0 + k, **dec_side, **common)
+        draft_s = 0.0
+        if draft is not None:  # k draft iterations per step
+            d = iteration(**dec_side, **dict(common, model=draft))
+            draft_s = k * (d["time_s"] + d["overhead_s"])
+        # the decode framework's host overhead: per iteration and per sequence in it; a step emits E tokens
+        host = (decode_overhead_s + decode_overhead_s_per_sequence * r) / tokens_per_step
+        return (dec["time_s"] + dec["overhead_s"] + draft_s) / tokens_per_step + host, host, draft_s
+
+    def loop_rate(tpot):
+        """The rate solving rate = cycling / (cycle + wait(rate)): a prompt that finds its
+        prefill replica busy waits, an M/D/1 queue of deterministic batches (DistServe,
+        OSDI'24, sec. 3.1: mean wait rho D / (2 (1 - rho)) at utilization rho = lambda D),
+        by bisection (the right side falls as the rate grows); a prefill pool at capacity
+        queues the rest (Little's law below)."""
+        cycle = request_latency_s + batch_s + kv_s + (generate - 1.0) * tpot
+        lo, hi = 0.0 * cycle, np.minimum(capacity, cycling / cycle)
+        for _ in range(BISECTION_ROUNDS):
+            mid = 0.5 * (lo + hi)
+            rho = np.minimum(mid / capacity, MAX_UTILIZATION)
+            short = mid < cycling / (cycle + rho * batch_s / (2.0 * (1.0 - rho)))
+            lo, hi = np.where(short, mid, lo), np.where(short, hi, mid)
+        return np.where(hi >= capacity * MAX_UTILIZATION, hi, lo)  # at capacity: the pool's rate, the rest queue
+
+    r = room  # first guess: every request it can hold decoding
+    for _ in range(DECODE_ROUNDS):
+        tpot, host_tpot, draft_s = decode_step(r)
+        rate = loop_rate(tpot)
+        r = np.maximum(np.minimum(room, rate * (generate - 1.0) * tpot / replicas_d), 1.0)
+    tpot, host_tpot, draft_s = decode_step(r)
+    rate = loop_rate(tpot)
+    rho = np.minimum(rate / capacity, MAX_UTILIZATION)
+    prefill_wait = rho * batch_s / (2.0 * (1.0 - rho))
+    steady_ttft = np.maximum(concurrency / rate - (generate - 1.0) * tpot,
+                             request_latency_s + prefill_wait + batch_s + kv_s)
+    rounds = np.ceil(concurrency / (replicas_p * prefill_batch))
+    burst_ttft = np.maximum(request_latency_s + (rounds + 1.0) / 2.0 * batch_s + kv_s, steady_ttft)
+    ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
+    e2e = ttft + (generate - 1.0) * tpot
+    devices = replicas_p * prefill_tp + replicas_d * decode_tp
+    out_rate = rate * generate
+    fits = cap >= 1.0
+    reason = choose([(cap < 1.0, "decode weights + activations leave no room for one request's KV cache")], "")
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "kv_transfer_s": kv_s + 0.0 * tpot,
+            "prefill_batch_s": batch_s + 0.0 * tpot, "prefill_utilization": rate / capacity,
+            "prefill_wait_s": prefill_wait + 0.0 * tpot,
+            "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
+            "output_tokens_per_s_per_user": 1.0 / tpot, "requests_per_s": rate, "decode_running": r,
+            "decode_max_running": cap, "devices": devices + 0.0 * tpot, "kernel_tpot_s": tpot - host_tpot,
+            "tpot_iterations": 1.0 / tokens_per_step + 0.0 * tpot, "tpot_sequences": r / tokens_per_step + 0.0 * tpot,
+            "tokens_per_step": tokens_per_step + 0.0 * tpot, "decode_draft_s": draft_s + 0.0 * tpot,
+            "fits": fits, "reason": reason}
