@@ -101,7 +101,8 @@ _DECODE_OCCUPANCY = ("issue 16: a disaggregated decode replica holds the request
                      "over the replicas by Little's law on the decode stage (pools_closed_loop.DECODE_ROUNDS), not "
                      "every request in flight, and the serving constants refitted on it (TensorRT-LLM's host "
                      "overhead 1.33 -> 1.03 ms per iteration and 4 -> 3 us per sequence; SGLang's CUDA-graph saving "
-                     "12 -> 10 us per kernel, 2.47 -> 2.43 ms per iteration, 48 -> 44 us per MoE layer): ")
+                     "12 -> 10 us per kernel, 2.47 -> 2.50 ms per iteration, 32 -> 34 us per sequence, 48 -> 44 us "
+                     "per MoE layer): ")
 REBASED = {
     "serving_fixed_concurrency_tables": _DECODE_OCCUPANCY + _MOE_LAYER + _SGLANG_CHUNK + _PARTS_REFIT,
     "serving_fixed_concurrency_mtp": _DECODE_OCCUPANCY + _MOE_LAYER + _SGLANG_CHUNK + _PARTS_REFIT,
