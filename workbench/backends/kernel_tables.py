@@ -98,9 +98,9 @@ def framework_of(hw) -> str:
 def _attention_kind(model) -> str | None:
     """The attention kind the frameworks' rules name: "compressed" (DeepSeek-V4's CSA/HCA
     layers), "dsa" (an indexer's top-k attention), else None."""
-    if getattr(model, "n_csa_layers", 0) + getattr(model, "n_hca_layers", 0):
+    if model.n_csa_layers + model.n_hca_layers:
         return "compressed"
-    return "dsa" if getattr(model, "index_topk", 0) else None
+    return "dsa" if model.index_topk else None
 
 
 def framework_kv(framework: str, model, hw) -> str | None:
@@ -113,7 +113,7 @@ def framework_kv(framework: str, model, hw) -> str | None:
     ("compressed": DeepSeek-V4's CSA/HCA layers; "dsa": an indexer's top-k attention)."""
     consts = serving_constants()
     if consts["kv_cache_auto"].get(framework) == "checkpoint":
-        kv = dict(getattr(model, "hf_kv_cache", {})).get(getattr(model, "checkpoint", ""))
+        kv = dict(model.hf_kv_cache).get(model.checkpoint)
         if kv:
             return kv
     kind = _attention_kind(model)

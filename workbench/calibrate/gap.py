@@ -244,11 +244,14 @@ def _wafer(r):
     mapping = r.config.get("mapping", "mesh")
     other = r.config.get("model")
     decode_dims = {E2E_DECODE_P: E2E_DECODE_CONFIG, **DECODE_CONFIGS}  # WaferLLM's padded Llama3-8B per grid
-    layers = waferllm_shapes(other)[2] if other else N_LAYERS
+    if other:
+        dim, ffn, layers = waferllm_shapes(other)
+        prefilled = waferllm_model(dim, ffn)
+    else:
+        layers, prefilled = N_LAYERS, prefill_model()
 
     def decoded(P):  # the model WaferLLM's decode kernels run on a P x P grid
         return waferllm_model(*waferllm_shapes(other, P)[:2]) if other else waferllm_model(*decode_dims[P])
-    prefilled = waferllm_model(*waferllm_shapes(other)[:2]) if other else prefill_model()
     if r.kind == "wafer_decode":
         P = int(r.config["P"])
         out = decode_layer(w, decoded(P), P=float(P), batch=1.0, context=float(DECODE_CONTEXT), mapping=mapping)

@@ -128,15 +128,8 @@ def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
         ids = g.index
         models = {m: gm.index for m, gm in g.groupby("model")}
 
-        def held_out(s, rows):
-            """TPOT errors of each model's rows (of `rows`) with the overhead fitted at saving
-            `s` on the other models' rows."""
-            out_ = [_tpot_err(errs[s].loc[rows.intersection(idx)], _overhead(errs[s].loc[rows.difference(idx)], False))
-                    for idx in models.values() if len(rows.intersection(idx)) and len(rows.difference(idx))]
-            return np.concatenate(out_) if out_ else np.array([np.nan])
-
         def score(s, rows):  # generalisation to an unseen model, the quantity that matters
-            return float(np.nanmedian(np.abs(held_out(s, rows))))
+            return float(np.nanmedian(np.abs(_held_out(errs[s].loc[rows], per_sequence=False))))
         loo = {s: score(s, ids) for s in GRAPH_SAVINGS_S}
         best = min(loo, key=loo.get)
         # reported error: each model held out from the choice of the saving as well
