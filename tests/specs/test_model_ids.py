@@ -35,6 +35,8 @@ def test_a_path_is_still_a_file(tmp_path):
                                "vocab_size": 100, "intermediate_size": 128}))
     assert load_model(str(cfg)).n_layers == 2
     with pytest.raises(InputError, match="not a readable file"):
+        load_model(str(tmp_path / "missing.json"))
+    with pytest.raises(InputError, match="neither a file nor the id of a catalog architecture"):
         load_model("someorg/not-a-model")
 
 

@@ -34,7 +34,7 @@ import pandas as pd
 from ..backends import numbers
 from ..backends.gpu import default_activations
 from ..primitives.kernel_fits import expected_experts_touched
-from ..specs import hf_index, load_model
+from ..specs import catalog_name, load_model
 from ..units import DTYPE_BYTES
 from ..workloads.concurrency import weights_per_device_bytes
 from ..workloads.ops import routed_params
@@ -82,9 +82,9 @@ def _bounds(r) -> tuple[float, float]:
     it does not state its pools, or its layout cannot exist."""
     fmt, _ = quant(r)
     pools = _pools(r) if fmt is not None and r.system in SYSTEMS else None
-    if pools is None or r.model_path not in hf_index():
+    if pools is None or catalog_name(r.model_path) is None:
         return np.nan, np.nan
-    model, hw = load_model(hf_index()[r.model_path]), numbers(SYSTEMS[r.system])
+    model, hw = load_model(catalog_name(r.model_path)), numbers(SYSTEMS[r.system])
     tp, dp, replicas, prefill_devices = pools
     if model.n_heads % tp:  # a layout predict.serving refuses: no bound to judge by
         return np.nan, np.nan

@@ -40,8 +40,8 @@ MEASURED = ("silicon_ttft_ms", "silicon_tpot_ms")
 def architecture(model_path: str) -> str:
     """One name per model architecture: the first catalog entry with an equal spec (name and
     source aside), the Hugging Face id itself for a model the catalog lacks."""
-    from ..specs import hf_index, load_model
-    if model_path not in hf_index():
+    from ..specs import catalog_name, load_model
+    if catalog_name(model_path) is None:
         return model_path
     spec = load_model(model_path)
     return repr([(f.name, getattr(spec, f.name)) for f in dataclasses.fields(spec)

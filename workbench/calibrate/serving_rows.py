@@ -129,8 +129,8 @@ def layout(r) -> tuple[int, int, int]:
 def config(r) -> tuple[dict | None, str]:
     """(arguments of predict.serving, or of predict.disaggregated with function=
     "disaggregated", and ""), or (None, why not) for a row it cannot express."""
-    from ..specs import hf_index
-    if r.model_path not in hf_index():
+    from ..specs import catalog_name
+    if catalog_name(r.model_path) is None:
         return None, f"model {r.model_path} is not in the catalog"
     if r.system not in SYSTEMS:
         return None, f"system {r.system} is not in the catalog"
@@ -151,8 +151,8 @@ def config(r) -> tuple[dict | None, str]:
 
 def _kind(model_path: str) -> str:
     """'moe' or 'dense' for a catalog model, 'unknown' for one the catalog lacks."""
-    from ..specs import hf_index, load_model
-    return ("moe" if load_model(model_path).is_moe else "dense") if model_path in hf_index() else "unknown"
+    from ..specs import catalog_name, load_model
+    return ("moe" if load_model(model_path).is_moe else "dense") if catalog_name(model_path) else "unknown"
 
 
 # what an aggregated row keeps of its prediction (the TTFT parts refit the TTFT constants)
@@ -221,8 +221,8 @@ WAVES = (1.0, 1.5, 2.0, 3.0, 5.0, 10.0, float("inf"))  # candidates of the harne
 
 def _layer_counts(model_path: str) -> tuple[float, float]:
     """(layers without routed experts, MoE layers) of a catalog model."""
-    from ..specs import hf_index, load_model
-    spec = load_model(hf_index()[model_path])
+    from ..specs import catalog_name, load_model
+    spec = load_model(catalog_name(model_path))
     return float(spec.n_layers - spec.n_moe_layers), float(spec.n_moe_layers)
 
 

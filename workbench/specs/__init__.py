@@ -207,10 +207,23 @@ def _model_file(path: Path, arg: str) -> ModelSpec:
     return build(ModelSpec, data, origin=str(path))
 
 
+def _is_hf_id(name: str) -> bool:
+    """"org/name": one slash, no file suffix, no path syntax."""
+    return name.count("/") == 1 and not name.startswith((".", "/", "~")) and \
+        not name.endswith((".json", ".yaml", ".yml"))
+
+
 @lru_cache(maxsize=1)
 def hf_index() -> dict:
     """Hugging Face id -> catalog model name (each model YAML's hf_ids)."""
     return {i: m for m in list_models() for i in _model(m).hf_ids}
+
+
+def catalog_name(hf_id: str) -> str | None:
+    """The catalog model of a Hugging Face id: the entry that lists it, else the one its
+    name matches as a chat, dated or quantized variant (hf_names), else None."""
+    from . import hf_names
+    return hf_index().get(hf_id) or hf_names.match(hf_id, hf_index())
 
 
 def load_model(name, *, arg: str = "model") -> ModelSpec:
@@ -227,6 +240,17 @@ def load_model(name, *, arg: str = "model") -> ModelSpec:
     if isinstance(name, str) and name in hf_index() and not Path(name).exists():  # "deepseek-ai/DeepSeek-R1"
         import dataclasses
         return dataclasses.replace(_model(hf_index()[name]), checkpoint=name)  # its checkpoint's KV format known
+    if isinstance(name, str) and _is_hf_id(name) and not Path(name).exists():  # an unlisted variant's id
+        import dataclasses
+        from . import hf_names
+        matched = hf_names.match(name, hf_index())
+        if matched is None:
+            near = hf_names.closest(name, hf_index())
+            raise InputError(f"{arg}={brief(name)} is neither a file nor the id of a catalog architecture; allowed: "
+                             f"an id a catalog entry lists (nearest: {', '.join(near) or 'none'}), the same id "
+                             "with a chat, dated or quantized variant's words, a catalog name, a model YAML "
+                             "file or a config.json")
+        return dataclasses.replace(_model(matched), checkpoint=name)
     if isinstance(name, (str, Path)) and (str(name).endswith((".json", ".yaml", ".yml")) or "/" in str(name)):
         return _model_file(Path(name), arg)
     if not isinstance(name, str) or name not in list_models():

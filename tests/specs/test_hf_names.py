@@ -1,0 +1,79 @@
+"""An unlisted Hugging Face id resolves to the catalog architecture it names (specs/hf_names.py):
+chat, dated and quantized variants of a listed checkpoint keep its layers; anything else that
+tells models apart stays in the key, and a key two architectures share resolves to neither."""
+from __future__ import annotations
+
+import pytest
+
+from workbench import predict
+from workbench.errors import InputError
+from workbench.specs import hf_index, hf_names, list_models, load_model
+
+
+@pytest.mark.parametrize("hf_id,name", [
+    ("nvidia/Llama-3.3-70B-Instruct-FP8", "llama_3_3_70b"),           # NVIDIA's quantized copy
+    ("nvidia/Llama-3.1-405B-Instruct-FP8", "llama_3_1_405b"),
+    ("nvidia/Llama-3.1-8B-Instruct-FP4", "llama_3_1_8b"),
+    ("RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8-dynamic", "llama_3_1_8b"),  # Meta's spelling, another org
+    ("meta-llama/Meta-Llama-3-8B-Instruct", "llama_3_8b"),
+    ("meta-llama/Llama-2-7b-chat-hf", "llama_2_7b"),
+    ("deepseek-ai/DeepSeek-R1-0528", "deepseek_r1"),                    # a dated re-release
+    ("nvidia/DeepSeek-R1-0528-FP4-v2", "deepseek_r1"),                  # and its pack version
+    ("deepseek-ai/DeepSeek-V3-0324", "deepseek_v3"),
+    ("deepseek-ai/DeepSeek-V3.1", "deepseek_v3"),                       # as nvidia/DeepSeek-V3.1-NVFP4
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "qwen3_235b_a22b"),
+    ("Qwen/Qwen3-32B-AWQ", "qwen3_32b"),
+    ("moonshotai/Kimi-K2-Instruct-0905", "kimi_k2"),
+    ("Qwen/Qwen2-72B-Instruct", "qwen2_72b"),
+])
+def test_a_variant_resolves_to_its_architecture(hf_id, name):
+    assert hf_id not in hf_index()
+    m = load_model(hf_id)
+    assert m.name == name and m.checkpoint == hf_id
+    assert m == load_model(name)  # the same layers (checkpoint is not compared)
+
+
+@pytest.mark.parametrize("hf_id", [
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",  # a Llama: the key keeps "distill-llama-70b"
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct",           # "coder" stays: not listed under that key
+    "MiniMaxAI/MiniMax-M2",                        # M2 is not M2.5: versions stay
+    "someorg/not-a-model",
+])
+def test_other_models_are_refused_with_the_nearest_ids(hf_id):
+    with pytest.raises(InputError, match="neither a file nor the id of a catalog architecture") as e:
+        load_model(hf_id)
+    assert "\n" not in str(e.value) and hf_id in str(e.value)
+
+
+def test_model_versions_are_not_variant_words():
+    """A "v" word before the size is the model's version (DeepSeek-V3 vs -V3.2), after it a
+    pack's (Mixtral-8x7B-Instruct-v0.1)."""
+    assert hf_names.key("deepseek-ai/DeepSeek-V3") == "deepseek-v3"
+    assert hf_names.key("deepseek-ai/DeepSeek-V3.2") == "deepseek-v3.2"
+    assert hf_names.key("mistralai/Mixtral-8x7B-Instruct-v0.1") == "mixtral-8x7b"
+    assert hf_names.key("nvidia/Llama-3_3-Nemotron-Super-49B-v1") == "llama-3.3-nemotron-super-49b"
+
+
+def test_every_listed_id_keys_back_to_its_own_entry():
+    """No two catalog architectures share a key except where left out, and every listed id's
+    key resolves to the entry that lists it (or to none where shared)."""
+    index = hf_index()
+    keyed = hf_names.keyed(index)
+    for hf_id, model in index.items():
+        assert keyed.get(hf_names.key(hf_id), model) == model, hf_id
+    assert len(set(keyed.values())) == len({m for m in list_models() if load_model(m).hf_ids})
+
+
+def test_a_shared_key_resolves_to_neither():
+    index = {"a/Foo-7B": "foo_a", "b/Foo-7B-Instruct": "foo_b", "a/Bar-7B": "bar"}
+    assert hf_names.match("c/Foo-7B-FP8", index) is None and hf_names.match("c/Bar-7B-AWQ", index) == "bar"
+
+
+def test_a_matched_checkpoint_serves_from_the_default_cache():
+    """The checkpoint's own KV format is unknown for an unlisted id: the framework's default
+    (16-bit under TensorRT-LLM), where the listed ModelOpt id asks for FP8."""
+    kw = dict(hardware="h100_sxm", tp=4, concurrency=16, prompt=2048, generate=256, weights="fp8", framework="trtllm")
+    listed = predict.serving(model="nvidia/Llama-3.1-70B-Instruct-FP8", **kw)
+    variant = predict.serving(model="nvidia/Llama-3.1-70B-Instruct-FP8-v2", **kw)
+    assert str(listed.kv.values) == "fp8" and str(variant.kv.values) == "bf16"
+    assert bool(variant.fits) and float(variant.tpot_s) > float(listed.tpot_s)
