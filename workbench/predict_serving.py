@@ -232,7 +232,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
 def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, prompt, generate, weights, activations,
                  kv, framework, prefill_tp, prefill_ep, prefill_attention_dp, prefill_workers, prefill_batch, decode_tp,
                  decode_ep, decode_attention_dp, decode_workers, draft_model=None, draft_len=0, acceptance=0.0,
-                 attention_weights=None):
+                 attention_weights=None, prefill_pp=1, decode_pp=1):
     """predict.disaggregated at a fixed concurrency (workloads/pools_closed_loop.disaggregated_closed_loop);
     draft_len > 0: the decode pool speculates (the target's MTP head without a draft_model)."""
     import dataclasses
@@ -249,7 +249,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     sizes = dict(concurrency=concurrency, prompt=prompt, generate=generate, prefill_tp=prefill_tp, prefill_ep=prefill_ep,
                  prefill_attention_dp=prefill_attention_dp, prefill_workers=prefill_workers,
                  prefill_batch=prefill_batch, decode_tp=decode_tp, decode_ep=decode_ep,
-                 decode_attention_dp=decode_attention_dp, decode_workers=decode_workers)
+                 decode_attention_dp=decode_attention_dp, decode_workers=decode_workers, prefill_pp=prefill_pp,
+                 decode_pp=decode_pp)
     _check_one("disaggregated", prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,
                weights=weights, activations=activations, kv=kv, framework=framework, draft_model=draft_model,
                draft_len=draft_len, acceptance=acceptance, attention_weights=attention_weights, **sizes)
@@ -291,9 +292,9 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
         request_latency_s=pre_latency_s, kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
         **{k: float(v) for k, v in sizes.items()})
-    problems = [p for side, tp, adp, ep in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep),
-                                            ("decode", decode_tp, decode_attention_dp, decode_ep))
-                for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_")] + mixed
+    problems = [p for side, tp, adp, ep, pp in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep, prefill_pp),
+                                                ("decode", decode_tp, decode_attention_dp, decode_ep, decode_pp))
+                for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_", pp=pp)] + mixed
     r = flag_problems({k: np.asarray(v) for k, v in r.items()}, problems)
     ds = xr.Dataset({k: np.asarray(v).item() for k, v in r.items()})
     for name in ds.data_vars:
@@ -311,14 +312,15 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                   weights="bf16", kv=None, total_devices=64, framework=None, concurrency=None, activations=None,
                   prefill_ep=1, prefill_attention_dp=1, prefill_workers=1, prefill_batch=1, decode_ep=1,
                   decode_attention_dp=1, decode_workers=1, draft_model=None, draft_len=0, acceptance=0.0,
-                  attention_weights=None):
+                  attention_weights=None, prefill_pp=1, decode_pp=1):
     """Prefill and decode in separate pools.
 
     With `concurrency` (requests in flight, as the serving benchmarks run): fixed pools of
     `prefill_workers` instances of prefill_tp x prefill_attention_dp GPUs, each replica
     prefilling `prefill_batch` prompts per iteration, and `decode_workers` decode instances
     of decode_tp x decode_attention_dp GPUs; MoE layers split `*_ep`-way over an
-    instance's GPUs. Returns mean ttft_s (prefill queueing + prefill + KV transfer over
+    instance's GPUs; `*_pp` pipeline stages multiply an instance's GPUs, each stage holding
+    1/pp of the layers. Returns mean ttft_s (prefill queueing + prefill + KV transfer over
     the prefill instance's link), tpot_s, throughput per device and user, fits and reason
     (workloads/pools_closed_loop.disaggregated_closed_loop). One value per argument.
 
@@ -339,12 +341,14 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                             prefill_workers=prefill_workers, prefill_batch=prefill_batch, decode_tp=decode_tp,
                             decode_ep=decode_ep, decode_attention_dp=decode_attention_dp,
                             decode_workers=decode_workers, draft_model=draft_model, draft_len=draft_len,
-                            acceptance=acceptance, attention_weights=attention_weights)
+                            acceptance=acceptance, attention_weights=attention_weights, prefill_pp=prefill_pp,
+                            decode_pp=decode_pp)
     for arg, v, default in (("activations", activations, None), ("prefill_ep", prefill_ep, 1),
                             ("draft_model", draft_model, None), ("draft_len", draft_len, 0),
                             ("prefill_attention_dp", prefill_attention_dp, 1), ("prefill_workers", prefill_workers, 1),
                             ("prefill_batch", prefill_batch, 1), ("decode_ep", decode_ep, 1),
-                            ("decode_attention_dp", decode_attention_dp, 1), ("decode_workers", decode_workers, 1)):
+                            ("decode_attention_dp", decode_attention_dp, 1), ("decode_workers", decode_workers, 1),
+                            ("prefill_pp", prefill_pp, 1), ("decode_pp", decode_pp, 1)):
         if v is not default and v != default:
             raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
                              "SLO-balancing analysis sizes the pools itself)")

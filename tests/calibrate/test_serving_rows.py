@@ -170,9 +170,9 @@ def test_every_system_of_the_benchmarks_is_a_catalog_gpu():
         assert backend_for(load_hardware(serving_rows.SYSTEMS[s])).kind == "gpu"
 
 
-def test_a_pipelined_row_runs_its_stages_and_a_pipelined_pool_is_refused_with_its_reason():
+def test_pipelined_rows_run_their_stages():
     """An aggregated row with pp_size 2 is predicted with its two pipeline stages (not as if
-    its devices ran tensor-parallel); a disaggregated pool with stages is refused by name."""
+    its devices ran tensor-parallel); so is a disaggregated pool with stages."""
     rows = serving_rows.load()
     r = rows[rows["mode"] == "agg"].iloc[0].copy()
     r["pp_size"] = 2
@@ -181,7 +181,7 @@ def test_a_pipelined_row_runs_its_stages_and_a_pipelined_pool_is_refused_with_it
     d = rows[(rows["mode"] == "disagg") & rows.decode_num_workers.notna()].iloc[0].copy()
     d["decode_pp_size"] = 2
     cfg, why = serving_rows.config(_row(d))
-    assert cfg is None and "pipeline parallelism in a disaggregated pool (pp=2) is not modelled" in why
+    assert why == "" and cfg["decode_pp"] == 2 and cfg["prefill_pp"] == 1
 
 
 def test_a_row_group_the_api_refuses_leaves_the_others_answered():

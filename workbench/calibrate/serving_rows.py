@@ -8,8 +8,8 @@ fitted in calibrate/serving_overheads.py.
 
 A row is expressible when its deployment can be described: a catalog model (by its Hugging
 Face id: each model YAML's hf_ids) on a catalog GPU, in a known weight format, aggregated or
-in disaggregated pools whose sizes the row states, without pipeline stages. Others are
-listed with the reason they are not answered.
+in disaggregated pools whose sizes the row states. Others are listed with the reason they
+are not answered.
 
 Error = model / measured - 1 for times (TTFT, TPOT): positive is a prediction slower than
 measured.
@@ -89,7 +89,8 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
                 prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
                 prefill_batch=_n(r.prefill_batch_size), decode_tp=_n(r.decode_tp_size),
                 decode_ep=_n(r.decode_moe_ep_size), decode_attention_dp=_n(r.decode_attention_dp_size),
-                decode_workers=_n(r.decode_num_workers)), ""
+                decode_workers=_n(r.decode_num_workers), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
+                decode_pp=_n(getattr(r, "decode_pp_size", 1))), ""
 
 
 def layout(r) -> tuple[int, int, int]:
@@ -138,9 +139,6 @@ def config(r) -> tuple[dict | None, str]:
     if fmt is None:
         return None, why
     if r.mode != "agg":
-        pp = max(_n(getattr(r, k, 1)) for k in ("prefill_pp_size", "decode_pp_size"))
-        if pp > 1:
-            return None, f"pipeline parallelism in a disaggregated pool (pp={pp}) is not modelled; allowed: 1"
         return _disaggregated(r, *fmt)
     tp, attention_dp, ep = layout(r)
     return dict(hardware=SYSTEMS[r.system], model=r.model_path, tp=tp, pp=_n(getattr(r, "pp_size", 1)),

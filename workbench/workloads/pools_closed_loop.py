@@ -9,6 +9,7 @@ from ..primitives._array import choose
 from ..units import DTYPE_BYTES
 from . import ops
 from .concurrency import iteration, max_running
+from .inference import _pp_transfer
 from .speculative import expected_tokens_per_step
 
 BISECTION_ROUNDS = 50  # of the loop's rate against its prefill queue (2^-50 of the span)
@@ -25,7 +26,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                               request_latency_s=0.0, prefill_overhead_s_per_sequence=0.0,
                               decode_overhead_s_per_sequence=0.0, draft=None, draft_len=0.0, acceptance=0.0,
                               draft_weights_bytes=0.0, draft_kv_bytes_per_token=0.0, attention_weights=None,
-                              attention_activations=None) -> dict:
+                              attention_activations=None, prefill_pp=1.0, decode_pp=1.0) -> dict:
     """Fixed prefill and decode pools under `concurrency` requests in flight.
 
     Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
@@ -45,6 +46,16 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     draft iterations and a verify step over 1 + k tokens per sequence emit E tokens each),
     the draft prefills the prompts too and ships its cache with the target's. Formats per
     part as in closed_loop (`attention_weights`, `attention_activations`).
+
+    Pipeline stages (`prefill_pp`, `decode_pp`; a replica is then tp x pp GPUs, each holding
+    1/pp of the layers, their weights and every request's cache there), as closed_loop runs
+    them: a prefill batch passes every stage in turn (its latency: every layer plus pp - 1
+    stage-to-stage sends) while the other stages work on the next batches, so a replica
+    admits pp batches per batch latency and a prompt that finds its first stage busy waits
+    for a stage's share of the batch (the M/D/1 service time is batch / pp); each stage
+    ships its layers' caches over its own GPUs' links. A decode replica runs its requests as
+    min(r, pp) micro-batches, a token of one being every layer at the micro-batch's size plus
+    the sends.
     """
     layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
                                      attention_activations=attention_activations)
@@ -57,7 +68,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                                                  attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                                  stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes,
                                                  attention_w_bytes=layer["w_bytes"],
-                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token)
+                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=decode_pp)
     room = np.maximum(np.minimum(per_decode, cap), 1.0)  # requests a decode replica can hold
     common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, kv_bytes=kv_bytes, routed=routed,
                   **layer)
@@ -66,6 +77,10 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     pre_side = dict(hw=prefill_hw, decode_batch=0.0 * room, prefill_tokens=prefill_batch * prompt + 0.0 * room,
                     tp=prefill_tp, attention_dp=prefill_attention_dp, ep=prefill_ep)
     pre = iteration(**pre_side, **common)
+    if np.any(np.asarray(prefill_pp) > 1):  # the batch's activations from stage to stage
+        pre = dict(pre, time_s=pre["time_s"] + _pp_transfer(prefill_hw, model, tokens=prefill_batch * prompt,
+                                                            tp=prefill_tp, pp=prefill_pp,
+                                                            stream_bytes=stream_bytes)["time_s"])
     draft_prefill_s, draft_kv_bytes = 0.0, 0.0
     if draft is not None:  # the prompts through the draft, its cache shipped too
         p = iteration(**pre_side, **dict(common, model=draft))
@@ -73,17 +88,24 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
         draft_kv_bytes = np.where(k > 0, draft.kv_cache_bytes(context=prompt, dtype=kv), 0.0)
     batch_s = pre["time_s"] + pre["overhead_s"] + draft_prefill_s + prefill_overhead_s + \
         prefill_overhead_s_per_sequence * prefill_batch
-    kv_s = (model.kv_cache_bytes(context=prompt, dtype=kv) + draft_kv_bytes) * prefill_batch / kv_link_bytes_per_s
-    capacity = replicas_p * prefill_batch / batch_s  # requests per second the prefill pool admits
+    kv_s = (model.kv_cache_bytes(context=prompt, dtype=kv) + draft_kv_bytes) * prefill_batch / \
+        (kv_link_bytes_per_s * prefill_pp)  # every stage ships its layers' caches
+    stage_s = batch_s / prefill_pp  # a stage's share of a batch: the pipeline admits one batch per stage_s
+    capacity = replicas_p * prefill_batch / stage_s  # requests per second the prefill pool admits
     # requests in the loop: every one in flight, unless the decode caches hold fewer (fewer
     # requests than decode replicas leave replicas idle)
     cycling = np.minimum(replicas_d * room, concurrency)
 
     def decode_step(r):
-        """(TPOT, host share of it, draft share of a step) with r requests per decode replica."""
+        """(TPOT, host share of it, draft share of a step) with r requests per decode replica
+        (min(r, pp) micro-batches of them)."""
+        r = r / np.minimum(r, decode_pp)  # one micro-batch
         dec_side = dict(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp,
                         attention_dp=decode_attention_dp, ep=decode_ep)
         dec = iteration(verify=1.0 + k, **dec_side, **common)
+        if np.any(np.asarray(decode_pp) > 1):
+            dec = dict(dec, time_s=dec["time_s"] + _pp_transfer(decode_hw, model, tokens=r * (1.0 + k), tp=decode_tp,
+                                                                pp=decode_pp, stream_bytes=stream_bytes)["time_s"])
         draft_s = 0.0
         if draft is not None:  # k draft iterations per step
             d = iteration(**dec_side, **dict(common, model=draft))
@@ -103,7 +125,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
         for _ in range(BISECTION_ROUNDS):
             mid = 0.5 * (lo + hi)
             rho = np.minimum(mid / capacity, MAX_UTILIZATION)
-            short = mid < cycling / (cycle + rho * batch_s / (2.0 * (1.0 - rho)))
+            short = mid < cycling / (cycle + rho * stage_s / (2.0 * (1.0 - rho)))
             lo, hi = np.where(short, mid, lo), np.where(short, hi, mid)
         return np.where(hi >= capacity * MAX_UTILIZATION, hi, lo)  # at capacity: the pool's rate, the rest queue
 
@@ -115,14 +137,15 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     tpot, host_tpot, draft_s = decode_step(r)
     rate = loop_rate(tpot)
     rho = np.minimum(rate / capacity, MAX_UTILIZATION)
-    prefill_wait = rho * batch_s / (2.0 * (1.0 - rho))
+    prefill_wait = rho * stage_s / (2.0 * (1.0 - rho))
     steady_ttft = np.maximum(concurrency / rate - (generate - 1.0) * tpot,
                              request_latency_s + prefill_wait + batch_s + kv_s)
     rounds = np.ceil(concurrency / (replicas_p * prefill_batch))
-    burst_ttft = np.maximum(request_latency_s + (rounds + 1.0) / 2.0 * batch_s + kv_s, steady_ttft)
+    # the first wave's rounds enter the pipeline one stage share apart
+    burst_ttft = np.maximum(request_latency_s + batch_s + (rounds - 1.0) / 2.0 * stage_s + kv_s, steady_ttft)
     ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
     e2e = ttft + (generate - 1.0) * tpot
-    devices = replicas_p * prefill_tp + replicas_d * decode_tp
+    devices = replicas_p * prefill_tp * prefill_pp + replicas_d * decode_tp * decode_pp
     out_rate = rate * generate
     fits = cap >= 1.0
     reason = choose([(cap < 1.0, "decode weights + activations leave no room for one request's KV cache")], "")
