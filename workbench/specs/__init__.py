@@ -219,11 +219,18 @@ def hf_index() -> dict:
     return {i: m for m in list_models() for i in _model(m).hf_ids}
 
 
+@lru_cache(maxsize=1)
+def _hf_keys() -> dict:
+    """Architecture key -> catalog model name over every listed id (hf_names.keyed)."""
+    from . import hf_names
+    return hf_names.keyed(hf_index())
+
+
 def catalog_name(hf_id: str) -> str | None:
     """The catalog model of a Hugging Face id: the entry that lists it, else the one its
     name matches as a chat, dated or quantized variant (hf_names), else None."""
     from . import hf_names
-    return hf_index().get(hf_id) or hf_names.match(hf_id, hf_index())
+    return hf_index().get(hf_id) or _hf_keys().get(hf_names.key(hf_id))
 
 
 def load_model(name, *, arg: str = "model") -> ModelSpec:
@@ -237,20 +244,17 @@ def load_model(name, *, arg: str = "model") -> ModelSpec:
         data.setdefault("name", "custom")
         data.setdefault("source", "user-supplied dict")
         return build(ModelSpec, data, origin=data["name"])
-    if isinstance(name, str) and name in hf_index() and not Path(name).exists():  # "deepseek-ai/DeepSeek-R1"
-        import dataclasses
-        return dataclasses.replace(_model(hf_index()[name]), checkpoint=name)  # its checkpoint's KV format known
-    if isinstance(name, str) and _is_hf_id(name) and not Path(name).exists():  # an unlisted variant's id
+    if isinstance(name, str) and _is_hf_id(name) and not Path(name).exists():  # "deepseek-ai/DeepSeek-R1"
         import dataclasses
         from . import hf_names
-        matched = hf_names.match(name, hf_index())
+        matched = catalog_name(name)
         if matched is None:
             near = hf_names.closest(name, hf_index())
             raise InputError(f"{arg}={brief(name)} is neither a file nor the id of a catalog architecture; allowed: "
                              f"an id a catalog entry lists (nearest: {', '.join(near) or 'none'}), the same id "
                              "with a chat, dated or quantized variant's words, a catalog name, a model YAML "
                              "file or a config.json")
-        return dataclasses.replace(_model(matched), checkpoint=name)
+        return dataclasses.replace(_model(matched), checkpoint=name)  # a listed checkpoint's KV format is known
     if isinstance(name, (str, Path)) and (str(name).endswith((".json", ".yaml", ".yml")) or "/" in str(name)):
         return _model_file(Path(name), arg)
     if not isinstance(name, str) or name not in list_models():
