@@ -601,3 +601,34 @@ def test_kv_placement_of_the_baselines():
     assert cap["t10"] == cap["mesh"] == 100 * P * P
     assert cap["ladder"] == cap["gpu_style"] == 100 * P
     assert [mesh.kv_spread(m) for m in mesh.MAPPINGS] == [True, False, True, False]
+
+
+@pytest.mark.parametrize("P", [1.0, 8.0, 480.0, 720.0])
+def test_block_inputs_pass_every_pe_under_ladder_only(P):
+    """Ladder's unified memory: each token's block input passes the region's P^2 PEs one
+    after another at alpha a hop (tokens x P^2 x hop_cycles); the other mappings move their
+    operands inside their GEMV and GEMM forms (0 here)."""
+    tokens = np.array([1.0, 4096.0])
+    got = mesh.block_input_cycles(WSE2, P=P, tokens=tokens, mapping="ladder")
+    np.testing.assert_allclose(got, tokens * P * P * WSE2.hop_cycles, rtol=0, atol=0)
+    for other in ("mesh", "gpu_style", "t10"):
+        assert np.all(mesh.block_input_cycles(WSE2, P=P, tokens=tokens, mapping=other) == 0.0)
+    with pytest.raises(Exception, match="mapping"):
+        mesh.block_input_cycles(WSE2, P=P, tokens=tokens, mapping="torus")
+
+
+def test_a_ladder_layer_adds_two_block_inputs_per_token(monkeypatch):
+    """A dense layer has two blocks (the token mixer, the MLP): its Ladder prefill and decode
+    cycles exceed the same layer without the term by exactly 2 x tokens x P^2 x alpha, and
+    the term grows as P^2 (WaferLLM's Ladder rows: ~2 cycles per PE^2 per token a layer)."""
+    from workbench.specs import load_model
+    from workbench.workloads import wafer_layers
+    model = load_model("llama_3_1_8b")
+    kw = dict(P=480.0, batch=1.0)
+    with_term = (wafer_layers.prefill_layer(WSE2, model, prompt=4096.0, mapping="ladder", **kw)["cycles"],
+                 wafer_layers.decode_layer(WSE2, model, context=4096.0, mapping="ladder", **kw)["cycles"])
+    monkeypatch.setattr(wafer_layers, "block_input_cycles", lambda w, *, P, tokens, mapping: 0.0 * tokens)
+    without = (wafer_layers.prefill_layer(WSE2, model, prompt=4096.0, mapping="ladder", **kw)["cycles"],
+               wafer_layers.decode_layer(WSE2, model, context=4096.0, mapping="ladder", **kw)["cycles"])
+    assert with_term[0] - without[0] == pytest.approx(2.0 * 4096.0 * 480.0 ** 2 * WSE2.hop_cycles, rel=1e-12)
+    assert with_term[1] - without[1] == pytest.approx(2.0 * 480.0 ** 2 * WSE2.hop_cycles, rel=1e-12)

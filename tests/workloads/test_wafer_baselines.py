@@ -13,11 +13,15 @@ Tolerances (speed error = model / measured - 1, positive = the model is faster):
 - T10 decode (C079-C081): 20% (the model is 2-7% slow; 13-19% before the PE-mesh simulation
   showed the neighbour-shift allreduce's adds stream with the message, issue 21);
 - T10 end-to-end (C005-C008, grids ASSUMED 660 x 660 for both phases, see the rows' note): 12%;
-- Ladder (all ten rows): the 25% the issue asks for, NOT met. The mechanism WaferLLM
-  describes for Ladder (ring allreduce, GEMM via a relayed allgather, concat KV), as the
-  PE-mesh simulation executes it (workbench/simulate/gemm.py), is 3.5x-5.8x
-  faster than measured; the rows are strict xfails with their errors, so a model that
-  reaches them shows up.
+- Ladder prefill (C034-C036): 15%. The mechanism WaferLLM describes for Ladder (ring
+  allreduce, GEMM via a relayed allgather, concat KV), as the PE-mesh simulation executes it
+  (workbench/simulate/gemm.py), was 3.8x-5.8x faster than measured; its rows grow by about
+  2 cycles per PE^2 per token per layer, on this model and WaferLLM's three larger ones, which
+  is every block's input passing the region's P^2 PEs one after another at one cycle a hop
+  (mesh.block_input_cycles, no constant fitted): the model is now 8-10% slow.
+- Ladder decode and end to end: the 25% the issue asks for, NOT met: decode keeps a cost of
+  about 1.5 ms per layer nearly independent of the grid (1.7-2.6x fast); the rows are
+  xfails with their errors, so a model that reaches them shows up.
 """
 from __future__ import annotations
 
@@ -36,13 +40,14 @@ T10_ROWS = {"C079": 0.20, "C080": 0.20, "C081": 0.20,           # Table 4 decode
             "C031": 0.01, "C032": 0.05, "C033": 0.05,           # Table 3 prefill, 480/600/720 (C031 fitted)
             "C005": 0.12, "C006": 0.12, "C007": 0.12, "C008": 0.12}  # Table 2 end-to-end
 # Ladder: (row, the model's speed error when this test was written) - the mechanism's miss.
-LADDER_ROWS = {"C082": 3.30, "C083": 2.73, "C084": 2.51,         # Table 4 decode
-               "C034": 2.75, "C035": 4.02, "C036": 4.82,         # Table 3 prefill
-               "C009": 3.71, "C010": 3.54, "C011": 2.92, "C012": 2.77}  # Table 2 end-to-end
+LADDER_ROWS = {"C082": 1.62, "C083": 1.04, "C084": 0.74,         # Table 4 decode
+               "C034": -0.09, "C035": -0.08, "C036": -0.10,      # Table 3 prefill
+               "C009": 0.37, "C010": -0.12, "C011": 0.59, "C012": 0.42}  # Table 2 end-to-end
+LADDER_PREFILL_TOLERANCE = 0.15
 LADDER_WHY = ("Ladder's mechanism as WaferLLM describes it (unified memory: ring allreduce O[(2a+b)N], GEMM via "
-              "allgather relayed step by step, concat KV) predicts 3.5x-5.8x the measured speed; the extra cost "
-              "(decode ~1.9M cycles/layer nearly independent of the grid, prefill growing ~P^1.7) has no published "
-              "mechanism to model it by")
+              "allgather relayed step by step, concat KV) with each block's input passing the region's PEs one "
+              "after another predicts its prefill within 10%, its decode 1.7x-2.6x the measured speed: decode "
+              "keeps ~1.5 ms per layer nearly independent of the grid, which no published mechanism names")
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +96,11 @@ def test_t10_rows(rows, rid):
 def test_ladder_rows(rows, rid):
     r = rows.loc[rid]
     print(f"{rid} {gap.describe(r)}: model {r.predicted:.1f} vs {r.value_si:.1f} tok/s ({r.error:+.1%})")
-    # the recorded miss, so a change of the mechanism is seen either way
+    # the recorded error, so a change of the mechanism is seen either way
     assert r.error == pytest.approx(LADDER_ROWS[rid], abs=0.02)
-    if abs(r.error) > 0.25:
+    if rid in ("C034", "C035", "C036"):
+        assert abs(r.error) <= LADDER_PREFILL_TOLERANCE
+    elif abs(r.error) > 0.25:
         pytest.xfail(f"{rid}: model {r.error:+.0%} vs measured. {LADDER_WHY}")
 
 

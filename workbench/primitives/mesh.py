@@ -268,6 +268,26 @@ def mesh_gemm(w: WaferNumbers, *, P, m, k, n, dtype="fp16", mapping="mesh") -> d
             "grid_utilization": grid_utilization(P=P, dims=(m, k, n))}
 
 
+def block_input_cycles(w: WaferNumbers, *, P, tokens, mapping="mesh"):
+    """Cycles for a block's input (the activation row each of `tokens` tokens enters an
+    attention or MLP block with) to reach the PEs of a P x P region that use it.
+
+    mesh, gpu_style, t10: 0 here; their GEMV and GEMM forms move the operands (the
+    replicated rows of WaferLLM's decode, the shifted or forwarded tiles).
+    ladder: unified memory with no broadcast tree (WaferLLM §7: "we treated the distributed
+    memory architecture of the chip, interconnected by mesh, as unified memory, requiring
+    collective communication over the NoC to access data"; §3.2: such compilers "are unaware
+    of the communication distance of each core"): each token's row passes the region's P²
+    PEs one after another, a chain at alpha (hop_cycles) a hop, and the next token's follows
+    it: tokens x P² x alpha. This form is read from WaferLLM's Ladder rows, whose per-layer
+    prefill time grows by 1.9-2.2 cycles per PE² per token on all four models (Llama3-8B,
+    LLaMA2-13B, CodeLLaMA-34B, QWen2-72B, grids 480-720): two blocks a layer at alpha = 1
+    cycle, no constant fitted; its decode rows keep a cost this does not explain
+    (tests/workloads/test_wafer_baselines.py)."""
+    _check_mapping(mapping)
+    return tokens * P * P * w.hop_cycles if mapping == "ladder" else 0.0 * tokens * P
+
+
 def elementwise_cycles(w: WaferNumbers, *, n, reads=1.0, writes=1.0):
     """A local vector op (norm scale, residual add, rotary, activation) over n elements."""
     return vector_cycles(w, n=n, reads=reads, writes=writes)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives.kernel_fits import KEY_PASSES, LINEAR_CHUNK
-from ..primitives.mesh import elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv, tiles, vector_cycles
+from ..primitives.mesh import (block_input_cycles, elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv,
+                               tiles, vector_cycles)
 from ..specs import ModelSpec
 from . import ops
 from .compressed import prefill_pairs
@@ -117,7 +118,9 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
                                              + 2 * tiles(ops.mlp_width(model, moe=moe), P) + soft * 3 * tiles(ctx, P)))
         parts = mats + [(soft, scores), (soft, pv)] + indexer + mixing
         compute = _weighted(parts, "compute_cycles") + local
-        comm = _weighted(parts, "comm_cycles") + _weighted(stats, "cycles")
+        # each block's input reaching the region (ladder's unified memory): the token mixer's, the MLP's
+        fetch = (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=b, mapping=mapping)
+        comm = _weighted(parts, "comm_cycles") + _weighted(stats, "cycles") + fetch
         return {"cycles": compute + comm, "compute_cycles": compute, "reduce_cycles": comm,
                 "hops": _weighted(parts, "hops") + _weighted(stats, "hops"),
                 "colors": np.maximum(mats[0][1]["colors"], 0.0), "flops": _weighted(parts, "flops")}
@@ -163,7 +166,8 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
                                    + soft * batch * tiles(prompt, P) * tiles(keys, P) * 3)
         compute = _weighted(gemms, "compute_cycles") + _weighted(att, "compute_cycles") + local
         gemm_cycles = _weighted(gemms, "cycles") + _weighted(att, "cycles")
-        comm = _weighted(reductions, "cycles")
+        fetch = (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=M, mapping=mapping)  # as in decode
+        comm = _weighted(reductions, "cycles") + fetch
         return {"cycles": gemm_cycles + local + comm, "compute_cycles": compute,
                 "reduce_cycles": comm + (gemm_cycles - _weighted(gemms, "compute_cycles")
                                          - _weighted(att, "compute_cycles")),
