@@ -23,7 +23,8 @@ MODEL = load_model("llama_3_1_70b")
 KW = dict(prefill_hw=HW, decode_hw=HW, model=MODEL, prompt=4096.0, generate=512.0, prefill_tp=4.0,
           prefill_attention_dp=1.0, prefill_ep=1.0, prefill_batch=2.0, decode_tp=4.0, decode_attention_dp=1.0,
           decode_ep=1.0, prefill_workers=1.0, decode_workers=1.0, weights="fp8", activations="fp8", kv="fp8",
-          prefill_overhead_s=1e-3, decode_overhead_s=1e-3, kv_link_bytes_per_s=4 * 50e9)
+          prefill_overhead_s=1e-3, decode_overhead_s=1e-3,
+          kv_link_bytes_per_s=4 * 50e9)  # TP4 x 400 Gb/s NIC (h100_sxm.yaml)
 STREAM = max(DTYPE_BYTES["fp8"], ops.STREAM_BYTES)  # the residual stream's bytes, as the loop sends them
 
 
@@ -90,3 +91,15 @@ def test_predict_disaggregated_takes_stages_and_flags_too_many():
     with pytest.raises(InputError, match="prefill_pp=2 is not allowed without concurrency"):
         predict.disaggregated(prefill_hardware="h100_sxm", decode_hardware="h100_sxm", model="llama_3_1_70b",
                               prefill_pp=2)
+
+
+def test_the_tpot_parts_add_up_with_stages():
+    """kernel TPOT + h x iterations + h_seq x sequences is the TPOT (the form the serving fit
+    reads), the sequences those of one decode micro-batch: with two stages and 64 requests
+    per replica a step carries 32."""
+    h, h_seq = 1e-3, 20e-6
+    r = disaggregated_closed_loop(concurrency=64.0, decode_pp=2.0, **dict(KW, decode_overhead_s=h,
+                                                                        decode_overhead_s_per_sequence=h_seq))
+    parts = float(r["kernel_tpot_s"]) + h * float(r["tpot_iterations"]) + h_seq * float(r["tpot_sequences"])
+    assert parts == pytest.approx(float(r["tpot_s"]), rel=1e-12)
+    assert float(r["tpot_sequences"]) == pytest.approx(float(r["decode_running"]) / 2.0, rel=1e-12)

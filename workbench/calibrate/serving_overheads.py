@@ -47,16 +47,6 @@ def write_constants(savings: dict, overheads: dict, path: Path | None = None) ->
                                                    for key in OVERHEAD_KEYS}})
 
 
-def _with_saving(saving_s: float):
-    """The serving constants with every framework's kernel_graph_saving_s set to one value
-    (for the fit's sweep); returns the previous mapping to restore."""
-    from ..backends.kernel_tables import serving_constants
-    table = serving_constants()["kernel_graph_saving_s"]
-    old = dict(table)
-    table.update({fw: saving_s for fw in ("trtllm", "vllm", "sglang")})
-    return old
-
-
 def _moe_iterations(rows: pd.DataFrame) -> np.ndarray:
     """Iterations per output token times the MoE layers of each row's model (the rows'
     `moe_layers`, which fit_overheads adds)."""
@@ -112,16 +102,14 @@ def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
     Returns the fits and the rows as predicted with each framework's chosen saving (for
     fit_overheads, without predicting them again)."""
     from ..backends.kernel_tables import serving_constants
-    errs = {}
-    old = None
+    table = serving_constants()["kernel_graph_saving_s"]
+    errs, old = {}, dict(table)
     try:
-        for s in GRAPH_SAVINGS_S:
-            prev = _with_saving(s)
-            old = old or prev
+        for s in GRAPH_SAVINGS_S:  # every framework at one saving, the rows predicted again
+            table.update({fw: s for fw in ("trtllm", "vllm", "sglang")})
             errs[s] = predict_rows(df).set_index("id")
     finally:
-        if old is not None:
-            serving_constants()["kernel_graph_saving_s"].update(old)
+        table.update(old)
     base = errs[GRAPH_SAVINGS_S[0]].dropna(subset=["kernel_tpot_s"])
     out, chosen = {}, []
     for fw, g in base.groupby("backend"):

@@ -55,7 +55,7 @@ def repeats(df: pd.DataFrame | None = None) -> pd.DataFrame:
     (x / gm - 1). Empty when no deployment repeats."""
     df = load() if df is None else df
     d = df.copy()
-    d["architecture"] = [architecture(m) for m in d.model_path]
+    d["architecture"] = d.model_path.map({m: architecture(m) for m in d.model_path.unique()})
     keys = ["architecture", *[c for c in DEPLOYMENT if c in d.columns]]
     d[keys] = d[keys].astype(object).where(d[keys].notna(), "-").astype(str)  # an empty column matches an empty one
     d = d.drop_duplicates(keys + list(MEASURED))  # the same measurement under several ids counts once

@@ -277,9 +277,8 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         h per iteration and h_seq per sequence in it (each decoding request, each prompt a
         chunk of the budget touches: at least one when any prefill runs)."""
         it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, verify=1.0 + k, **kw)
-        if np.any(np.asarray(pp) > 1):  # the micro-batch's activations from stage to stage
-            it = add_into(it, _pp_transfer(hw, model, tokens=decode_batch * (1.0 + k) + prefill_tokens, tp=tp, pp=pp,
-                                           stream_bytes=stream_bytes))
+        it = add_into(it, _pp_transfer(hw, model, tokens=decode_batch * (1.0 + k) + prefill_tokens, tp=tp, pp=pp,
+                                       stream_bytes=stream_bytes))  # the micro-batch from stage to stage
         if draft is not None:  # k draft iterations of the decoding sequences; the prompts through the draft
             # (an iteration without decoding sequences, or without prompts, runs no such draft pass:
             # each pass is timed at one sequence or token at least, then masked)

@@ -66,7 +66,9 @@ def _lm_head(hw, model, *, rows, tp, math, w_bytes, a_bytes) -> dict:
 
 def _pp_transfer(hw, model, *, tokens, tp, pp, stream_bytes) -> dict:
     """(pp-1) stage-to-stage activation sends; over NVLink when the whole tp·pp group is
-    inside one scale-up domain, else across the scale-out network."""
+    inside one scale-up domain, else across the scale-out network (none without stages)."""
+    if not np.any(np.asarray(pp) > 1):
+        return {"comm_s": 0.0, "time_s": 0.0}
     inside = tp * pp <= hw.link("scale_up").domain_size
     size = tokens * model.d_model * stream_bytes
     t = collective(hw=hw, op="send_recv", size=size,

@@ -10,6 +10,7 @@ from ..units import DTYPE_BYTES
 from . import ops
 from .concurrency import iteration, max_running
 from .inference import _pp_transfer
+from .parts import add_into
 from .speculative import expected_tokens_per_step
 
 BISECTION_ROUNDS = 50  # of the loop's rate against its prefill queue (2^-50 of the span)
@@ -76,11 +77,9 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=k)
     pre_side = dict(hw=prefill_hw, decode_batch=0.0 * room, prefill_tokens=prefill_batch * prompt + 0.0 * room,
                     tp=prefill_tp, attention_dp=prefill_attention_dp, ep=prefill_ep)
-    pre = iteration(**pre_side, **common)
-    if np.any(np.asarray(prefill_pp) > 1):  # the batch's activations from stage to stage
-        pre = dict(pre, time_s=pre["time_s"] + _pp_transfer(prefill_hw, model, tokens=prefill_batch * prompt,
-                                                            tp=prefill_tp, pp=prefill_pp,
-                                                            stream_bytes=stream_bytes)["time_s"])
+    pre = add_into(iteration(**pre_side, **common),  # the batch's activations from stage to stage
+                   _pp_transfer(prefill_hw, model, tokens=prefill_batch * prompt, tp=prefill_tp, pp=prefill_pp,
+                                stream_bytes=stream_bytes))
     draft_prefill_s, draft_kv_bytes = 0.0, 0.0
     if draft is not None:  # the prompts through the draft, its cache shipped too
         p = iteration(**pre_side, **dict(common, model=draft))
@@ -96,16 +95,18 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     # requests than decode replicas leave replicas idle)
     cycling = np.minimum(replicas_d * room, concurrency)
 
+    def micro_batch(r):
+        """Sequences of one of the min(r, pp) micro-batches of r requests per decode replica."""
+        return r / np.minimum(r, decode_pp)
+
     def decode_step(r):
-        """(TPOT, host share of it, draft share of a step) with r requests per decode replica
-        (min(r, pp) micro-batches of them)."""
-        r = r / np.minimum(r, decode_pp)  # one micro-batch
+        """(TPOT, host share of it, draft share of a step) with r requests per decode replica."""
+        r = micro_batch(r)
         dec_side = dict(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp,
                         attention_dp=decode_attention_dp, ep=decode_ep)
-        dec = iteration(verify=1.0 + k, **dec_side, **common)
-        if np.any(np.asarray(decode_pp) > 1):
-            dec = dict(dec, time_s=dec["time_s"] + _pp_transfer(decode_hw, model, tokens=r * (1.0 + k), tp=decode_tp,
-                                                                pp=decode_pp, stream_bytes=stream_bytes)["time_s"])
+        dec = add_into(iteration(verify=1.0 + k, **dec_side, **common),
+                       _pp_transfer(decode_hw, model, tokens=r * (1.0 + k), tp=decode_tp, pp=decode_pp,
+                                    stream_bytes=stream_bytes))
         draft_s = 0.0
         if draft is not None:  # k draft iterations per step
             d = iteration(**dec_side, **dict(common, model=draft))
@@ -155,6 +156,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
             "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
             "output_tokens_per_s_per_user": 1.0 / tpot, "requests_per_s": rate, "decode_running": r,
             "decode_max_running": cap, "devices": devices + 0.0 * tpot, "kernel_tpot_s": tpot - host_tpot,
-            "tpot_iterations": 1.0 / tokens_per_step + 0.0 * tpot, "tpot_sequences": r / tokens_per_step + 0.0 * tpot,
+            "tpot_iterations": 1.0 / tokens_per_step + 0.0 * tpot,
+            "tpot_sequences": micro_batch(r) / tokens_per_step + 0.0 * tpot,
             "tokens_per_step": tokens_per_step + 0.0 * tpot, "decode_draft_s": draft_s + 0.0 * tpot,
             "fits": fits, "reason": reason}
