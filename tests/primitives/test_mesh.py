@@ -632,3 +632,40 @@ def test_a_ladder_layer_adds_two_block_inputs_per_token(monkeypatch):
                wafer_layers.decode_layer(WSE2, model, context=4096.0, mapping="ladder", **kw)["cycles"])
     assert with_term[0] - without[0] == pytest.approx(2.0 * 4096.0 * 480.0 ** 2 * WSE2.hop_cycles, rel=1e-12)
     assert with_term[1] - without[1] == pytest.approx(2.0 * 480.0 ** 2 * WSE2.hop_cycles, rel=1e-12)
+
+
+@pytest.mark.parametrize("P", [1.0, 8.0, 420.0, 660.0])
+def test_layer_weights_cross_the_unified_memory_under_ladder_only(P):
+    """Ladder's unified memory: a layer's W weights are read through the program's PEs (one
+    chain, program_pes x alpha) and enter the region over its P edge links, one 16-bit value
+    per wavelet a cycle (W / P); the other mappings compute on the tiles in their PEs (0)."""
+    weights = np.array([1.0e6, 218.1e6, 878.0e6])
+    got = mesh.unified_weight_cycles(WSE2, P=P, weight_elements=weights, mapping="ladder")
+    np.testing.assert_allclose(got, 750 * 994 * 1.0 + weights / P, rtol=1e-12)  # WSE-2: 750 x 994 program PEs, 1-cycle hops
+    assert mesh.VALUES_PER_WAVELET == 1.0
+    for other in ("mesh", "gpu_style", "t10"):
+        assert np.all(mesh.unified_weight_cycles(WSE2, P=P, weight_elements=weights, mapping=other) == 0.0)
+    with pytest.raises(Exception, match="mapping"):
+        mesh.unified_weight_cycles(WSE2, P=P, weight_elements=weights, mapping="torus")
+
+
+def test_a_ladder_layer_reads_its_weights_once_per_pass(monkeypatch):
+    """The weight term enters a Ladder layer once per forward pass: prefill and decode of one
+    dense Llama-3.1-8B layer (218.1M weights: 4096 x 6144 QKV, 4096^2 out, 3 x 4096 x 14336
+    MLP) exceed the same layer without it by exactly program_pes + W / P, independent of the
+    batch and the prompt."""
+    from workbench.specs import load_model
+    from workbench.workloads import wafer_layers
+    model = load_model("llama_3_1_8b")
+    W = 4096 * 6144 + 4096 * 4096 + 3 * 4096 * 14336
+    P = 540.0
+
+    def cycles():
+        return (wafer_layers.prefill_layer(WSE2, model, P=P, batch=1.0, prompt=4096.0, mapping="ladder")["cycles"],
+                wafer_layers.decode_layer(WSE2, model, P=P, batch=1.0, context=4096.0, mapping="ladder")["cycles"],
+                wafer_layers.decode_layer(WSE2, model, P=P, batch=4.0, context=4096.0, mapping="ladder")["cycles"])
+    with_term = cycles()
+    monkeypatch.setattr(wafer_layers, "unified_weight_cycles", lambda w, *, P, weight_elements, mapping: 0.0 * P)
+    without = cycles()
+    for a, b in zip(with_term, without):
+        assert a - b == pytest.approx(750 * 994 + W / P, rel=1e-12)

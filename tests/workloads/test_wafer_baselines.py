@@ -19,9 +19,16 @@ Tolerances (speed error = model / measured - 1, positive = the model is faster):
   2 cycles per PE^2 per token per layer, on this model and WaferLLM's three larger ones, which
   is every block's input passing the region's P^2 PEs one after another at one cycle a hop
   (mesh.block_input_cycles, no constant fitted): the model is now 8-10% slow.
-- Ladder decode and end to end: the 25% the issue asks for, NOT met: decode keeps a cost of
-  1.2-1.3 ms per layer on this model, nearly independent of the grid (1.7-2.6x fast); the
-  rows are xfails with their errors, so a model that reaches them shows up.
+- Ladder decode (C082-C084): 10%. After the block inputs the decode rows kept 1.3-1.5M
+  cycles per layer here and 1.0-3.4M on WaferLLM's larger models, rising with the layer's
+  weights and, on the large models, falling with the grid: the layer's weights read through
+  the unified memory, a chain over the program's PEs plus W / P cycles entering the region
+  over its P edge links (mesh.unified_weight_cycles, no constant fitted): +4% here, -1% to
+  +5% on all twelve Ladder decode rows (1.7-2.6x fast before).
+- Ladder end to end: 25% for C010-C012 (-15% to +13%). C009 (2048 in, 128 out) is an xfail
+  (its recorded error asserted): against C010 (4096 in) it implies a 2,048-token prefill taking ~90% of a 4,096-token
+  one (both rows rounded to 0.1 tok/s: 1.2 and 1.1), where Table 3's prefill rows and the
+  model grow with the prompt.
 """
 from __future__ import annotations
 
@@ -39,16 +46,15 @@ WSE2 = numbers("wse2")
 T10_ROWS = {"C079": 0.20, "C080": 0.20, "C081": 0.20,           # Table 4 decode, 420/540/660
             "C031": 0.01, "C032": 0.05, "C033": 0.05,           # Table 3 prefill, 480/600/720 (C031 fitted)
             "C005": 0.12, "C006": 0.12, "C007": 0.12, "C008": 0.12}  # Table 2 end-to-end
-# Ladder: (row, the model's speed error when this test was written) - the mechanism's miss.
-LADDER_ROWS = {"C082": 1.62, "C083": 1.04, "C084": 0.74,         # Table 4 decode
+# Ladder: (row, the model's speed error when this test was written), so a change of the
+# mechanism is seen either way.
+LADDER_ROWS = {"C082": 0.04, "C083": 0.04, "C084": 0.04,         # Table 4 decode
                "C034": -0.09, "C035": -0.08, "C036": -0.10,      # Table 3 prefill
-               "C009": 0.37, "C010": -0.12, "C011": 0.59, "C012": 0.42}  # Table 2 end-to-end
-LADDER_PREFILL_TOLERANCE = 0.15
-LADDER_WHY = ("Ladder's mechanism as WaferLLM describes it (unified memory: ring allreduce O[(2a+b)N], GEMM via "
-              "allgather relayed step by step, concat KV) with each block's input passing the region's PEs one "
-              "after another predicts its prefill within 10%, its decode 1.7x-2.6x the measured speed: decode "
-              "keeps ~1.3M cycles per layer (0.9M plus about one per layer weight / P on WaferLLM's larger "
-              "models), which no published mechanism names")
+               "C009": 0.30, "C010": -0.15, "C011": 0.13, "C012": -0.01}  # Table 2 end-to-end
+LADDER_TOLERANCE = {"C082": 0.10, "C083": 0.10, "C084": 0.10, "C034": 0.15, "C035": 0.15, "C036": 0.15,
+                    "C010": 0.25, "C011": 0.25, "C012": 0.25}
+LADDER_WHY = ("C009 (2048 in / 128 out, 1.2 tok/s) against C010 (4096 in, 1.1 tok/s) implies a 2,048-token Ladder "
+              "prefill taking ~90% of a 4,096-token one; Table 3's prefill rows and the model grow with the prompt")
 
 
 @pytest.fixture(scope="module")
@@ -97,12 +103,10 @@ def test_t10_rows(rows, rid):
 def test_ladder_rows(rows, rid):
     r = rows.loc[rid]
     print(f"{rid} {gap.describe(r)}: model {r.predicted:.1f} vs {r.value_si:.1f} tok/s ({r.error:+.1%})")
-    # the recorded error, so a change of the mechanism is seen either way
     assert r.error == pytest.approx(LADDER_ROWS[rid], abs=0.02)
-    if rid in ("C034", "C035", "C036"):
-        assert abs(r.error) <= LADDER_PREFILL_TOLERANCE
-    elif abs(r.error) > 0.25:
+    if rid not in LADDER_TOLERANCE:
         pytest.xfail(f"{rid}: model {r.error:+.0%} vs measured. {LADDER_WHY}")
+    assert abs(r.error) <= LADDER_TOLERANCE[rid]
 
 
 def test_baselines_are_slower_than_waferllm_and_ladder_slowest_in_decode(rows):

@@ -282,10 +282,38 @@ def block_input_cycles(w: WaferNumbers, *, P, tokens, mapping="mesh"):
     it: tokens x P² x alpha. This form is read from WaferLLM's Ladder rows, whose per-layer
     prefill time grows by 1.9-2.2 cycles per PE² per token on all four models (Llama3-8B,
     LLaMA2-13B, CodeLLaMA-34B, QWen2-72B, grids 480-720): two blocks a layer at alpha = 1
-    cycle, no constant fitted; its decode rows keep a cost this does not explain
-    (tests/workloads/test_wafer_baselines.py)."""
+    cycle, no constant fitted; the layer's weights reach it too (unified_weight_cycles)."""
     _check_mapping(mapping)
     return tokens * P * P * w.hop_cycles if mapping == "ladder" else 0.0 * tokens * P
+
+
+# 16-bit values a wavelet (one link, one cycle) carries when it moves dense operands between
+# PEs: one, with 16 bits of control beside it (Zhang et al.: "16-bit data and 16-bit control";
+# the SDK White Paper's sparse wavelet: "a 16-bit index and a 16-bit data field"; wse_facts.md §2).
+VALUES_PER_WAVELET = 1.0
+
+
+def unified_weight_cycles(w: WaferNumbers, *, P, weight_elements, mapping="mesh"):
+    """Cycles for one layer's weights (`weight_elements` 16-bit values: the matrices a pass
+    through the layer multiplies by) to reach the P x P region that computes with them.
+
+    mesh, gpu_style, t10: 0; each PE multiplies by the weight tile already in its SRAM.
+    ladder: the wafer's SRAM as one unified memory (WaferLLM §7, see block_input_cycles), so
+    the layer's weights are read from wherever in it they lie, not from the computing PEs:
+    the read passes the program's PEs one after another at alpha a hop (program_pes x
+    alpha, the whole-wafer form of block_input_cycles' chain over a region), and the weights
+    enter the region over its P edge links, VALUES_PER_WAVELET a link a cycle
+    (weight_elements / P). Once per layer per forward pass: in decode once per step,
+    whatever the batch. Read from WaferLLM's twelve Ladder decode rows (Table 4 and the
+    per-model tables; Llama3-8B, LLaMA2-13B, CodeLLaMA-34B, QWen2-72B on 420-660 grids):
+    beyond the block inputs they keep 1.0-3.4M cycles per layer, rising with the layer's
+    weights and, for the large models, falling with the grid; a least-squares fit of
+    a + b x weights / P gives a = 0.75M, b = 1.25. This form takes a = program_pes and
+    b = 1 from the spec, nothing fitted (tests/workloads/test_wafer_baselines.py)."""
+    _check_mapping(mapping)
+    if mapping != "ladder":
+        return 0.0 * weight_elements * P
+    return w.program_pes * w.hop_cycles + weight_elements / (P * VALUES_PER_WAVELET)
 
 
 def elementwise_cycles(w: WaferNumbers, *, n, reads=1.0, writes=1.0):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives.kernel_fits import KEY_PASSES, LINEAR_CHUNK
-from ..primitives.mesh import (block_input_cycles, elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv,
+from ..primitives.mesh import (block_input_cycles, elementwise_cycles, unified_weight_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv,
                                tiles, vector_cycles)
 from ..specs import ModelSpec
 from . import ops
@@ -31,6 +31,13 @@ def _weighted(parts: list[tuple[float, dict]], key: str):
     """Sum of a key over (share of the layers, part) pairs: each part counted in the share
     of the layers that have it (a hybrid's softmax and linear-attention layers)."""
     return sum(share * p.get(key, 0.0) for share, p in parts)
+
+
+def _active_weights(model: ModelSpec, mms) -> float:
+    """Weight elements one token multiplies by in a layer with these matmuls (the routed
+    experts' active ones)."""
+    return sum(mm.share * k * n for mm, (k, n) in zip(mms, (ops.active_shape(mm, model.n_active_experts)
+                                                            for mm in mms)))
 
 
 def _state_dtype(model: ModelSpec) -> str:
@@ -118,8 +125,9 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
                                              + 2 * tiles(ops.mlp_width(model, moe=moe), P) + soft * 3 * tiles(ctx, P)))
         parts = mats + [(soft, scores), (soft, pv)] + indexer + mixing
         compute = _weighted(parts, "compute_cycles") + local
-        # each block's input reaching the region (ladder's unified memory): the token mixer's, the MLP's
-        fetch = (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=b, mapping=mapping)
+        # each block's input and the layer's weights reaching the region (ladder's unified memory)
+        fetch = (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=b, mapping=mapping) \
+            + unified_weight_cycles(w, P=P, weight_elements=_active_weights(model, mms), mapping=mapping)
         comm = _weighted(parts, "comm_cycles") + _weighted(stats, "cycles") + fetch
         return {"cycles": compute + comm, "compute_cycles": compute, "reduce_cycles": comm,
                 "hops": _weighted(parts, "hops") + _weighted(stats, "hops"),
@@ -166,7 +174,8 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
                                    + soft * batch * tiles(prompt, P) * tiles(keys, P) * 3)
         compute = _weighted(gemms, "compute_cycles") + _weighted(att, "compute_cycles") + local
         gemm_cycles = _weighted(gemms, "cycles") + _weighted(att, "cycles")
-        fetch = (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=M, mapping=mapping)  # as in decode
+        fetch = (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=M, mapping=mapping) \
+            + unified_weight_cycles(w, P=P, weight_elements=_active_weights(model, mms), mapping=mapping)  # as in decode
         comm = _weighted(reductions, "cycles") + fetch
         return {"cycles": gemm_cycles + local + comm, "compute_cycles": compute,
                 "reduce_cycles": comm + (gemm_cycles - _weighted(gemms, "compute_cycles")
