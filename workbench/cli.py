@@ -310,28 +310,9 @@ def _kernel_reference(ns) -> int:
 
 
 def _fit_serving(ns) -> int:
-    """`workbench calibrate fit-serving`: each framework's TPOT constants, then the harness's
-    waves and its request latencies per dense and per MoE layer, on the measured serving runs."""
-    from .backends.kernel_tables import serving_constants
-    from .calibrate import serving_overheads, serving_rows
-    rows = serving_rows.load()
-    savings, chosen = serving_overheads.fit_graph_savings(rows)
-    serving_constants()["kernel_graph_saving_s"].update({fw: f["kernel_graph_saving_s"] for fw, f in savings.items()})
-    overheads = serving_overheads.fit_overheads(chosen)
-    for fw in sorted(savings):
-        a, b = savings[fw], overheads.get(fw, {})
-        print(f"{fw:7s} graph saving {a['kernel_graph_saving_s'] * 1e6:5.1f} us per kernel, TPOT median |err| "
-              f"{a['median_abs_err']:.1%} (leave-one-model-out {a['loo_model_median_abs_err']:.1%}); host "
-              f"overhead {b.get('iteration_overhead_s', 0.0) * 1e6:6.1f} us per iteration + "
-              f"{b.get('iteration_overhead_s_per_moe_layer', 0.0) * 1e6:4.1f} us per MoE layer over {a['rows']} rows")
-    print(f"wrote {serving_overheads.write_constants(savings, overheads)}")
-    waves, ttft = serving_rows.fit_ttft_constants(serving_rows.predict_rows(rows))
-    for fw, f in sorted(ttft["frameworks"].items()):
-        print(f"{fw:7s} request latency {f['request_latency_s_per_layer'] * 1e3:5.2f} ms per layer, "
-              f"{f['request_latency_s_per_moe_layer'] * 1e3:5.2f} ms per MoE layer, TTFT "
-              f"leave-one-model-out median |err| {f['loo_model_median_abs_err']:.1%} over {f['rows']} rows")
-    print(f"benchmark waves {waves}: TTFT median |err| {ttft['median_abs_err']:.1%} (leave-one-model-out "
-          f"{ttft['loo_model_median_abs_err']:.1%}); wrote {serving_rows.write_ttft_constants(waves, ttft)}")
+    """`workbench calibrate fit-serving` (calibrate/serving_overheads.fit_serving)."""
+    from .calibrate import serving_overheads
+    serving_overheads.fit_serving(report=print)
     return 0
 
 

@@ -111,3 +111,21 @@ def test_iteration_overhead_adds_the_moe_layers():
         deepseek = load_model("deepseek_v3")
         assert iteration_overhead_s(fw, deepseek) == pytest.approx(
             consts["iteration_overhead_s"][fw] + per_moe * deepseek.n_moe_layers)
+
+
+def test_leave_one_gpu_out_measures_how_the_overheads_carry_to_a_gpu():
+    """Rows of three GPUs built with one pair of overheads: each GPU's rows predicted with the
+    pair fitted on the other two are as close as the 2% scatter allows. When one GPU's host
+    runs 2 ms slower per iteration, its held-out rows miss by that (the other GPUs fit no
+    trace of it) while the in-sample error, its rows a minority, hides most of it."""
+    rows = _rows(300, 2.5e-3, 20e-6, 0.0).assign(backend="vllm")
+    rows["system"] = np.resize(["h100_sxm", "h200_sxm", "b200"], len(rows))
+    same = serving_overheads.fit_overheads(rows)["vllm"]
+    assert same["loo_gpu_median_abs_err"] < 0.03
+    slow = rows.copy()
+    on_b200 = slow["system"] == "b200"
+    slow.loc[on_b200, "measured_tpot_s"] += 2e-3 * slow.loc[on_b200, "tpot_iterations"]
+    fit = serving_overheads.fit_overheads(slow)["vllm"]
+    held_b200 = serving_overheads._tpot_err(slow[on_b200], serving_overheads._overhead(slow[~on_b200]))
+    assert np.median(held_b200) < -0.05  # the unseen GPU's host is slower than the others'
+    assert fit["loo_gpu_median_abs_err"] > same["loo_gpu_median_abs_err"]

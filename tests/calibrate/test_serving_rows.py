@@ -106,6 +106,27 @@ def test_request_latencies_come_from_low_concurrency_rows():
     assert abs(trt["request_latency_s_per_moe_layer"] - 1.5e-3) <= 1e-4
     assert sgl["request_latency_s_per_layer"] == 0.0
     assert abs(sgl["request_latency_s_per_moe_layer"] - 2.0e-3) <= 1e-4
+    assert "loo_gpu_median_abs_err" not in fit or np.isnan(fit["loo_gpu_median_abs_err"])  # no GPUs named
+
+
+def test_request_latencies_held_out_by_gpu():
+    """Rows on two GPUs with the same latencies: each GPU's rows predicted with the latencies
+    fitted on the other's are exact (within the 0.1 ms grid); when the B200 rows' harness
+    adds 40 ms to every request, their held-out TTFTs miss by it and the leave-one-GPU-out
+    error grows while the fit on all rows cannot tell."""
+    rng = np.random.default_rng(4)
+    same = pd.concat([
+        _latency_rows(rng, "trtllm", "meta-llama/Llama-3.1-70B", 40, 4, 0.5e-3, 1.5e-3).assign(system="h200_sxm"),
+        _latency_rows(rng, "trtllm", "deepseek-ai/DeepSeek-R1", 40, 8, 0.5e-3, 1.5e-3).assign(system="h200_sxm"),
+        _latency_rows(rng, "trtllm", "meta-llama/Llama-3.1-70B", 40, 4, 0.5e-3, 1.5e-3).assign(system="b200"),
+        _latency_rows(rng, "trtllm", "deepseek-ai/DeepSeek-R1", 40, 8, 0.5e-3, 1.5e-3).assign(system="b200"),
+    ], ignore_index=True)
+    _, fit = serving_rows.fit_ttft_constants(same)
+    assert fit["loo_gpu_median_abs_err"] < 0.01
+    off = same.copy()
+    off.loc[off["system"] == "b200", "measured_ttft_s"] += 0.040
+    _, fit_off = serving_rows.fit_ttft_constants(off)
+    assert fit_off["loo_gpu_median_abs_err"] > fit["loo_gpu_median_abs_err"] + 0.02
 
 
 def test_request_latency_splits_dense_and_moe_layers():

@@ -33,7 +33,9 @@ def write_constants(savings: dict, overheads: dict, path: Path | None = None) ->
     """Rewrite the fitted sections of specs/serving/frameworks.yaml (its comments kept)."""
     from ..backends.kernel_tables import SERVING_CONSTANTS
     note = (lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
-                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})")
+                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})"
+                      + (f"; leave-one-GPU-out {f['loo_gpu_median_abs_err']:.1%}" if "loo_gpu_median_abs_err" in f
+                         else ""))
 
     def moe_note(f):
         if "loo_flat_median_abs_err" not in f:
@@ -84,9 +86,10 @@ def _overhead(rows: pd.DataFrame, per_sequence: bool = True, per_moe_layer: bool
     return best[1:]
 
 
-def _held_out(g: pd.DataFrame, **form) -> np.ndarray:
-    """TPOT errors of each model's rows with the overheads fitted on the other models' rows."""
-    held = [_tpot_err(gm, _overhead(g.drop(gm.index), **form)) for _, gm in g.groupby("model") if len(gm) < len(g)]
+def _held_out(g: pd.DataFrame, by: str = "model", **form) -> np.ndarray:
+    """TPOT errors of each model's rows (each GPU's, by="system") with the overheads fitted
+    on the other models' (GPUs') rows."""
+    held = [_tpot_err(gm, _overhead(g.drop(gm.index), **form)) for _, gm in g.groupby(by) if len(gm) < len(g)]
     return np.concatenate(held) if held else np.array([np.nan])
 
 
@@ -143,8 +146,10 @@ def fit_overheads(res: pd.DataFrame) -> dict:
     unseen model better: the form (with or without that term) with the lower
     leave-one-model-out TPOT error wins, and without both dense and MoE models among the
     framework's rows the term is not identified and stays 0. Reported: the in-sample TPOT
-    error and the leave-one-model-out error of the chosen form (each model's rows predicted
-    with the constants fitted on the other models' rows)."""
+    error, the leave-one-model-out error of the chosen form (each model's rows predicted
+    with the constants fitted on the other models' rows) and its leave-one-GPU-out error
+    (each GPU's rows with the constants fitted on the other GPUs': how they carry to a GPU
+    without measured runs)."""
     out = {}
     rows = res.dropna(subset=["kernel_tpot_s"])
     if "moe_layers" not in rows:
@@ -158,9 +163,41 @@ def fit_overheads(res: pd.DataFrame) -> dict:
         use_split = both_kinds and loo_split < loo_flat
         h = _overhead(g, per_moe_layer=use_split)
         held = split if use_split else flat
+        gpu = _held_out(g, by="system", per_moe_layer=use_split) if "system" in g else np.array([np.nan])
         out[fw] = {**dict(zip(OVERHEAD_KEYS, h)), "rows": int(len(g)),
                    "median_abs_err": float(np.median(np.abs(_tpot_err(g, h)))),
                    "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
                    "loo_model_median_err": float(np.nanmedian(held)),
+                   "loo_gpu_median_abs_err": float(np.nanmedian(np.abs(gpu))),
                    "loo_flat_median_abs_err": loo_flat, "loo_split_median_abs_err": loo_split}
     return out
+
+
+def fit_serving(report=print) -> None:
+    """`workbench calibrate fit-serving`: each framework's TPOT constants (fit_graph_savings,
+    then fit_overheads at the chosen savings), then the harness's waves and the request
+    latencies per dense and per MoE layer (serving_rows.fit_ttft_constants) on the measured
+    serving runs, written to specs/serving/frameworks.yaml; `report` gets one line per fit."""
+    from ..backends.kernel_tables import serving_constants
+    from .serving_rows import fit_ttft_constants, load, write_ttft_constants
+    rows = load()
+    savings, chosen = fit_graph_savings(rows)
+    serving_constants()["kernel_graph_saving_s"].update({fw: f["kernel_graph_saving_s"] for fw, f in savings.items()})
+    overheads = fit_overheads(chosen)
+    for fw in sorted(savings):
+        a, b = savings[fw], overheads.get(fw, {})
+        us, pc = (lambda k: b.get(k, 0.0) * 1e6), (lambda k: f"{b.get(k, np.nan):.1%}")
+        report(f"{fw:7s} graph saving {a['kernel_graph_saving_s'] * 1e6:5.1f} us per kernel; host overhead "
+               f"{us('iteration_overhead_s'):6.1f} us per iteration + {us('iteration_overhead_s_per_moe_layer'):4.1f} "
+               f"us per MoE layer: TPOT median |err| {pc('median_abs_err')} (leave-one-model-out "
+               f"{pc('loo_model_median_abs_err')}, leave-one-GPU-out {pc('loo_gpu_median_abs_err')}), {a['rows']} rows")
+    report(f"wrote {write_constants(savings, overheads)}")
+    waves, ttft = fit_ttft_constants(predict_rows(rows))
+    for fw, f in sorted(ttft["frameworks"].items()):
+        report(f"{fw:7s} request latency {f['request_latency_s_per_layer'] * 1e3:5.2f} ms per layer, "
+               f"{f['request_latency_s_per_moe_layer'] * 1e3:5.2f} ms per MoE layer, TTFT median |err| leave-one-"
+               f"model-out {f['loo_model_median_abs_err']:.1%}, leave-one-GPU-out {f['loo_gpu_median_abs_err']:.1%}, "
+               f"{f['rows']} rows")
+    report(f"benchmark waves {waves}: TTFT median |err| {ttft['median_abs_err']:.1%} (leave-one-model-out "
+           f"{ttft['loo_model_median_abs_err']:.1%}, leave-one-GPU-out {ttft['loo_gpu_median_abs_err']:.1%}); wrote "
+           f"{write_ttft_constants(waves, ttft)}")
