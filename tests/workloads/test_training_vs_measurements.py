@@ -141,7 +141,7 @@ def test_materialized_attention_explains_the_small_megatron_models():
 
 
 # Megatron-Bridge / NeMo 25.11 performance summary (the table of E13a): id -> (hardware, model,
-# GPUs, precision, GBS, MBS, seq, ZeRO (FSDP=0: distributed optimizer), TP, PP, CP, VP, EP).
+# GPUs, precision, GBS, MBS, seq, ZeRO (FSDP=0: distributed optimizer, FSDP=1: 3), TP, PP, CP, VP, EP).
 # The recompute setting of the recipes is not in the table: none and selective are both checked.
 NEMO = {
     "NM01": ("b200", "llama_3_8b", 8, "fp8", 128, 2, 8192, 1, 1, 1, 1, 1, 1),
@@ -152,13 +152,40 @@ NEMO = {
     "NM06": ("b200", "gpt_oss_120b", 64, "bf16", 512, 4, 4096, 1, 1, 1, 1, 1, 8),
     "NM07": ("b200", "qwen3_235b_a22b", 64, "fp8", 1024, 1, 4096, 1, 1, 8, 1, 2, 8),
     "NM08": ("b200", "deepseek_v3", 256, "fp8", 2048, 1, 4096, 1, 1, 16, 1, 1, 8),
+    # DGX-GB300 and DGX-GB200 (NVL72), the same container: no training row on these GPUs before
+    "NM09": ("gb300", "llama_3_8b", 8, "fp8", 128, 2, 8192, 1, 1, 1, 1, 1, 1),
+    "NM10": ("gb300", "llama_3_70b", 64, "fp8", 256, 2, 8192, 3, 1, 1, 1, 1, 1),
+    "NM11": ("gb300", "llama_3_1_405b", 256, "fp8", 1536, 1, 8192, 1, 2, 8, 2, 4, 1),
+    "NM12": ("gb300", "deepseek_v3", 256, "bf16", 4096, 1, 4096, 1, 1, 2, 1, 4, 32),
+    "NM13": ("gb300", "deepseek_v3", 256, "fp8", 4096, 1, 4096, 1, 1, 2, 1, 4, 32),
+    "NM14": ("gb300", "gpt_oss_120b", 64, "bf16", 1280, 2, 8192, 1, 1, 1, 1, 1, 64),
+    "NM15": ("gb300", "qwen3_30b_a3b", 8, "fp8", 512, 4, 4096, 1, 1, 1, 1, 1, 8),
+    "NM16": ("gb300", "qwen3_235b_a22b", 256, "bf16", 8192, 2, 4096, 1, 1, 4, 1, 12, 16),
+    "NM17": ("gb200", "llama_3_8b", 8, "fp8", 128, 2, 8192, 1, 1, 1, 1, 1, 1),
+    "NM18": ("gb200", "llama_3_70b", 64, "fp8", 256, 2, 8192, 3, 1, 1, 1, 1, 1),
+    "NM19": ("gb200", "llama_3_1_405b", 256, "fp8", 1536, 1, 8192, 1, 4, 16, 1, 4, 1),
+    "NM20": ("gb200", "deepseek_v3", 256, "bf16", 4096, 1, 4096, 1, 1, 4, 1, 4, 64),
+    "NM21": ("gb200", "deepseek_v3", 256, "fp8", 4096, 1, 4096, 1, 1, 8, 1, 4, 32),
+    "NM22": ("gb200", "gpt_oss_120b", 64, "bf16", 1280, 1, 8192, 1, 1, 1, 1, 1, 64),
+    "NM23": ("gb200", "qwen3_30b_a3b", 8, "fp8", 512, 4, 4096, 1, 1, 1, 1, 1, 8),
+    "NM24": ("gb200", "qwen3_235b_a22b", 256, "bf16", 8192, 1, 4096, 1, 1, 8, 1, 3, 32),
+    "NM25": ("b200", "qwen3_30b_a3b", 8, "fp8", 512, 1, 4096, 1, 1, 1, 1, 1, 8),
+    "NM26": ("h100_sxm", "qwen3_30b_a3b", 16, "fp8", 512, 2, 4096, 1, 1, 2, 1, 24, 8),
 }
-# MoE training is over-predicted (selective / none): DeepSeek-V3 on B200 +20/+25% (inside), but
-# GPT-OSS on H100 +25/+30%, on B200 +204/+217%, Qwen3-235B on B200 +61/+69%: token permutation,
-# router and grouped-GEMM overheads and GPT-OSS's attention sinks are not modelled.
-NEMO_OUTSIDE = {"NM05": "+25..30%", "NM06": "+204..217%", "NM07": "+61..69%"}
-# Does not fit under the model's 90% memory budget (171 of 162 GB usable on B200), ran on DGX-B200.
-NEMO_TIGHT = {"NM02"}
+# Outside 25% (the model's error with recompute none / selective). MoE training is over-predicted
+# where the experts are many and small or the recipe is latency-bound: GPT-OSS on H100 +25/+30%, on
+# B200 +204/+217%, on GB200 +48/+38%, on GB300 +41/+31%; Qwen3-235B on B200 +61/+69%; Qwen3-30B-A3B
+# (128 experts of width 768) on GB200 +54/+44%, GB300 +27/+18%, B200 at MBS 1 +200/+182%, H100
+# +168/+150%: token permutation, router and grouped-GEMM overheads and GPT-OSS's attention sinks are
+# not modelled. DeepSeek-V3 in FP8 on GB300 is under-predicted (-23/-26%; on GB200 -21/-24%, B200
+# +20/+25%). Llama-3-70B with FSDP on GB200 without recompute +27% (+18% selective).
+_ALL = ("none", "selective")
+NEMO_OUTSIDE = {"NM05": _ALL, "NM06": _ALL, "NM07": _ALL, "NM13": ("selective",), "NM14": _ALL, "NM15": ("none",),
+                "NM18": ("none",), "NM22": _ALL, "NM23": _ALL, "NM25": _ALL, "NM26": _ALL}
+# Do not fit under the model's memory budget yet ran (selective recompute over every layer, as the
+# model counts it, is less than the recipes recompute): NM02 (171 of 162 GB usable on B200), Llama-3-70B
+# with FSDP at MBS 2 x 8192 on one GB200/GB300 stage (NM10, NM18), Llama-3.1-405B on GB300/GB200 (NM11, NM19).
+NEMO_TIGHT = {"NM02", "NM10", "NM11", "NM18", "NM19"}
 
 
 def nemo_config(row_id, recompute):
@@ -167,9 +194,9 @@ def nemo_config(row_id, recompute):
                 global_batch=gbs, micro_batch=mbs, precision=prec, zero=zero, recompute=recompute, virtual_stages=vp)
 
 
-@pytest.mark.parametrize("recompute", ["none", "selective"])
-@pytest.mark.parametrize("row_id", [pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=NEMO_OUTSIDE[r]))
-                                    if r in NEMO_OUTSIDE else r for r in NEMO])
+@pytest.mark.parametrize("row_id,recompute", [
+    pytest.param(r, rc, marks=pytest.mark.xfail(strict=True, reason="outside 25%, see NEMO_OUTSIDE"))
+    if rc in NEMO_OUTSIDE.get(r, ()) else (r, rc) for r in NEMO for rc in _ALL])
 def test_nemo_performance_summary(row_id, recompute):
     measured = row(row_id)["value_si"]
     ds = predict.training(**nemo_config(row_id, recompute))
@@ -177,6 +204,23 @@ def test_nemo_performance_summary(row_id, recompute):
     print(f"{row_id} {NEMO[row_id][:2]} {recompute}: {got:.0f} vs {measured:.0f} tok/s/GPU ({got / measured - 1:+.1%})")
     assert bool(ds.fits) or row_id in NEMO_TIGHT, ds.reason.item()
     assert got == pytest.approx(measured, rel=0.25)
+
+
+def test_nemo_rows_match_the_measurement_table():
+    """Each NEMO entry is its measurements.csv row: GPUs, GBS, MBS and sequence length."""
+    for rid, (hw, model, gpus, prec, gbs, mbs, seq, *_rest) in NEMO.items():
+        r = row(rid)
+        assert int(r["n_devices"]) == gpus and r["batch"] == f"GBS {gbs}, MBS {mbs}" and int(r["input_len"]) == seq, rid
+
+
+def test_gb300_and_gb200_share_the_datasheet_peaks_the_runs_do_not():
+    """The same Llama-3-8B FP8 recipe ran 19% faster on GB300 (37,556 tok/s/GPU, NM09) than on
+    GB200 (31,508, NM17). NVIDIA's rack figures give both the same dense FP8 and BF16 peaks
+    (gb300.yaml), so the model predicts them alike; GB300's 1,400 W against GB200's 1,200 W would
+    hold higher clocks under load, which no datasheet number here carries."""
+    ratio = row("NM09")["value_si"] / row("NM17")["value_si"]
+    got = [float(predict.training(**nemo_config(r, "selective")).tokens_per_s_per_device) for r in ("NM09", "NM17")]
+    assert ratio == pytest.approx(1.19, abs=0.01) and got[0] == pytest.approx(got[1], rel=0.01)
 
 
 def test_triton_attention_explains_the_long_sequence_trend():
