@@ -40,6 +40,7 @@ from ..specs import ModelSpec
 from . import ops
 from .inference import MEMORY_UTILIZATION
 from .layers import attention_math, layer_elementwise, layer_gemms, tp_allreduce
+from .parts import add
 
 RECOMPUTE = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp8")
@@ -58,11 +59,20 @@ BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is
 GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
 
 
-def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash2") -> dict:
+def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash2", ep=1.0) -> dict:
     """One layer's forward on one device: T = micro_batch·S/cp tokens; ring attention keeps
-    the causal work balanced, S²/(2·cp) query-key pairs per sequence on each CP rank."""
+    the causal work balanced, S²/(2·cp) query-key pairs per sequence on each CP rank.
+    Routed experts (Megatron-Core expert parallelism, expert TP = TP): the tp x ep devices of
+    an expert group hold E/ep experts each, every expert split tp ways, and run the T x ep
+    tokens their ep TP groups route to them, each expert T k ep / E of them; every other
+    matmul runs on the TP group's own T tokens."""
     a_bytes = 2.0
-    g = layer_gemms(hw, model, tokens=tokens, tp=tp, math=math, w_bytes=2.0, a_bytes=a_bytes, moe=moe)
+    mats = ops.layer_matmuls(model, moe=moe)
+    kw = dict(math=math, w_bytes=2.0, a_bytes=a_bytes, moe=moe)
+    routed = [mm for mm in mats if mm.routed]
+    g = layer_gemms(hw, model, tokens=tokens, tp=tp, matmuls=[mm for mm in mats if not mm.routed], **kw)
+    if routed:
+        g = add(g, layer_gemms(hw, model, tokens=tokens * ep, tp=tp * ep, ep=ep, matmuls=routed, **kw))
     q = seq / cp
     att = attention_prefill(hw=hw, batch=tokens / q, seq_len=q, context=seq / 2.0 - q / 2.0,
                             n_heads=model.n_heads / tp, head_dim=model.head_dim, v_head_dim=model.v_dim,
@@ -137,7 +147,7 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     tokens_mb = mb * S / cp
     math = precision
     L = model.n_layers
-    kw = dict(tokens=tokens_mb, seq=S, tp=tp, cp=cp, math=math, attention=attention)
+    kw = dict(tokens=tokens_mb, seq=S, tp=tp, cp=cp, math=math, attention=attention, ep=ep)
     kinds = ops.layer_kinds(model)  # dense-MLP, MoE and MLP-free layers
     forward = [(n, layer_forward(hw, model, moe=moe, **kw)) for n, moe in kinds]
 
