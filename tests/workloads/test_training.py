@@ -196,3 +196,28 @@ def test_fp8_keeps_gemm_inputs_in_one_byte():
     saved = (2 * m.d_model + m.n_heads * m.v_dim + m.d_ff) * tokens * m.n_layers
     got = float(bf16.activations_per_device_bytes) - float(fp8.activations_per_device_bytes)
     assert got == pytest.approx(saved)
+
+
+@pytest.mark.parametrize("ep", [1.0, 4.0, 8.0])
+def test_expert_parallel_layers_keep_their_flops(ep):
+    """Expert parallelism moves the routed experts' work between devices, never adds or drops
+    it: a DeepSeek-V3 MoE layer's GEMM FLOPs on one device are 2 T (non-routed weights / tp +
+    k x 3 D F_e), the routed part scaled by the busiest expert rank's share of the T k ep
+    pairs (Binomial(T k ep, 1/ep), its expected maximum: +0.3-0.5% at ep 4-8 for T = 4096),
+    and with ep > 1 each device's experts see ep times the tokens each (fewer, larger GEMMs),
+    so the layer is not slower than at ep = 1."""
+    from workbench.backends import numbers
+    from workbench.specs import load_model
+    from workbench.workloads import ops
+    from workbench.workloads.training import layer_forward
+    hw, model = numbers("b200"), load_model("deepseek_v3")
+    T = 4096.0
+    f = layer_forward(hw, model, tokens=T, seq=4096.0, tp=1.0, cp=1.0, math="fp8", moe=True, ep=ep)
+    dense = sum(mm.k * mm.n * mm.share for mm in ops.layer_matmuls(model, moe=True) if not mm.routed)
+    routed = model.n_active_experts * 3 * model.expert_width * model.d_ff_expert
+    pairs, _ = ops.busiest_rank_experts(n_experts=model.n_experts, top_k=model.n_active_experts, tokens=T * ep, ep=ep)
+    busiest = float(pairs) / (T * model.n_active_experts)
+    assert 1.0 <= busiest < 1.01
+    assert f["gemm_flops"] == pytest.approx(2.0 * T * (dense + routed * busiest), rel=1e-9)
+    one = layer_forward(hw, model, tokens=T, seq=4096.0, tp=1.0, cp=1.0, math="fp8", moe=True, ep=1.0)
+    assert f["gemm_s"] <= one["gemm_s"] * (1 + 1e-12)
