@@ -117,14 +117,17 @@ def test_links(name, domain, nic):
 
 @pytest.mark.parametrize("name", NEW)
 def test_carried_over_from_b200(name):
-    # No Blackwell Ultra or GB200 measurement read: the efficiency tables, tiles and overheads are b200's.
+    # No Blackwell Ultra or GB200 microbenchmark row read: the efficiency tables, tiles and overheads are b200's.
     hw, b200 = load_hardware(name), load_hardware("b200")
     for scope in ("scale_up", "scale_out"):
         ours, theirs = hw.link(scope).busbw_eff, b200.link(scope).busbw_eff
         assert (ours.size, ours.eff) == (theirs.size, theirs.eff), scope
     for table in ("gemm_eff", "memory_eff"):
         assert (getattr(hw, table).size, getattr(hw, table).eff) == (getattr(b200, table).size, getattr(b200, table).eff)
-    assert hw.gemm_peak_eff == b200.gemm_peak_eff and hw.attention_peak_eff == b200.attention_peak_eff
+    assert hw.attention_peak_eff == b200.attention_peak_eff
+    # the achievable GEMM rate is carried through the two chips' measured GEMM tables
+    # (calibrate/peak_carry.py, tests/calibrate/test_peak_carry.py), not copied
+    assert set(hw.gemm_peak_eff) == set(b200.gemm_peak_eff) and hw.gemm_peak_eff != b200.gemm_peak_eff
     assert (hw.gemm_tile_m, hw.gemm_tile_n, hw.collective_sms) == (b200.gemm_tile_m, b200.gemm_tile_n, b200.collective_sms)
     assert (hw.memory_latency_s, hw.kernel_launch_s, hw.l2_bytes) == (b200.memory_latency_s, b200.kernel_launch_s, b200.l2_bytes)
 

@@ -174,16 +174,16 @@ NEMO = {
 }
 # Outside 25% (the model's error with recompute none / selective). Every MoE row is over-predicted
 # (the experts timed as Megatron-Core runs them under expert parallelism: E/ep experts a device,
-# T k ep / E tokens each): GPT-OSS on H100 +30/+25%, B200 +216/+203%, GB300 +40/+30%, GB200
-# +56/+45%; Qwen3-235B on B200 +105/+93% (GB300, GB200 within 8%); DeepSeek-V3 on B200 +86/+75%,
-# FP8 on GB300 +26/+18%, GB200 +26/+18%; Qwen3-30B-A3B (128 experts of width 768) on GB300
-# +30/+20%, GB200 +58/+47%, B200 at MBS 1 +247/+223%, H100 +182/+162%: the error grows as the
+# T k ep / E tokens each): GPT-OSS on H100 +30/+25%, B200 +216/+203%, GB300 +48/+37%, GB200
+# +53/+42%; Qwen3-235B on B200 +105/+93% (GB300, GB200 within 5%); DeepSeek-V3 on B200 +86/+75%,
+# FP8 on GB300 +31/+22%, GB200 +25.01/+17%; Qwen3-30B-A3B (128 experts of width 768) on GB300
+# +32/+22%, GB200 +57/+46%, B200 at MBS 1 +247/+223%, H100 +182/+162%: the error grows as the
 # micro-batch shrinks, a per-micro-batch cost of the MoE path (token permutation, router, the
 # host synchronisation of the token counts, GPT-OSS's attention sinks) the model does not have.
-# Llama-3-70B with FSDP on GB200 without recompute +27% (+18% selective).
+# Llama-3-70B with FSDP on GB300 without recompute +29% (+20% selective; GB200 +25/+17%).
 _ALL = ("none", "selective")
-NEMO_OUTSIDE = {"NM05": ("none",), "NM06": _ALL, "NM07": _ALL, "NM08": _ALL, "NM13": ("none",), "NM14": _ALL,
-                "NM15": ("none",), "NM18": ("none",), "NM21": ("none",), "NM22": _ALL, "NM23": _ALL, "NM25": _ALL,
+NEMO_OUTSIDE = {"NM05": ("none",), "NM06": _ALL, "NM07": _ALL, "NM08": _ALL, "NM10": ("none",), "NM13": ("none",),
+                "NM14": _ALL, "NM15": ("none",), "NM21": ("none",), "NM22": _ALL, "NM23": _ALL, "NM25": _ALL,
                 "NM26": _ALL}
 # Do not fit under the model's memory budget yet ran (the recipes recompute or offload more than
 # selective recompute over every layer, as the model counts it): NM02 (171 of 162 GB usable on B200),
@@ -217,62 +217,14 @@ def test_nemo_rows_match_the_measurement_table():
         assert int(r["n_devices"]) == gpus and r["batch"] == f"GBS {gbs}, MBS {mbs}" and int(r["input_len"]) == seq, rid
 
 
-def test_gb300_and_gb200_share_the_datasheet_peaks_the_runs_do_not():
+def test_gb300_runs_faster_than_gb200_as_their_gemm_tables_say_not_their_datasheets():
     """The same Llama-3-8B FP8 recipe ran 19% faster on GB300 (37,556 tok/s/GPU, NM09) than on
-    GB200 (31,508, NM17). NVIDIA's rack figures give both the same dense FP8 and BF16 peaks
-    (gb300.yaml), so the model predicts them alike; GB300's 1,400 W against GB200's 1,200 W would
-    hold higher clocks under load, which no datasheet number here carries."""
-    ratio = row("NM09")["value_si"] / row("NM17")["value_si"]
+    GB200 (31,508, NM17). NVIDIA's rack figures give both the same dense FP8 and BF16 peaks; their
+    measured GEMM tables do not (GB300 14-17% faster on large shapes), and the specs carry the
+    achievable rate over from B200 through those tables (calibrate/peak_carry.py): the model
+    puts GB300 6% ahead (its GEMMs; attention, memory-bound kernels and collectives are timed
+    alike on both), where equal peaks put it level: toward the measurement, not past it."""
+    measured = row("NM09")["value_si"] / row("NM17")["value_si"]
     got = [float(predict.training(**nemo_config(r, "selective")).tokens_per_s_per_device) for r in ("NM09", "NM17")]
-    assert ratio == pytest.approx(1.19, abs=0.01) and got[0] == pytest.approx(got[1], rel=0.01)
-
-
-def test_triton_attention_explains_the_long_sequence_trend():
-    """MFU falls with sequence length on H100 (measured 42.8% at 1k to 28.6% at 64k); with
-    FlashAttention-2 the model would keep it flat or rising, with the FA1-class kernel the
-    runs used it falls as measured."""
-    seqs = ["MF01", "MF02", "MF03", "MF04", "MF05"]
-    flash1 = [float(predict.training(**mpt_sweep_config(r)).mfu) for r in seqs]
-    flash2 = [float(predict.training(**dict(mpt_sweep_config(r), attention="flash2")).mfu) for r in seqs]
-    measured = [row(r)["value_si"] for r in seqs]
-    assert all(a > b for a, b in zip(measured, measured[1:])) and all(a > b for a, b in zip(flash1, flash1[1:]))
-    assert flash2[-1] / flash2[0] > flash1[-1] / flash1[0] + 0.2
-
-
-# CS-2 weight streaming, MSL 2048: GPT-2 small (C191, batch 112), GPT-3 256M (C180, batch
-# 256) and 590M (C181 batch 128, C182 batch 256) from Zhang et al. HPEC'24 / their run logs.
-CS2_ROWS = [("C191", 12, 768, 12, 112), ("C180", 14, 1088, 17, 256), ("C181", 18, 1536, 12, 128),
-            ("C182", 18, 1536, 12, 256)]
-
-
-@pytest.mark.parametrize("row_id,layers,d_model,heads,batch", CS2_ROWS)
-def test_cs2_weight_streaming_rows(row_id, layers, d_model, heads, batch):
-    model = dict(name=row_id, n_layers=layers, d_model=d_model, n_heads=heads, n_kv_heads=heads,
-                 head_dim=d_model // heads, d_ff=4 * d_model, vocab_size=50257, gated_mlp=False, tied_embeddings=True)
-    ds = predict.training(hardware="cs2", model=model, seq_len=2048, global_batch=batch)
-    got, measured = float(ds.samples_per_s), wse_row(row_id)["value"]
-    print(f"{row_id} CS-2 {layers}L d{d_model}: {got:.0f} vs {measured:.0f} samples/s ({got / measured - 1:+.0%})")
-    assert measured / 1.5 <= got <= measured * 1.5
-
-
-def test_cs2_trend_with_model_size():
-    """Bigger models run fewer samples per second on one CS-2 (measured 516 > 373 > 202)."""
-    got = []
-    for row_id, layers, d_model, heads, batch in [r for r in CS2_ROWS if r[0] != "C181"]:
-        model = dict(name=row_id, n_layers=layers, d_model=d_model, n_heads=heads, n_kv_heads=heads,
-                     head_dim=d_model // heads, d_ff=4 * d_model, vocab_size=50257, gated_mlp=False)
-        got.append(float(predict.training(hardware="cs2", model=model, seq_len=2048, global_batch=batch).samples_per_s))
-    assert got[0] > got[1] > got[2]
-
-
-def test_cs2_throughput_does_not_depend_on_the_batch():
-    """GPT-3 590M on one CS-2: 199.4 samples/s at batch 128 (C181), 202.15 at 256 (C182):
-    the system runs the batch in micro-batches that fit its SRAM, so doubling the batch
-    doubles the micro-batches, not the speed."""
-    def rate(row_id):
-        _, layers, d_model, heads, batch = next(r for r in CS2_ROWS if r[0] == row_id)
-        model = dict(name=row_id, n_layers=layers, d_model=d_model, n_heads=heads, n_kv_heads=heads,
-                     head_dim=d_model // heads, d_ff=4 * d_model, vocab_size=50257, gated_mlp=False)
-        return float(predict.training(hardware="cs2", model=model, seq_len=2048, global_batch=batch).samples_per_s)
-    measured = wse_row("C182")["value"] / wse_row("C181")["value"]
-    assert rate("C182") / rate("C181") == pytest.approx(measured, rel=0.05)
+    assert measured == pytest.approx(1.19, abs=0.01)
+    assert 1.04 < got[0] / got[1] < measured
