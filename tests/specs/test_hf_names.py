@@ -66,7 +66,8 @@ def test_every_listed_id_keys_back_to_its_own_entry():
 
 def test_a_shared_key_resolves_to_neither():
     index = {"a/Foo-7B": "foo_a", "b/Foo-7B-Instruct": "foo_b", "a/Bar-7B": "bar"}
-    assert hf_names.match("c/Foo-7B-FP8", index) is None and hf_names.match("c/Bar-7B-AWQ", index) == "bar"
+    shared = hf_names.keyed(index)
+    assert shared.get(hf_names.key("c/Foo-7B-FP8")) is None and shared.get(hf_names.key("c/Bar-7B-AWQ")) == "bar"
 
 
 def test_a_matched_checkpoint_serves_from_the_default_cache():

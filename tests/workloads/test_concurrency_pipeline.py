@@ -13,7 +13,7 @@ from workbench.specs import load_model
 from workbench.units import DTYPE_BYTES
 from workbench.workloads import ops
 from workbench.workloads.concurrency import closed_loop, max_running
-from workbench.workloads.inference import _pp_transfer
+from workbench.workloads.inference import pp_transfer
 
 HW = numbers("h100_sxm", framework="trtllm")
 MODEL = load_model("llama_3_1_70b")
@@ -29,7 +29,7 @@ def test_one_request_per_micro_batch_is_one_request_alone_plus_the_stage_sends(p
     one = closed_loop(concurrency=1.0, **KW)
     piped = closed_loop(concurrency=pp, pp=pp, **KW)
     stream = max(DTYPE_BYTES["fp8"], ops.STREAM_BYTES)  # the residual stream's bytes, as closed_loop sends it
-    send = lambda tokens: float(_pp_transfer(HW, MODEL, tokens=tokens, tp=4.0, pp=pp, stream_bytes=stream)["time_s"])
+    send = lambda tokens: float(pp_transfer(HW, MODEL, tokens=tokens, tp=4.0, pp=pp, stream_bytes=stream)["time_s"])
     assert send(1.0) > 0
     assert float(piped["tpot_s"]) == pytest.approx(float(one["tpot_s"]) + send(1.0), rel=1e-9)
     assert float(piped["ttft_s"]) == pytest.approx(float(one["ttft_s"]) + send(2048.0), rel=1e-9)

@@ -15,7 +15,7 @@ from workbench.specs import load_model
 from workbench.units import DTYPE_BYTES
 from workbench.workloads import ops
 from workbench.workloads.concurrency import max_running
-from workbench.workloads.inference import _pp_transfer
+from workbench.workloads.inference import pp_transfer
 from workbench.workloads.pools_closed_loop import disaggregated_closed_loop
 
 HW = numbers("h100_sxm", framework="trtllm")
@@ -29,7 +29,7 @@ STREAM = max(DTYPE_BYTES["fp8"], ops.STREAM_BYTES)  # the residual stream's byte
 
 
 def send(tokens, pp):
-    return float(_pp_transfer(HW, MODEL, tokens=tokens, tp=4.0, pp=pp, stream_bytes=STREAM)["time_s"])
+    return float(pp_transfer(HW, MODEL, tokens=tokens, tp=4.0, pp=pp, stream_bytes=STREAM)["time_s"])
 
 
 @pytest.mark.parametrize("pp", [2.0, 4.0])

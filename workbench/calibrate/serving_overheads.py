@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .serving_rows import _layer_counts, _rewrite, _section, least_median_shift, predict_rows
+from .serving_rows import _layer_counts, _rewrite, _section, gpu_note, least_median_shift, predict_rows
 
 GRAPH_SAVINGS_S = (0.0, 1e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6, 10e-6, 12e-6, 15e-6, 20e-6)  # candidates of the fit
 # The per-sequence overhead's grid: 1 us steps up to 60 us, above any per-request host cost
@@ -33,9 +33,7 @@ def write_constants(savings: dict, overheads: dict, path: Path | None = None) ->
     """Rewrite the fitted sections of specs/serving/frameworks.yaml (its comments kept)."""
     from ..backends.kernel_tables import SERVING_CONSTANTS
     note = (lambda f: f"{f['rows']} rows: TPOT median |err| {f['median_abs_err']:.1%}; leave-one-model-out "
-                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})"
-                      + (f"; leave-one-GPU-out {f['loo_gpu_median_abs_err']:.1%}" if "loo_gpu_median_abs_err" in f
-                         else ""))
+                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})" + gpu_note(f))
 
     def moe_note(f):
         if "loo_flat_median_abs_err" not in f:

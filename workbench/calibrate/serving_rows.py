@@ -279,22 +279,20 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
         return best
 
     score, waves, h = choose(a)
-    held = []
-    for _, gm in a.groupby("model"):
-        _, w, hm = choose(a.drop(gm.index))
-        base = steady.loc[gm.index] + (burst.loc[gm.index] - steady.loc[gm.index]) / w
-        held.append((base + latency(gm, hm)) / gm["measured_ttft_s"] - 1.0)
-    held = pd.concat(held)
-    gpu = []  # each GPU's rows with the waves and latencies chosen on the other GPUs' rows
-    for _, gs in (a.groupby("system") if "system" in a else ()):
-        if len(gs) < len(a):
-            _, w, hs = choose(a.drop(gs.index))
-            base = steady.loc[gs.index] + (burst.loc[gs.index] - steady.loc[gs.index]) / w
-            gpu.append((base + latency(gs, hs)) / gs["measured_ttft_s"] - 1.0)
-    gpu = pd.concat(gpu) if gpu else pd.Series(np.nan, index=a.index)
+    def held_out(by):
+        """Each group's rows (by model or by GPU) with the waves and latencies chosen on the
+        other groups' rows."""
+        errs = []
+        for _, g in (a.groupby(by) if by in a else ()):
+            if len(g) < len(a):
+                _, w, hg = choose(a.drop(g.index))
+                base = steady.loc[g.index] + (burst.loc[g.index] - steady.loc[g.index]) / w
+                errs.append((base + latency(g, hg)) / g["measured_ttft_s"] - 1.0)
+        return pd.concat(errs) if errs else pd.Series(np.nan, index=a.index)
+    held, gpu = held_out("model"), held_out("system")
     out = {}
     for fw, g in a.groupby("backend"):
-        e, eg = held.loc[g.index], gpu.reindex(g.index)
+        e, eg = held.reindex(g.index), gpu.reindex(g.index)
         out[fw] = {**dict(zip(LATENCY_KEYS, map(float, h.get(fw, np.zeros(2))))), "rows": int(len(g)),
                    "loo_model_median_abs_err": float(np.median(np.abs(e))), "loo_model_median_err": float(np.median(e)),
                    "loo_gpu_median_abs_err": float(np.nanmedian(np.abs(eg)))}
@@ -303,18 +301,21 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
                    "loo_gpu_median_abs_err": float(np.nanmedian(np.abs(gpu)))}
 
 
+def gpu_note(fit: dict) -> str:
+    """The leave-one-GPU-out part of a fitted constant's frameworks.yaml comment ("" without one)."""
+    return f"; leave-one-GPU-out {fit['loo_gpu_median_abs_err']:.1%}" if "loo_gpu_median_abs_err" in fit else ""
+
+
 def write_ttft_constants(waves: float, fit: dict, path: Path | None = None) -> Path:
     """Rewrite `benchmark_waves` and the two request-latency sections of
     specs/serving/frameworks.yaml (its comments kept)."""
     from ..backends.kernel_tables import SERVING_CONSTANTS
     note = (lambda f: f"{f['rows']} rows; leave-one-model-out TTFT median |err| "
-                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})"
-                      + (f"; leave-one-GPU-out {f['loo_gpu_median_abs_err']:.1%}" if "loo_gpu_median_abs_err" in f
-                         else ""))
+                      f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})" + gpu_note(f))
     sections = {key: _section(fit["frameworks"], key, note) for key in LATENCY_KEYS}
     score = f"{waves}" + (f"  # TTFT median |err| {fit['median_abs_err']:.1%}; leave-one-model-out "
                           f"{fit['loo_model_median_abs_err']:.1%}" if "median_abs_err" in fit else "") + \
-        (f"; leave-one-GPU-out {fit['loo_gpu_median_abs_err']:.1%}" if "loo_gpu_median_abs_err" in fit else "")
+        gpu_note(fit)
     return _rewrite(path or SERVING_CONSTANTS, sections, {"benchmark_waves": score})
 
 

@@ -60,11 +60,6 @@ def keyed(index: dict) -> dict:
     return {k: m for k, m in out.items() if k not in shared}
 
 
-def match(hf_id: str, index: dict) -> str | None:
-    """The catalog model an unlisted id names, or None."""
-    return keyed(index).get(key(hf_id))
-
-
 def closest(hf_id: str, index: dict, n: int = 3) -> list[str]:
     """The listed ids nearest to `hf_id` by name (for an error message)."""
     return difflib.get_close_matches(hf_id, list(index), n=n, cutoff=0.5)

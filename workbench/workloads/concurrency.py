@@ -80,7 +80,7 @@ from ..primitives._array import choose
 from ..units import DTYPE_BYTES
 from . import ops
 from .inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head, _model_pass,
-                        _pp_transfer, activation_bytes_per_token, kv_bytes_per_sequence, math_support,
+                        pp_transfer, activation_bytes_per_token, kv_bytes_per_sequence, math_support,
                         part_weight_bytes, weight_bytes)
 from .layers import add, layer_iteration
 from .parts import add_into
@@ -277,7 +277,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         h per iteration and h_seq per sequence in it (each decoding request, each prompt a
         chunk of the budget touches: at least one when any prefill runs)."""
         it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, verify=1.0 + k, **kw)
-        it = add_into(it, _pp_transfer(hw, model, tokens=decode_batch * (1.0 + k) + prefill_tokens, tp=tp, pp=pp,
+        it = add_into(it, pp_transfer(hw, model, tokens=decode_batch * (1.0 + k) + prefill_tokens, tp=tp, pp=pp,
                                        stream_bytes=stream_bytes))  # the micro-batch from stage to stage
         if draft is not None:  # k draft iterations of the decoding sequences; the prompts through the draft
             # (an iteration without decoding sequences, or without prompts, runs no such draft pass:

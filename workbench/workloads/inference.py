@@ -64,7 +64,7 @@ def _lm_head(hw, model, *, rows, tp, math, w_bytes, a_bytes) -> dict:
     return dict(out, matmul_s=g["time_s"] + g["overhead_s"])
 
 
-def _pp_transfer(hw, model, *, tokens, tp, pp, stream_bytes) -> dict:
+def pp_transfer(hw, model, *, tokens, tp, pp, stream_bytes) -> dict:
     """(pp-1) stage-to-stage activation sends; over NVLink when the whole tp·pp group is
     inside one scale-up domain, else across the scale-out network (none without stages)."""
     if not np.any(np.asarray(pp) > 1):
@@ -160,13 +160,13 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
 
     pre = _model_pass(layer_prefill, hw, model, batch=batch, prompt=prompt, **common)
     pre = add_into(pre, _lm_head(hw, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
-                   _pp_transfer(hw, model, tokens=batch * prompt, tp=tp, pp=pp, stream_bytes=stream_bytes))
+                   pp_transfer(hw, model, tokens=batch * prompt, tp=tp, pp=pp, stream_bytes=stream_bytes))
 
     micro = batch / np.minimum(batch, pp)
     context = prompt + generate / 2.0
     dec = _model_pass(layer_decode, hw, model, batch=micro, context=context, **common)
     dec = add_into(dec, _lm_head(hw, model, rows=micro, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
-                   _pp_transfer(hw, model, tokens=micro, tp=tp, pp=pp, stream_bytes=stream_bytes))
+                   pp_transfer(hw, model, tokens=micro, tp=tp, pp=pp, stream_bytes=stream_bytes))
 
     # sums and maxima into their own first temporary (in_place): a grid's fresh arrays are its cost
     ttft = pre["time_s"] + pre["overhead_s"]

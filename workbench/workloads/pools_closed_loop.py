@@ -9,7 +9,7 @@ from ..primitives._array import choose
 from ..units import DTYPE_BYTES
 from . import ops
 from .concurrency import iteration, max_running
-from .inference import _pp_transfer
+from .inference import pp_transfer
 from .parts import add_into
 from .speculative import expected_tokens_per_step
 
@@ -78,7 +78,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     pre_side = dict(hw=prefill_hw, decode_batch=0.0 * room, prefill_tokens=prefill_batch * prompt + 0.0 * room,
                     tp=prefill_tp, attention_dp=prefill_attention_dp, ep=prefill_ep)
     pre = add_into(iteration(**pre_side, **common),  # the batch's activations from stage to stage
-                   _pp_transfer(prefill_hw, model, tokens=prefill_batch * prompt, tp=prefill_tp, pp=prefill_pp,
+                   pp_transfer(prefill_hw, model, tokens=prefill_batch * prompt, tp=prefill_tp, pp=prefill_pp,
                                 stream_bytes=stream_bytes))
     draft_prefill_s, draft_kv_bytes = 0.0, 0.0
     if draft is not None:  # the prompts through the draft, its cache shipped too
@@ -105,7 +105,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
         dec_side = dict(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp,
                         attention_dp=decode_attention_dp, ep=decode_ep)
         dec = add_into(iteration(verify=1.0 + k, **dec_side, **common),
-                       _pp_transfer(decode_hw, model, tokens=r * (1.0 + k), tp=decode_tp, pp=decode_pp,
+                       pp_transfer(decode_hw, model, tokens=r * (1.0 + k), tp=decode_tp, pp=decode_pp,
                                     stream_bytes=stream_bytes))
         draft_s = 0.0
         if draft is not None:  # k draft iterations per step

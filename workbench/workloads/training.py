@@ -62,7 +62,8 @@ GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
 def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash2", ep=1.0) -> dict:
     """One layer's forward on one device: T = micro_batch·S/cp tokens; ring attention keeps
     the causal work balanced, S²/(2·cp) query-key pairs per sequence on each CP rank.
-    Routed experts (Megatron-Core expert parallelism, expert TP = TP): the tp x ep devices of
+    Routed experts (Megatron-Core expert parallelism; expert TP = TP, Megatron-LM's default when
+    --expert-tensor-parallel-size is not given, megatron/training/arguments.py): the tp x ep devices of
     an expert group hold E/ep experts each, every expert split tp ways, and run the T x ep
     tokens their ep TP groups route to them, each expert T k ep / E of them; every other
     matmul runs on the TP group's own T tokens."""

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives.kernel_fits import KEY_PASSES, LINEAR_CHUNK
-from ..primitives.mesh import (block_input_cycles, elementwise_cycles, unified_weight_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv,
-                               tiles, vector_cycles)
+from ..primitives.mesh import (block_input_cycles, elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv,
+                               tiles, unified_weight_cycles, vector_cycles)
 from ..specs import ModelSpec
 from . import ops
 from .compressed import prefill_pairs
@@ -33,11 +33,15 @@ def _weighted(parts: list[tuple[float, dict]], key: str):
     return sum(share * p.get(key, 0.0) for share, p in parts)
 
 
-def _active_weights(model: ModelSpec, mms) -> float:
-    """Weight elements one token multiplies by in a layer with these matmuls (the routed
-    experts' active ones)."""
-    return sum(mm.share * k * n for mm, (k, n) in zip(mms, (ops.active_shape(mm, model.n_active_experts)
-                                                            for mm in mms)))
+def _fetch_cycles(w: WaferNumbers, model: ModelSpec, mms, *, P, tokens, moe, mapping):
+    """Operands reaching a layer's region from elsewhere (Ladder's unified memory; 0 under
+    the other mappings): each block's input, two blocks a layer with an MLP (the token
+    mixer's, the MLP's), and the weights one token multiplies by (the routed experts'
+    active ones)."""
+    weights = sum(mm.share * k * n for mm, (k, n) in zip(mms, (ops.active_shape(mm, model.n_active_experts)
+                                                               for mm in mms)))
+    return (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=tokens, mapping=mapping) \
+        + unified_weight_cycles(w, P=P, weight_elements=weights, mapping=mapping)
 
 
 def _state_dtype(model: ModelSpec) -> str:
@@ -125,9 +129,7 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
                                              + 2 * tiles(ops.mlp_width(model, moe=moe), P) + soft * 3 * tiles(ctx, P)))
         parts = mats + [(soft, scores), (soft, pv)] + indexer + mixing
         compute = _weighted(parts, "compute_cycles") + local
-        # each block's input and the layer's weights reaching the region (ladder's unified memory)
-        fetch = (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=b, mapping=mapping) \
-            + unified_weight_cycles(w, P=P, weight_elements=_active_weights(model, mms), mapping=mapping)
+        fetch = _fetch_cycles(w, model, mms, P=P, tokens=b, moe=moe, mapping=mapping)
         comm = _weighted(parts, "comm_cycles") + _weighted(stats, "cycles") + fetch
         return {"cycles": compute + comm, "compute_cycles": compute, "reduce_cycles": comm,
                 "hops": _weighted(parts, "hops") + _weighted(stats, "hops"),
@@ -174,8 +176,7 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
                                    + soft * batch * tiles(prompt, P) * tiles(keys, P) * 3)
         compute = _weighted(gemms, "compute_cycles") + _weighted(att, "compute_cycles") + local
         gemm_cycles = _weighted(gemms, "cycles") + _weighted(att, "cycles")
-        fetch = (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=M, mapping=mapping) \
-            + unified_weight_cycles(w, P=P, weight_elements=_active_weights(model, mms), mapping=mapping)  # as in decode
+        fetch = _fetch_cycles(w, model, mms, P=P, tokens=M, moe=moe, mapping=mapping)
         comm = _weighted(reductions, "cycles") + fetch
         return {"cycles": gemm_cycles + local + comm, "compute_cycles": compute,
                 "reduce_cycles": comm + (gemm_cycles - _weighted(gemms, "compute_cycles")
