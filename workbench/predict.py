@@ -360,7 +360,7 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
 
 def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, seq_len=2048, global_batch=512,
              micro_batch=1, precision="bf16", zero=None, recompute=None, virtual_stages=1, attention="flash2",
-             framework="none", hardware_overrides=None, model_overrides=None):
+             framework="none", moe_host_s_per_local_expert=None, hardware_overrides=None, model_overrides=None):
     """One training step (workloads/training.py for GPUs, workloads/wafer_training.py for
     CS systems with weight streaming). `global_batch` is in sequences; `devices` defaults
     to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp). `zero` is
@@ -376,6 +376,9 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     for a wafer are an error (the wafer would ignore them). `framework` (default "none":
     the analytical efficiencies the training rows are calibrated with) may name a serving
     framework's kernel tables for the GEMMs, attention ("framework" kernel) and collectives.
+    `moe_host_s_per_local_expert` (GPUs; None: Megatron-Core's fitted eager-launch time,
+    workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT; 0: experts launched from CUDA graphs) is
+    the host time each local expert of an MoE layer costs per micro-batch (output moe_host_s).
 
     On CS systems (weight streaming, data parallel over `devices`): each system runs its
     share of the batch in the fewest equal micro-batches whose checkpoints fit in the
@@ -407,15 +410,20 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     for arg, v in (("devices", devices), ("dp", dp)):
         if v is not None:
             check_positive(arg, v, integer=True)
+    if moe_host_s_per_local_expert is not None:
+        check_range("moe_host_s_per_local_expert", moe_host_s_per_local_expert, low=0.0, high=np.inf,
+                    allowed="seconds >= 0")
     for name, spec in specs.items():
         be = backend_for(spec)
         if hasattr(be, "check_training"):
             be.check_training(name, tp=(tp, 1), pp=(pp, 1), cp=(cp, 1), ep=(ep, 1), dp=(dp, None),
                               micro_batch=(micro_batch, 1), virtual_stages=(virtual_stages, 1),
-                              attention=(attention, "flash2"), zero=(zero, None), precision=(precision, "bf16"))
+                              attention=(attention, "flash2"), zero=(zero, None), precision=(precision, "bf16"),
+                              moe_host_s_per_local_expert=(moe_host_s_per_local_expert, None))
     zero = 1 if zero is None else zero  # GPUs: ZeRO-1 (optimizer states sharded over dp·cp)
     numeric = _axes(tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
-                    virtual_stages=virtual_stages, devices=devices, dp=dp)
+                    virtual_stages=virtual_stages, devices=devices, dp=dp,
+                    moe_host_s_per_local_expert=moe_host_s_per_local_expert)
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)
 

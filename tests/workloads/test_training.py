@@ -221,3 +221,37 @@ def test_expert_parallel_layers_keep_their_flops(ep):
     assert f["gemm_flops"] == pytest.approx(2.0 * T * (dense + routed * busiest), rel=1e-9)
     one = layer_forward(hw, model, tokens=T, seq=4096.0, tp=1.0, cp=1.0, math="fp8", moe=True, ep=1.0)
     assert f["gemm_s"] <= one["gemm_s"] * (1 + 1e-12)
+
+
+def test_moe_host_time_is_the_local_experts_of_each_stage_per_micro_batch():
+    """The exposed host time of Megatron-Core's eager MoE path (workloads/training.
+    MOE_HOST_S_PER_LOCAL_EXPERT): c x (E / ep) local experts x the stage's MoE layers per
+    micro-batch, 4/3 of it under full recomputation (the forward's launches again), less the
+    experts' GEMM time it overlaps (Qwen3-30B-A3B's 128 experts of width 768 at 4,096 tokens:
+    microseconds each, so all of it shows; Mixtral's 8 experts of width 14,336 hide it), none
+    for a dense model or at c = 0. It sits in the micro-batch slot, so the pipeline bubble
+    carries its (pp - 1) / v share: the step grows by (n_micro + (pp - 1) / v) x the slot's
+    share, exactly."""
+    from workbench.workloads.training import MOE_HOST_S_PER_LOCAL_EXPERT as c
+    m = load_model("qwen3_30b_a3b")  # 128 experts, 48 MoE layers
+    kw = dict(hardware="b200", model="qwen3_30b_a3b", seq_len=4096, global_batch=256, micro_batch=1, precision="fp8",
+              recompute="selective", dp=8)
+    for ep, pp, v in ((8, 1, 1), (4, 2, 1), (8, 2, 2)):
+        ds = predict.training(**kw, ep=ep, pp=pp, virtual_stages=v)
+        off = predict.training(**kw, ep=ep, pp=pp, virtual_stages=v, moe_host_s_per_local_expert=0.0)
+        n_micro = 256 / (8 * 1)
+        per_slot = c * m.n_experts / ep * m.n_moe_layers / pp
+        assert 0.9 < float(ds.moe_host_s) / (n_micro * per_slot) < 1.0  # the experts' GEMMs hide a few %
+        assert float(off.moe_host_s) == 0.0
+        assert float(ds.step_time_s - off.step_time_s) == pytest.approx(
+            float(ds.moe_host_s) * (n_micro + (pp - 1) / v) / n_micro, rel=1e-9)
+    full = predict.training(**dict(kw, recompute="full"), ep=8)
+    assert 0.9 < float(full.moe_host_s) / (4 / 3 * 256 / 8 * c * 128 / 8 * 48) < 1.0
+    assert float(_train(dp=8).moe_host_s) == 0.0  # dense Llama-3-8B
+    mixtral = predict.training(hardware="h100_sxm", model="mixtral_8x7b", tp=2, pp=2, dp=16, seq_len=4096,
+                               global_batch=512, recompute="selective")
+    assert float(mixtral.moe_host_s) == 0.0
+    with pytest.raises(InputError, match="moe_host_s_per_local_expert=-1"):
+        predict.training(**kw, ep=8, moe_host_s_per_local_expert=-1.0)
+    with pytest.raises(InputError, match="moe_host_s_per_local_expert=0.001 is not allowed on 'cs3'"):
+        predict.training(hardware="cs3", model="llama_3_8b", moe_host_s_per_local_expert=1e-3)

@@ -61,7 +61,8 @@ def _numbers(spec, overrides: dict, framework: str = "none") -> WaferNumbers:
 
 
 _WHY = {"zero": "weights stream from MemoryX, where the optimizer runs: there are no ZeRO shards",
-        "precision": "the wafer computes bf16 on its fp16 datapath"}
+        "precision": "the wafer computes bf16 on its fp16 datapath",
+        "moe_host_s_per_local_expert": "a wafer runs its compiled program, with no host launch per expert"}
 
 
 def _refuse(args: dict, hardware: str) -> None:

@@ -213,7 +213,7 @@ def _inference(r):
 
 TRAINING_PARTS = ("forward_s", "backward_s", "recompute_s", "pipeline_bubble_s", "tp_comm_s", "cp_comm_s",
                   "ep_comm_s", "pp_comm_s", "dp_comm_exposed_s", "optimizer_s", "weight_streaming_io_s", "step_fixed_s",
-                  "layer_stream_latency_s")
+                  "layer_stream_latency_s", "moe_host_s")
 
 
 @predictor("training")

@@ -13,7 +13,8 @@ with fits=False and its reason.
 
 The step-time parts add up to step_time_s on every chip. GPUs: forward_s and backward_s
 (TP comm included), recompute_s, pipeline_bubble_s, dp_comm_exposed_s,
-overlap_contention_s, optimizer_s and pp_send_recv_s, the rest: the PP send/recv of the
+overlap_contention_s, optimizer_s, moe_host_s (the host launches of an MoE model's local
+experts, workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT) and pp_send_recv_s, the rest: the PP send/recv of the
 micro-batch slots (the part of pp_comm_s outside the bubble; 0 at pp=1; predict.training
 would add the MoE all-to-all here, 0 at the ep=1 the explorer uses). Wafers:
 forward_s, backward_s, recompute_s (the extra forward under full recompute) and
@@ -63,11 +64,12 @@ GPU_ONLY, WAFER_ONLY = ("micro_batch", "tp", "pp", "dp"), ("systems",)
 PARTS = {"forward_s": "forward (incl. TP comm)", "backward_s": "backward (incl. TP comm)", "recompute_s": "recompute",
          "pipeline_bubble_s": "pipeline bubble", "pp_send_recv_s": "PP send/recv",
          "dp_comm_exposed_s": "DP comm (exposed)", "overlap_contention_s": "overlap contention",
-         "optimizer_s": "optimizer", "weight_streaming_exposed_s": "weight streaming (not hidden)",
+         "optimizer_s": "optimizer", "moe_host_s": "MoE expert launches (host)",
+         "weight_streaming_exposed_s": "weight streaming (not hidden)",
          "step_fixed_s": "fixed per step (weight update, host)",
          "layer_stream_latency_s": "latency per streamed layer"}
 GPU_PARTS = ("forward_s", "backward_s", "recompute_s", "pipeline_bubble_s", "dp_comm_exposed_s",
-             "overlap_contention_s", "optimizer_s")  # what predict.training returns of them
+             "overlap_contention_s", "optimizer_s", "moe_host_s")  # what predict.training returns of them
 # ten "deep" colours, then "dark" ones: a palette of ten repeats its first colour on the eleventh part
 PART_COLORS = dict(zip(PARTS, list(sns.color_palette("deep", 10)) + list(sns.color_palette("dark", 10))))
 MEMORY = (("weights_per_device_bytes", "weights", "#4c72b0"), ("grads_per_device_bytes", "gradients", "#dd8452"),

@@ -56,6 +56,25 @@ GRAD_COMM_BYTES = BYTES_PER_PARAM["grads"]  # fp32 gradients reduced
 CROSS_ENTROPY_BYTES = {"forward": 22.0, "backward": 22.0}
 ADAM_BYTES_PER_PARAM = 30.0  # read master, grad, m, v (16 B), write master, m, v, bf16 weight (14 B)
 BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is exposed
+# Host time Megatron-Core's eager MoE path leaves exposed, per local expert of an MoE layer per
+# micro-batch (its forward and backward), in seconds. The routed experts run as
+# Transformer Engine's GroupedLinear, "multiple local GEMM kernels in multiple streams"
+# (Megatron-LM --moe-grouped-gemm help), each expert's GEMMs (forward, dgrad, wgrad of both
+# linears) with their FP8/MXFP8 quantization and scale-swizzle kernels launched from Python,
+# after the dispatcher has synchronised with the host to learn each expert's token count
+# (TE's m_splits): the GPU waits on the host there. NVIDIA's DeepSeek-V3-on-GB200 guide
+# (Megatron-LM docs/discussions/deepseek-v3-gb200-optimization: "the CPU kernel launch speed
+# cannot keep up with the kernel execution speed on GPU ... FP8 training and fine-grained MoE
+# models introduce more quantization, router, and other kernels"; after CUDA graphs "only the
+# routed experts part still has some CPU overhead") measured it as the largest loss of its
+# baseline. Exposed where the launches take longer than the experts' GEMMs they launch (the
+# GPU drains the queue while the host launches; large experts, as Mixtral's, hide them). One
+# named constant of the framework, fitted by calibrate/training_host.py to the MoE rows of the
+# Megatron-Bridge 25.11 table (NM05-NM08, NM12-NM16, NM20-NM26): their median |speed error|
+# 30.7% without the term, 10.2% with it; held out by row 11.1%, by model 16.5%, by GPU 11.1%.
+# 0.45 ms is ~20 eager launches of ~20 us a local expert. Full recomputation replays the
+# forward's third of the launches.
+MOE_HOST_S_PER_LOCAL_EXPERT = 4.5e-4
 GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
 
 
@@ -72,8 +91,10 @@ def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash
     kw = dict(math=math, w_bytes=2.0, a_bytes=a_bytes, moe=moe)
     routed = [mm for mm in mats if mm.routed]
     g = layer_gemms(hw, model, tokens=tokens, tp=tp, matmuls=[mm for mm in mats if not mm.routed], **kw)
+    routed_s = 0.0
     if routed:
-        g = add(g, layer_gemms(hw, model, tokens=tokens * ep, tp=tp * ep, ep=ep, matmuls=routed, **kw))
+        experts = layer_gemms(hw, model, tokens=tokens * ep, tp=tp * ep, ep=ep, matmuls=routed, **kw)
+        g, routed_s = add(g, experts), experts["time_s"] + experts["overhead_s"]
     q = seq / cp
     att = attention_prefill(hw=hw, batch=tokens / q, seq_len=q, context=seq / 2.0 - q / 2.0,
                             n_heads=model.n_heads / tp, head_dim=model.head_dim, v_head_dim=model.v_dim,
@@ -84,7 +105,7 @@ def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash
     return {"gemm_s": g["time_s"] + g["overhead_s"], "attention_s": att["time_s"] + att["overhead_s"],
             "attention_backward_s": att["backward_s"] + att["overhead_s"],
             "elementwise_s": e["time_s"] + e["overhead_s"], "tp_comm_s": comm,
-            "gemm_flops": g["flops"], "attention_flops": att["flops"]}
+            "gemm_flops": g["flops"], "attention_flops": att["flops"], "routed_gemm_s": routed_s}
 
 
 def output_layer(hw, model, *, tokens, tp, math) -> dict:
@@ -138,7 +159,8 @@ def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str
 
 
 def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
-             precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2") -> dict:
+             precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2",
+             moe_host_s_per_local_expert=MOE_HOST_S_PER_LOCAL_EXPERT) -> dict:
     check_choice("recompute", recompute, RECOMPUTE)
     check_choice("precision", precision, PRECISIONS)
     check_choice("attention", attention, ATTENTION_KERNELS)
@@ -178,7 +200,13 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     head_recomp = head_fwd if recompute == "full" else 0.0
     fwd, bwd = fwd + head_fwd, bwd + head_bwd  # the last stage, the slowest one
     recomp = recomp + head_recomp
-    slot = fwd + bwd + recomp + a2a + p2p  # one micro-batch through one stage, forward and backward
+    # the eager launches of each stage's MoE layers' local experts (MOE_HOST_S_PER_LOCAL_EXPERT):
+    # exposed where they take longer than the experts' GEMMs they launch (forward and backward)
+    replays = {"none": 1.0, "selective": 1.0, "full": 4.0 / 3.0}[recompute]
+    moe_host = moe_host_s_per_local_expert * replays * model.n_experts / ep * model.n_moe_layers / pp \
+        if model.is_moe else 0.0 * fwd
+    moe_host = np.maximum(moe_host - replays * (1.0 + GEMM_BACKWARD) * per_stage("routed_gemm_s"), 0.0)
+    slot = fwd + bwd + recomp + a2a + p2p + moe_host  # one micro-batch through one stage, forward and backward
     bubble = (pp - 1.0) / virtual_stages * slot
 
     # Data parallel. Expert weights are split over EP ranks as well; everything else over TP x PP.
@@ -257,6 +285,6 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
         # parts above (forward .. optimizer) they add up to the step
         "slot_comm_s": n_micro * (a2a + p2p) + 0.0 * step,
         "dp_comm_exposed_s": dp_exposed, "overlap_contention_s": contention, "optimizer_s": optimizer,
-        "output_layer_s": n_micro * (head_fwd + head_bwd + head_recomp),
+        "output_layer_s": n_micro * (head_fwd + head_bwd + head_recomp), "moe_host_s": n_micro * moe_host,
         "n_micro_batches": n_micro, "devices": devices, "model_flops": model_flops,
     }
