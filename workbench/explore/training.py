@@ -15,8 +15,9 @@ The step-time parts add up to step_time_s on every chip. GPUs: forward_s and bac
 (TP comm included), recompute_s, pipeline_bubble_s, dp_comm_exposed_s,
 overlap_contention_s, optimizer_s, moe_host_s (the host launches of an MoE model's local
 experts, workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT) and pp_send_recv_s, the rest: the PP send/recv of the
-micro-batch slots (the part of pp_comm_s outside the bubble; 0 at pp=1; predict.training
-would add the MoE all-to-all here, 0 at the ep=1 the explorer uses). Wafers:
+micro-batch slots (the part of pp_comm_s outside the bubble, 0 at pp=1) and an MoE model's
+expert all-to-all (`ep`, default 8, the Megatron-Bridge recipes' usual EP; a dense model
+trains at ep 1 whatever it says). Wafers:
 forward_s, backward_s, recompute_s (the extra forward under full recompute) and
 weight_streaming_exposed_s, the part of weight_streaming_io_s that compute does not hide.
 
@@ -47,19 +48,20 @@ from .figures import _fixed, memory_bars
 from .state import _STYLE, _cell, _frozen, _kinds, complete_state, join_groups
 
 TRAINING_DEFAULTS = {"hardware": ("h100_sxm", "b200", "cs3"), "model": "llama_3_8b", "precision": "bf16",
-                     "seq_len": 4096, "global_batch": 512, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 64, "zero": 1,
+                     "seq_len": 4096, "global_batch": 512, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 64, "ep": 8, "zero": 1,
                      "recompute": "full", "attention": "flash2", "virtual_stages": 1, "systems": 4}
 TRAINING_CONTROLS = tuple(TRAINING_DEFAULTS)
 CHOICES = {"precision": PRECISIONS, "zero": (0, 1, 2, 3), "recompute": RECOMPUTE,
            # the explorer trains with the analytical efficiencies (framework none): no table kernel
            "attention": tuple(k for k in ATTENTION_KERNELS if k != "framework")}
-SIZES = ("seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "virtual_stages", "systems")
+SIZES = ("seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "ep", "virtual_stages", "systems")
 # Sweep ranges (tp and pp follow the model: see training_sweep_values) and who they apply to.
 TRAINING_POWERS = {"seq_len": tuple(2 ** i for i in range(10, 18)),
                    "global_batch": tuple(2 ** i for i in range(5, 14)),
-                   "micro_batch": tuple(2 ** i for i in range(6)), "dp": tuple(2 ** i for i in range(11))}
-TRAINING_SWEEPABLE = ("dp", "micro_batch", "seq_len", "global_batch", "tp", "pp", "systems")
-GPU_ONLY, WAFER_ONLY = ("micro_batch", "tp", "pp", "dp"), ("systems",)
+                   "micro_batch": tuple(2 ** i for i in range(6)), "dp": tuple(2 ** i for i in range(11)),
+                   "ep": tuple(2 ** i for i in range(8))}
+TRAINING_SWEEPABLE = ("dp", "ep", "micro_batch", "seq_len", "global_batch", "tp", "pp", "systems")
+GPU_ONLY, WAFER_ONLY = ("micro_batch", "tp", "pp", "dp", "ep"), ("systems",)
 # Step-time parts stacked in the breakdown (see the module docstring), with their labels.
 PARTS = {"forward_s": "forward (incl. TP comm)", "backward_s": "backward (incl. TP comm)", "recompute_s": "recompute",
          "pipeline_bubble_s": "pipeline bubble", "pp_send_recv_s": "PP send/recv",
@@ -97,7 +99,7 @@ def normalize_training_state(state: dict | None = None, **overrides) -> dict:
 
 
 def _gpu_parts(ds: xr.Dataset) -> xr.Dataset:
-    # The PP send/recv (and EP all-to-all, 0 at ep=1) inside the micro-batch slots.
+    # The PP send/recv and the EP all-to-all (0 for a dense model) inside the micro-batch slots.
     return ds.rename_vars(slot_comm_s="pp_send_recv_s")
 
 
@@ -111,7 +113,9 @@ def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:
     sz = {k: sizes.get(k, s[k]) for k in SIZES}
     common = dict(model=s["model"], seq_len=sz["seq_len"], global_batch=sz["global_batch"], recompute=s["recompute"])
     # precision and zero go to the GPUs only: a wafer refuses them (it computes bf16; no ZeRO)
-    layout = dict(tp=sz["tp"], pp=sz["pp"], dp=sz["dp"], micro_batch=sz["micro_batch"], zero=s["zero"],
+    # expert parallelism applies to a model with routed experts (a dense model trains at ep 1)
+    ep = sz["ep"] if load_model(s["model"]).is_moe else 1
+    layout = dict(tp=sz["tp"], pp=sz["pp"], dp=sz["dp"], ep=ep, micro_batch=sz["micro_batch"], zero=s["zero"],
                   attention=s["attention"], virtual_stages=sz["virtual_stages"], precision=s["precision"])
     gpus, wafers = _kinds(hardware)
     parts, problems = [], []
@@ -190,11 +194,15 @@ def training_breakdown_figure(ds: xr.Dataset, state: dict | None = None) -> Figu
     legend.append(ax.scatter(x, step / scale, marker="_", s=500, lw=2.5, color="black", zorder=3, label="step time"))
     ax.set_xticks(x, names)
     ax.set_ylabel(f"time per step [{unit}]")
-    ax.set_ylim(0, np.nanmax(np.append(bottom, 0.0)) * 1.45 or 1.0)  # room for the legend above the bars
-    ax.legend(handles=legend, fontsize=7, loc="upper left", ncols=3)
+    rows = -(-len(legend) // 2)  # the legend's rows above the bars, two columns (long labels)
+    ax.set_ylim(0, np.nanmax(np.append(bottom, 0.0)) * (1.15 + 0.1 * rows) or 1.0)
+    ax.legend(handles=legend, fontsize=7, loc="upper left", ncols=2)
     gpus, wafers = _kinds(names)
+    moe = bool(state) and load_model(state["model"]).is_moe
+    layout = f"tp·pp·dp·ep {state['tp']}·{state['pp']}·{state['dp']}·{state['ep']}" if moe else \
+        f"tp·pp·dp {state['tp']}·{state['pp']}·{state['dp']}" if state else ""
     context = "".join([f"\n{state['model']}, seq {state['seq_len']}, batch {state['global_batch']}"]
-                      + [f", GPUs tp·pp·dp {state['tp']}·{state['pp']}·{state['dp']}"] * bool(gpus)
+                      + [f", GPUs {layout}"] * bool(gpus)
                       + [f", {state['systems']} CS systems"] * bool(wafers) if state else [])
     ax.set_title("Training step time breakdown" + ("" if fits.all() else " (hatched: does not fit)") + context,
                  fontsize=9)

@@ -15,7 +15,7 @@ SLIDERS = {"tp": (1, 16, "TP (GPUs)"), "pp": (1, 16, "PP (GPUs)"), "virtual_stag
            "systems": (1, 16, "CS systems")}
 LABELS = {"precision": "precision", "zero": "ZeRO (GPUs)", "recompute": "recompute",
           "attention": "attention (GPUs)", "seq_len": "seq len", "global_batch": "global batch",
-          "micro_batch": "micro batch (GPUs)", "dp": "DP (GPUs)"}
+          "micro_batch": "micro batch (GPUs)", "dp": "DP (GPUs)", "ep": "EP (GPUs, MoE)"}
 
 
 class TrainingExplorer(Explorer):
@@ -56,7 +56,7 @@ class TrainingExplorer(Explorer):
         self.tabs = w.Tab(children=[step, sweep_box], titles=("Step", "Sweep"))
         controls = w.HBox([c["hardware"],
                            w.VBox([c[k] for k in ("model", "precision", "recompute", "seq_len", "global_batch")]),
-                           w.VBox([c[k] for k in ("micro_batch", "tp", "pp", "dp", "zero")]),
+                           w.VBox([c[k] for k in ("micro_batch", "tp", "pp", "dp", "ep", "zero")]),
                            w.VBox([c[k] for k in ("attention", "virtual_stages", "systems")])],
                           layout=w.Layout(flex_flow="row wrap", grid_gap="8px"))
         self._assemble(controls, "wb-train-explorer", TRAINING_CONTROLS, ("sweep",))
