@@ -19,7 +19,8 @@ def test_the_shipped_constant_is_the_fit(fit):
     """workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT = the candidate with the least median
     |speed error| over the 16 MoE rows (NM05-NM08, NM12-NM16, NM20-NM26)."""
     assert len(fit["rows"]) == 16
-    assert fit["moe_host_s_per_local_expert"] == pytest.approx(MOE_HOST_S_PER_LOCAL_EXPERT, abs=training_host.HOST_STEP_S / 2)
+    assert fit["moe_host_s_per_local_expert"] == pytest.approx(MOE_HOST_S_PER_LOCAL_EXPERT,
+                                                              abs=training_host.HOST_STEP_S / 2)
 
 
 def test_it_predicts_rows_models_and_gpus_it_was_not_fitted_on(fit):

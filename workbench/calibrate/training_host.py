@@ -6,11 +6,10 @@ carries to rows it was not fitted on.
 
 The rows are the reference points (calibrate/data/reference_points.yaml) of kind training
 whose model has routed experts: the MoE rows of the Megatron-Bridge 25.11 performance table
-(NM05-NM08, NM12-NM16, NM20-NM26) on DGX-H100, DGX-B200, GB200 and GB300. A step's time is
-linear in the constant (each micro-batch slot carries it once per local expert and MoE
-layer of the stage), so every row is predicted once over the whole grid of candidates
-(predict.training's `moe_host_s_per_local_expert` swept) and the fits below reuse those
-predictions. The constant minimises the median |speed error| (the figure the training rows
+(NM05-NM08, NM12-NM16, NM20-NM26) on DGX-H100, DGX-B200, GB200 and GB300. Every row is
+predicted once over the whole grid of candidates (predict.training's
+`moe_host_s_per_local_expert` swept: a step grows linearly with it once the launches
+outlast the experts' GEMMs) and the fits below reuse those predictions. The constant minimises the median |speed error| (the figure the training rows
 are reported by), on a grid of HOST_STEP_S up to HOST_MAX_S. Held out three ways: each row
 with the constant fitted on the others, each model's rows with it fitted on the other
 models', each GPU's rows with it fitted on the other GPUs'.
@@ -72,8 +71,9 @@ def fit(rows: pd.DataFrame | None = None) -> dict:
     errors = grid_errors(rows)
     c = best(errors)
     by = rows.set_index("id")
+    rows_as_groups = pd.Series(errors.index, errors.index)
     table = pd.DataFrame({"hardware": by["hardware"], "model": by["model"], "without": errors[0.0],
-                          "fitted": errors[c], "leave_one_row_out": held_out(errors, pd.Series(errors.index, errors.index)),
+                          "fitted": errors[c], "leave_one_row_out": held_out(errors, rows_as_groups),
                           "leave_one_model_out": held_out(errors, by["model"]),
                           "leave_one_gpu_out": held_out(errors, by["hardware"])})
     med = {k: float(np.median(np.abs(table[k]))) for k in ("without", "fitted", "leave_one_row_out",

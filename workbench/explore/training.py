@@ -14,8 +14,8 @@ with fits=False and its reason.
 The step-time parts add up to step_time_s on every chip. GPUs: forward_s and backward_s
 (TP comm included), recompute_s, pipeline_bubble_s, dp_comm_exposed_s,
 overlap_contention_s, optimizer_s, moe_host_s (the host launches of an MoE model's local
-experts, workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT) and pp_send_recv_s, the rest: the PP send/recv of the
-micro-batch slots (the part of pp_comm_s outside the bubble, 0 at pp=1) and an MoE model's
+experts, workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT) and pp_send_recv_s, the rest: the
+PP send/recv of the micro-batch slots (the part of pp_comm_s outside the bubble, 0 at pp=1) and an MoE model's
 expert all-to-all (`ep`, default 8, the Megatron-Bridge recipes' usual EP; a dense model
 trains at ep 1 whatever it says). Wafers:
 forward_s, backward_s, recompute_s (the extra forward under full recompute) and
@@ -48,8 +48,8 @@ from .figures import _fixed, memory_bars
 from .state import _STYLE, _cell, _frozen, _kinds, complete_state, join_groups
 
 TRAINING_DEFAULTS = {"hardware": ("h100_sxm", "b200", "cs3"), "model": "llama_3_8b", "precision": "bf16",
-                     "seq_len": 4096, "global_batch": 512, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 64, "ep": 8, "zero": 1,
-                     "recompute": "full", "attention": "flash2", "virtual_stages": 1, "systems": 4}
+                     "seq_len": 4096, "global_batch": 512, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 64, "ep": 8,
+                     "zero": 1, "recompute": "full", "attention": "flash2", "virtual_stages": 1, "systems": 4}
 TRAINING_CONTROLS = tuple(TRAINING_DEFAULTS)
 CHOICES = {"precision": PRECISIONS, "zero": (0, 1, 2, 3), "recompute": RECOMPUTE,
            # the explorer trains with the analytical efficiencies (framework none): no table kernel

@@ -25,6 +25,9 @@ Conventions (stated, and used by the tests):
   (Korthikanti et al. 2022 count 34·s·b·h for GPT; here summed per tensor), all divided by
   TP (sequence parallelism) and CP; full recompute keeps only the layer input; the first
   pipeline stage holds min(pp, micro-batches) micro-batches in flight.
+- MoE: the routed experts under expert parallelism (E/ep experts a device), their all-to-all,
+  and the host launches of each local expert that outlast the experts' GEMMs
+  (MOE_HOST_S_PER_LOCAL_EXPERT, Megatron-Core's eager MoE path), in each micro-batch slot.
 """
 from __future__ import annotations
 
