@@ -110,3 +110,34 @@ def widest(rep: pd.DataFrame, n: int = 10, metric: str = "tpot") -> pd.DataFrame
                      f"{metric} [ms]": ", ".join(f"{v * 1e3:.3g}" for v in r[f"measured_{metric}_s"]),
                      "max/min": ratio})
     return pd.DataFrame(rows)
+
+
+def explained_by_deployment(res: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """How much of the model's error on the aggregated rows the stated deployment could
+    explain: per framework and metric (TTFT, TPOT), the median |ln(measured / model)| of the
+    answered rows, and the same after the least-squares correction of ln(measured / model)
+    linear in the row's stated deployment (log2 of concurrency, prompt and output length,
+    attention TP, attention-DP and EP as the row ran, serving_rows.layout; an MoE flag; one
+    level per GPU), fitted on those very rows by least squares. In-sample, so a correction of
+    that form does no better on rows it has not seen (least squares weighs the large errors:
+    a median may even grow); what it leaves is error the stated deployment does not
+    determine (versions, settings and harness the rows do not state, and noise)."""
+    from .serving_rows import layout, load as load_rows
+    rows = load_rows() if rows is None else rows
+    a = res[(res["mode"] == "agg")].dropna(subset=["ttft_s", "tpot_s"])
+    stated = rows.set_index("id").loc[a["id"]]
+    lay = np.array([layout(r) for r in stated.itertuples()], float).reshape(-1, 3)
+    x = pd.DataFrame({"concurrency": a["concurrency"], "isl": a["isl"], "osl": a["osl"], "tp": lay[:, 0],
+                      "attention_dp": lay[:, 1], "ep": lay[:, 2]}, index=a.index).astype(float).pipe(np.log2)
+    x["moe"] = (a["moe"] == "moe").astype(float)
+    x = x.join(pd.get_dummies(a["system"], dtype=float))  # one level per GPU (the intercept among them)
+    out = []
+    for fw, g in a.groupby("backend"):
+        row = {"backend": fw, "rows": len(g), "features": x.shape[1]}
+        for m in ("ttft", "tpot"):
+            y = np.log(g[f"measured_{m}_s"] / g[f"{m}_s"]).to_numpy()
+            coef, *_ = np.linalg.lstsq(x.loc[g.index].to_numpy(), y, rcond=None)
+            row[f"{m}_median_abs_log_err"] = float(np.median(np.abs(y)))
+            row[f"{m}_after_linear_correction"] = float(np.median(np.abs(y - x.loc[g.index].to_numpy() @ coef)))
+        out.append(row)
+    return pd.DataFrame(out).set_index("backend")

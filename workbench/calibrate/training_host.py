@@ -6,7 +6,9 @@ carries to rows it was not fitted on.
 
 The rows are the reference points (calibrate/data/reference_points.yaml) of kind training
 whose model has routed experts: the MoE rows of the Megatron-Bridge 25.11 performance table
-(NM05-NM08, NM12-NM16, NM20-NM26) on DGX-H100, DGX-B200, GB200 and GB300. Every row is
+(FIT_TABLE: NM05-NM08, NM12-NM16, NM20-NM26) on DGX-H100, DGX-B200, GB200 and GB300. The MoE
+rows of the next release's table (26.02.01, NN01-NN18: newer software and recipes, and the
+B300 no 25.11 row has) are never fitted: `next_release` scores the constant on them. Every row is
 predicted once over the whole grid of candidates (predict.training's
 `moe_host_s_per_local_expert` swept: a step grows linearly with it once the launches
 outlast the experts' GEMMs) and the fits below reuse those predictions. The constant minimises the median |speed error| (the figure the training rows
@@ -21,14 +23,16 @@ import pandas as pd
 import xarray as xr
 
 HOST_STEP_S, HOST_MAX_S = 1e-5, 1.5e-3  # the candidates: 10 us steps up to 1.5 ms per local expert
+FIT_TABLE, NEXT_TABLE = "NM", "NN"  # id prefixes: Megatron-Bridge 25.11 (fitted), 26.02.01 (held out)
 
 
-def moe_rows() -> pd.DataFrame:
-    """The MoE training reference points (id, hardware, model, metric, measured value, config)."""
+def moe_rows(table: str = FIT_TABLE) -> pd.DataFrame:
+    """The MoE training reference points of one table (id prefix `table`): id, hardware,
+    model, metric, measured value, config."""
     from ..specs import load_model
     from .gap import reference_points
     pts = reference_points()
-    pts = pts[pts["kind"] == "training"]
+    pts = pts[(pts["kind"] == "training") & pts["id"].str.startswith(table)]
     moe = [isinstance(c.get("model"), str) and load_model(c["model"]).is_moe for c in pts["config"]]
     out = pts[moe][["id", "hardware", "metric", "value_si", "config"]].reset_index(drop=True)
     out["model"] = [c["model"] for c in out["config"]]
@@ -81,12 +85,27 @@ def fit(rows: pd.DataFrame | None = None) -> dict:
     return {"moe_host_s_per_local_expert": c, "rows": table, "median_abs_err": med}
 
 
+def next_release(constant: float) -> pd.DataFrame:
+    """Speed error of the next release's MoE rows (NEXT_TABLE, never fitted) without the term
+    and with `constant` (index: id)."""
+    rows = moe_rows(NEXT_TABLE)
+    errors = grid_errors(rows, grid=[0.0, constant])
+    by = rows.set_index("id")
+    return pd.DataFrame({"hardware": by["hardware"], "model": by["model"], "without": errors[0.0],
+                         "with": errors[float(constant)]})
+
+
 def main() -> None:
     f = fit()
     with pd.option_context("display.width", 200, "display.float_format", "{:+.1%}".format):
         print(f["rows"])
     print(f"moe_host_s_per_local_expert = {f['moe_host_s_per_local_expert']:.2e} s; median |speed error| "
           + ", ".join(f"{k} {v:.1%}" for k, v in f["median_abs_err"].items()))
+    nxt = next_release(f["moe_host_s_per_local_expert"])
+    with pd.option_context("display.width", 200, "display.float_format", "{:+.1%}".format):
+        print(nxt)
+    print(f"next release ({len(nxt)} MoE rows, not fitted): median |speed error| without "
+          f"{np.median(np.abs(nxt['without'])):.1%}, with {np.median(np.abs(nxt['with'])):.1%}")
 
 
 if __name__ == "__main__":
