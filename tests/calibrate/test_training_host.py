@@ -54,11 +54,12 @@ def test_grid_errors_are_linear_in_the_constant():
 
 def test_the_constant_carries_to_the_next_release():
     """The MoE rows of the next Megatron-Bridge table (26.02.01, NN01-NN18: newer recipes, the
-    B300 no fitted row has), never fitted: median |speed error| 36.9% without the term, 21.8%
-    with the constant fitted on 25.11 (recorded at the commit that added the rows); 11 of 18
-    within 25% (7 without). Checked: with it the median is lower, at most 23%."""
+    B300 no fitted row has), never fitted: median |speed error| 31.2% without the term, 21.8%
+    with the constant fitted on 25.11 (recorded once the all-to-all carried a TP rank's own
+    tokens); 12 of 18 within 25% (8 without). Checked: with it the median is at least 5
+    points lower and at most 23%."""
     nxt = training_host.next_release(MOE_HOST_S_PER_LOCAL_EXPERT)
     assert len(nxt) == 18 and set(nxt.hardware) == {"gb300", "gb200", "b300", "b200", "h100_sxm"}
     with_, without = np.median(np.abs(nxt["with"])), np.median(np.abs(nxt["without"]))
-    assert with_ < without - 0.1 and with_ < 0.23
-    assert (np.abs(nxt["with"]) <= 0.25).sum() >= 11
+    assert with_ < without - 0.05 and with_ < 0.23
+    assert (np.abs(nxt["with"]) <= 0.25).sum() >= 12

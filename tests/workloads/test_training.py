@@ -255,3 +255,16 @@ def test_moe_host_time_is_the_local_experts_of_each_stage_per_micro_batch():
         predict.training(**kw, ep=8, moe_host_s_per_local_expert=-1.0)
     with pytest.raises(InputError, match="moe_host_s_per_local_expert=0.001 is not allowed on 'cs3'"):
         predict.training(hardware="cs3", model="llama_3_8b", moe_host_s_per_local_expert=1e-3)
+
+
+def test_the_expert_all_to_all_carries_a_tp_ranks_own_tokens():
+    """Under sequence parallelism a TP rank holds T / tp of the micro-batch at the MoE layer's
+    input and dispatches those: the all-to-all time with tp = 2 equals that of tp = 1 at half
+    the tokens (same EP group, same micro-batch count), 4 x (dispatch + combine, forward and
+    backward) per MoE layer of the stage."""
+    kw = dict(hardware="h100_sxm", model="qwen3_235b_a22b", pp=8, ep=32, seq_len=4096, micro_batch=1,
+              precision="fp8", recompute="selective", virtual_stages=4)
+    two = predict.training(**kw, tp=2, dp=16, global_batch=8192)
+    one = predict.training(**dict(kw, seq_len=2048), tp=1, dp=32, global_batch=16384)
+    assert float(two.n_micro_batches) == float(one.n_micro_batches) == 512
+    assert float(two.ep_comm_s) == pytest.approx(float(one.ep_comm_s), rel=1e-12)

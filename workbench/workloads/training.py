@@ -190,10 +190,13 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     fwd = f_gemm + f_att + f_elem + f_tp + cp_exposed
     bwd = GEMM_BACKWARD * f_gemm + b_att + 2.0 * f_elem + f_tp + cp_exposed
     recomp = {"none": 0.0 * fwd, "selective": f_att, "full": fwd}[recompute]
-    # MoE expert parallelism: all-to-all dispatch and combine, forward and backward.
+    # MoE expert parallelism: all-to-all dispatch and combine, forward and backward. Under
+    # sequence parallelism each TP rank holds T / tp of the micro-batch's tokens at the MoE
+    # layer's input and dispatches those (Megatron-Core's MoEAlltoAllTokenDispatcher: the
+    # all-to-all over the EP group carries a rank's own tokens, k copies each).
     a2a = 0.0
     if model.is_moe:
-        moved = tokens_mb * model.expert_width * 2.0 * model.n_active_experts
+        moved = tokens_mb / tp * model.expert_width * 2.0 * model.n_active_experts
         a2a = 4.0 * collective(hw=hw, op="all_to_all", size=moved, devices=ep)["time_s"] * model.n_moe_layers / pp
     p2p_bytes = tokens_mb * model.d_model * 2.0 / tp
     p2p = 2.0 * strided_collective(hw=hw, op="send_recv", size=p2p_bytes, group=2.0, stride=tp * cp)["time_s"] \
