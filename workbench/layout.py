@@ -42,9 +42,9 @@ class Problem:
 
 
 def layer_kind_problems(model, *, where: str) -> list[Problem]:
-    """Layer kinds a path does not model yet: a hybrid's Gated DeltaNet layers are modelled
-    for inference and serving (GPUs and wafers), not for training (`where` names the path
-    that refuses them)."""
+    """Layer kinds a path does not model yet: a hybrid's linear-attention layers (Gated
+    DeltaNet, KDA, Mamba-2) are modelled for inference and serving (GPUs and wafers) and for
+    GPU training, not for wafer training (`where` names the path that refuses them)."""
     if not model.n_linear_layers:
         return []
     n = model.n_linear_layers

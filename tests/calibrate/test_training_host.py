@@ -53,13 +53,13 @@ def test_grid_errors_are_linear_in_the_constant():
 
 
 def test_the_constant_carries_to_the_next_release():
-    """The MoE rows of the next Megatron-Bridge table (26.02.01, NN01-NN18: newer recipes, the
-    B300 no fitted row has), never fitted: median |speed error| 31.2% without the term, 21.8%
-    with the constant fitted on 25.11 (recorded once the all-to-all carried a TP rank's own
-    tokens); 12 of 18 within 25% (8 without). Checked: with it the median is at least 5
-    points lower and at most 23%."""
+    """The MoE rows of the next Megatron-Bridge table (26.02.01, NN01-NN18 and the Mamba-2
+    hybrid Nemotron-3-Nano NN28-NN31: newer recipes, the B300 no fitted row has), never
+    fitted: median |speed error| 44.1% without the term, 23.7% with the constant fitted on
+    25.11 (recorded when the hybrid rows joined); 13 of 22 within 25% (8 without). Checked:
+    with it the median is at least 10 points lower and at most 25%, 13 rows within 25%."""
     nxt = training_host.next_release(MOE_HOST_S_PER_LOCAL_EXPERT)
-    assert len(nxt) == 18 and set(nxt.hardware) == {"gb300", "gb200", "b300", "b200", "h100_sxm"}
+    assert len(nxt) == 22 and set(nxt.hardware) == {"gb300", "gb200", "b300", "b200", "h100_sxm"}
     with_, without = np.median(np.abs(nxt["with"])), np.median(np.abs(nxt["without"]))
-    assert with_ < without - 0.05 and with_ < 0.23
-    assert (np.abs(nxt["with"]) <= 0.25).sum() >= 12
+    assert with_ < without - 0.1 and with_ < 0.25
+    assert (np.abs(nxt["with"]) <= 0.25).sum() >= 13

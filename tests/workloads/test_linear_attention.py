@@ -3,8 +3,10 @@ parameters in closed form and matches the published totals, its state is fixed p
 while the softmax layers' KV cache grows, its kernel's FLOPs and bytes are the chunked
 gated delta rule's, decode time grows with context only through the softmax layers, and the
 measured Qwen3.5 serving runs (an unseen family for every fitted constant) come out within
-the stated tolerance. Paths that do not model it (wafers, training) flag it."""
+the stated tolerance. GPU training splits a hybrid's layers by kind; wafer training flags it."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -68,9 +70,37 @@ def test_decode_grows_with_context_only_through_softmax_layers():
 def test_paths_without_the_layer_kind_flag_it():
     r = predict.training(hardware="cs3", devices=4, model="qwen3_5_27b", seq_len=2048, global_batch=64)
     assert not bool(r.fits) and "not modelled for wafer training" in str(r.reason.values)
+
+
+def test_gpu_training_of_a_hybrid_splits_its_layers_by_kind():
+    """GPU training of a hybrid (Qwen3.5-27B: 48 Gated DeltaNet and 16 softmax layers of 64):
+    its attention FLOPs are the softmax layers' share of a full model's plus the linear
+    layers' chunked rule (workloads/layers.linear_layers, the inference primitive), exactly;
+    far fewer than the same layers all softmax at 32k tokens, and growing with the sequence
+    more slowly (the chunked rule is linear in it, softmax quadratic); the backward of the
+    linear part is LINEAR_BACKWARD (FlashAttention's 2.5) times its forward."""
+    from workbench.backends import backend_for
+    from workbench.specs import load_hardware
+    from workbench.workloads.layers import linear_layers
+    from workbench.workloads.training import LINEAR_BACKWARD, layer_forward
+    spec = load_hardware("h100_sxm")
+    hw = backend_for(spec).numbers(spec, {})
+    hyb = load_model("qwen3_5_27b")
+    soft = dataclasses.replace(hyb, n_linear_layers=0)  # every layer softmax
+    assert (hyb.n_linear_layers, hyb.n_full_attention_layers) == (48, 16)
+    kw = dict(tp=8, cp=1, math="bf16", moe=False)
+    for seq in (4096, 32768):
+        f_h, f_s = (layer_forward(hw, m, tokens=seq, seq=seq, **kw) for m in (hyb, soft))
+        lin = linear_layers(hw, hyb, tokens=seq, sequences=1.0, tp=8, math="bf16", a_bytes=2.0)
+        assert f_h["attention_flops"] == pytest.approx(16 / 64 * f_s["attention_flops"] + lin["flops"], rel=1e-12)
+        assert f_h["attention_backward_s"] - 16 / 64 * f_s["attention_backward_s"] == pytest.approx(
+            LINEAR_BACKWARD * lin["time_s"] + lin["overhead_s"], rel=1e-9)
+    assert LINEAR_BACKWARD == 2.5
+    big = layer_forward(hw, hyb, tokens=32768, seq=32768, **kw)["attention_flops"]
+    assert big < 0.5 * layer_forward(hw, soft, tokens=32768, seq=32768, **kw)["attention_flops"]
     t = predict.training(hardware="h100_sxm", devices=64, model="qwen3_5_27b", tp=8, seq_len=4096,
                          global_batch=256, micro_batch=1)
-    assert not bool(t.fits) and "not modelled for training" in str(t.reason.values)
+    assert bool(t.fits) and 0.0 < float(t.mfu) < 1.0
 
 
 def test_measured_qwen3_5_serving_runs():

@@ -17,7 +17,7 @@ from ..primitives.gemm import gemm
 from ..primitives.hardware_numbers import EffCurve, GpuNumbers, LinkNumbers
 from ..units import DTYPE_BYTES, PEAK_DTYPES, SPARSE_2_4
 from ..errors import InputError
-from ..layout import GpuLayout, Problem, context_problems, layer_kind_problems, serving_problems
+from ..layout import GpuLayout, Problem, context_problems, serving_problems
 from . import flag_problems, per_spec
 from .kernel_tables import (NONE, fits_for, framework_kv, framework_layout, framework_of, iteration_overhead_s,
                             request_latency_s, serving_constants)
@@ -215,8 +215,7 @@ class GpuBackend:
                      zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
                      attention=attention, moe_host_s_per_local_expert=MOE_HOST_S_PER_LOCAL_EXPERT
                      if moe_host_s_per_local_expert is None else moe_host_s_per_local_expert)
-        return flag_problems(r, layer_kind_problems(model, where="training")
-                             + layout.problems(model, phase="training"))
+        return flag_problems(r, layout.problems(model, phase="training"))
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
                     activations, kv, imbalance=1.0, moe_mla_kernels="composed", draft_model=None, draft_len=0.0,

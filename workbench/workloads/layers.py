@@ -158,7 +158,7 @@ def replica_gather(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, attention_dp
     return {"comm_s": t, "time_s": t}
 
 
-def _linear_layers(hw, model, *, tokens, sequences, tp, math, a_bytes) -> dict:
+def linear_layers(hw, model, *, tokens, sequences, tp, math, a_bytes) -> dict:
     """A hybrid's linear token mixing (Gated DeltaNet, KDA, Mamba-2), averaged over all
     layers (its share of them)."""
     r = linear_attention(hw=hw, tokens=tokens, sequences=sequences, heads=model.linear_value_heads / tp,
@@ -177,7 +177,7 @@ def _with_linear(softmax: dict, hw, model, **kw) -> dict:
     if not model.n_linear_layers:
         return add(softmax, scale=model.n_full_attention_layers / model.n_layers) if model.n_mixer_free_layers \
             else softmax
-    return add(add(softmax, scale=model.n_full_attention_layers / model.n_layers), _linear_layers(hw, model, **kw))
+    return add(add(softmax, scale=model.n_full_attention_layers / model.n_layers), linear_layers(hw, model, **kw))
 
 
 def _by_kind(model, cost) -> dict:

@@ -35,14 +35,14 @@ import numpy as np
 
 from ..primitives._array import choose
 from ..errors import check_choice
-from ..primitives.attention import ATTENTION_KERNELS, attention_prefill
+from ..primitives.attention import ATTENTION_KERNELS, FLASH_BACKWARD, attention_prefill
 from ..primitives.collectives import collective, strided_collective
 from ..primitives.gemm import elementwise, gemm
 from ..primitives.hardware_numbers import GpuNumbers
 from ..specs import ModelSpec
 from . import ops
 from .inference import MEMORY_UTILIZATION
-from .layers import attention_math, layer_elementwise, layer_gemms, tp_allreduce
+from .layers import attention_math, layer_elementwise, layer_gemms, linear_layers, tp_allreduce
 from .parts import add
 
 RECOMPUTE = ("none", "selective", "full")
@@ -79,6 +79,11 @@ BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is
 # forward's third of the launches.
 MOE_HOST_S_PER_LOCAL_EXPERT = 4.5e-4
 GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
+# Backward of a hybrid's linear token mixing (Gated DeltaNet, KDA, Mamba-2 chunked scans) over
+# its forward: FlashAttention's ratio (primitives/attention.FLASH_BACKWARD, five matmuls against
+# two), ASSUMED: the chunked rule's backward recomputes each chunk's state and runs the
+# dq, dk, dv and gate-gradient products, the same matmul pattern; no measured backward table.
+LINEAR_BACKWARD = FLASH_BACKWARD
 
 
 def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash2", ep=1.0) -> dict:
@@ -103,12 +108,18 @@ def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash
                             n_heads=model.n_heads / tp, head_dim=model.head_dim, v_head_dim=model.v_dim,
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
                             dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=a_bytes, kernel=attention)
+    fwd_s, bwd_s, att_flops = att["time_s"] + att["overhead_s"], att["backward_s"] + att["overhead_s"], att["flops"]
+    if model.n_linear_layers:  # a hybrid: softmax attention on its share of the layers, the linear mixers on theirs
+        soft = model.n_full_attention_layers / model.n_layers
+        lin = linear_layers(hw, model, tokens=tokens, sequences=tokens / q, tp=tp, math=math, a_bytes=a_bytes)
+        fwd_s = soft * fwd_s + lin["time_s"] + lin["overhead_s"]
+        bwd_s = soft * bwd_s + LINEAR_BACKWARD * lin["time_s"] + lin["overhead_s"]
+        att_flops = soft * att_flops + lin["flops"]
     e = layer_elementwise(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)
     comm = tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)["comm_s"]
-    return {"gemm_s": g["time_s"] + g["overhead_s"], "attention_s": att["time_s"] + att["overhead_s"],
-            "attention_backward_s": att["backward_s"] + att["overhead_s"],
+    return {"gemm_s": g["time_s"] + g["overhead_s"], "attention_s": fwd_s, "attention_backward_s": bwd_s,
             "elementwise_s": e["time_s"] + e["overhead_s"], "tp_comm_s": comm,
-            "gemm_flops": g["flops"], "attention_flops": att["flops"], "routed_gemm_s": routed_s}
+            "gemm_flops": g["flops"], "attention_flops": att_flops, "routed_gemm_s": routed_s}
 
 
 def output_layer(hw, model, *, tokens, tp, math) -> dict:
