@@ -9,10 +9,10 @@ whose model has routed experts: the MoE rows of the Megatron-Bridge 25.11 perfor
 (FIT_TABLE: NM05-NM08, NM12-NM16, NM20-NM26) on DGX-H100, DGX-B200, GB200 and GB300. The MoE
 rows of the next release's table (26.02.01, NN01-NN18 and the hybrid Nemotron-3-Nano's
 NN28-NN31: newer software and recipes, and the B300 no 25.11 row has) are never fitted:
-`next_release` scores the constant on them. Every row is
-predicted once over the whole grid of candidates (predict.training's
-`moe_host_s_per_local_expert` swept: a step grows linearly with it once the launches
-outlast the experts' GEMMs) and the fits below reuse those predictions. The constant minimises the median |speed error| (the figure the training rows
+`next_release` scores the constant on them. Every row is predicted once over the whole grid
+of candidates (predict.training's `moe_host_s_per_local_expert` swept: a step grows linearly
+with it once the launches outlast the experts' GEMMs) and the fits below reuse those
+predictions. The constant minimises the median |speed error| (the figure the training rows
 are reported by), on a grid of HOST_STEP_S up to HOST_MAX_S. Held out three ways: each row
 with the constant fitted on the others, each model's rows with it fitted on the other
 models', each GPU's rows with it fitted on the other GPUs'.
