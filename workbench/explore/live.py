@@ -55,7 +55,7 @@ class LiveStacked:
                                rotation=[90.0], labels=["total"], display_legend=True)
         self.axis_y = bq.Axis(scale=self.y, orientation="vertical", label=ylabel, tick_format=".3~s")
         self.figure = _figure([self.bars, self.tick], [bq.Axis(scale=self.x), self.axis_y], title,
-                              legend_location="top-right")
+                              legend_location="top-left")  # long labels: the legend grows rightwards, inside
 
     def update(self, ds: xr.Dataset, *, scale: float = 1.0, unit: str = "", own=None, note: str = "") -> None:
         """Bars of `ds` (one value per hardware); `own(part)` lists the chips that report a
