@@ -203,7 +203,7 @@ class GpuBackend:
     def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
                  global_batch, micro_batch, virtual_stages, devices=None, dp=None, moe_host_s_per_local_expert=None,
                  **_) -> dict:
-        from ..workloads.training import MOE_HOST_S_PER_LOCAL_EXPERT, training
+        from ..workloads.training import training
         if attention == "framework" and hw.kernels is None:
             raise InputError(f"attention='framework' is not allowed on {hw.label} without kernel tables; allowed: "
                              "framework= a serving framework with tables (workbench list frameworks), or attention "
@@ -213,8 +213,7 @@ class GpuBackend:
         r = training(hw=hw, model=model, tp=layout.tp, pp=layout.pp, dp=layout.dp, cp=layout.cp, ep=layout.ep,
                      seq_len=seq_len, global_batch=global_batch, micro_batch=layout.micro_batch, precision=precision,
                      zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
-                     attention=attention, moe_host_s_per_local_expert=MOE_HOST_S_PER_LOCAL_EXPERT
-                     if moe_host_s_per_local_expert is None else moe_host_s_per_local_expert)
+                     attention=attention, moe_host_s_per_local_expert=moe_host_s_per_local_expert)
         return flag_problems(r, layout.problems(model, phase="training"))
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,

@@ -50,6 +50,8 @@ from .state import _STYLE, _cell, _frozen, _kinds, complete_state, join_groups
 TRAINING_DEFAULTS = {"hardware": ("h100_sxm", "b200", "cs3"), "model": "llama_3_8b", "precision": "bf16",
                      "seq_len": 4096, "global_batch": 512, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 64, "ep": 8,
                      "zero": 1, "recompute": "full", "attention": "flash2", "virtual_stages": 1, "systems": 4}
+# ep 8: the expert parallelism of most Megatron-Bridge 25.11 MoE recipes (scripts/performance/configs:
+# Qwen3-30B-A3B's base config, Qwen3-235B-A22B and DeepSeek-V3 on B200, GPT-OSS-120B on H100)
 TRAINING_CONTROLS = tuple(TRAINING_DEFAULTS)
 CHOICES = {"precision": PRECISIONS, "zero": (0, 1, 2, 3), "recompute": RECOMPUTE,
            # the explorer trains with the analytical efficiencies (framework none): no table kernel
@@ -198,9 +200,8 @@ def training_breakdown_figure(ds: xr.Dataset, state: dict | None = None) -> Figu
     ax.set_ylim(0, np.nanmax(np.append(bottom, 0.0)) * (1.15 + 0.1 * rows) or 1.0)
     ax.legend(handles=legend, fontsize=7, loc="upper left", ncols=2)
     gpus, wafers = _kinds(names)
-    moe = bool(state) and load_model(state["model"]).is_moe
-    layout = f"tp·pp·dp·ep {state['tp']}·{state['pp']}·{state['dp']}·{state['ep']}" if moe else \
-        f"tp·pp·dp {state['tp']}·{state['pp']}·{state['dp']}" if state else ""
+    sizes = ("tp", "pp", "dp") + (("ep",) if state and load_model(state["model"]).is_moe else ())
+    layout = f"{'·'.join(sizes)} {'·'.join(str(state[k]) for k in sizes)}" if state else ""
     context = "".join([f"\n{state['model']}, seq {state['seq_len']}, batch {state['global_batch']}"]
                       + [f", GPUs {layout}"] * bool(gpus)
                       + [f", {state['systems']} CS systems"] * bool(wafers) if state else [])

@@ -174,7 +174,7 @@ def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str
 
 def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
              precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2",
-             moe_host_s_per_local_expert=MOE_HOST_S_PER_LOCAL_EXPERT) -> dict:
+             moe_host_s_per_local_expert=None) -> dict:
     check_choice("recompute", recompute, RECOMPUTE)
     check_choice("precision", precision, PRECISIONS)
     check_choice("attention", attention, ATTENTION_KERNELS)
@@ -219,10 +219,11 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     recomp = recomp + head_recomp
     # the eager launches of each stage's MoE layers' local experts (MOE_HOST_S_PER_LOCAL_EXPERT):
     # exposed where they take longer than the experts' GEMMs they launch (forward and backward)
+    # (None: that constant; a dense model has no local experts and no routed GEMMs: 0)
+    host_s = MOE_HOST_S_PER_LOCAL_EXPERT if moe_host_s_per_local_expert is None else moe_host_s_per_local_expert
     replays = {"none": 1.0, "selective": 1.0, "full": 4.0 / 3.0}[recompute]
-    moe_host = moe_host_s_per_local_expert * replays * model.n_experts / ep * model.n_moe_layers / pp \
-        if model.is_moe else 0.0 * fwd
-    moe_host = np.maximum(moe_host - replays * (1.0 + GEMM_BACKWARD) * per_stage("routed_gemm_s"), 0.0)
+    launches = host_s * replays * model.n_experts / ep * model.n_moe_layers / pp
+    moe_host = np.maximum(launches - replays * (1.0 + GEMM_BACKWARD) * per_stage("routed_gemm_s"), 0.0)
     slot = fwd + bwd + recomp + a2a + p2p + moe_host  # one micro-batch through one stage, forward and backward
     bubble = (pp - 1.0) / virtual_stages * slot
 

@@ -38,8 +38,7 @@ def _fetch_cycles(w: WaferNumbers, model: ModelSpec, mms, *, P, tokens, moe, map
     the other mappings): each block's input, two blocks a layer with an MLP (the token
     mixer's, the MLP's), and the weights one token multiplies by (the routed experts'
     active ones)."""
-    weights = sum(mm.share * k * n for mm, (k, n) in zip(mms, (ops.active_shape(mm, model.n_active_experts)
-                                                               for mm in mms)))
+    weights = sum(mm.share * np.prod(ops.active_shape(mm, model.n_active_experts)) for mm in mms)
     return (1.0 + (moe is not None)) * block_input_cycles(w, P=P, tokens=tokens, mapping=mapping) \
         + unified_weight_cycles(w, P=P, weight_elements=weights, mapping=mapping)
 
