@@ -66,6 +66,11 @@ def test_rows_below_a_bound_are_named_with_it(rows):
     v = serving_bounds.violations(rows)
     bad = v[v != ""]
     assert 1 <= len(bad) <= 10  # a few inconsistent measurements, not the data set
-    assert any("of peak FLOP/s" in t for t in bad) and any("to read weights and KV" in t for t in bad)
+    assert any("to read weights and KV" in t for t in bad)
+    # read as one engine, the Qwen3-32B-NVFP4 GB200 rows (448 requests, 15,000-token prompts, 2
+    # GPUs) needed 277% of peak FLOP/s to prefill; as the 32 engines their batch of 14 implies
+    # (serving_rows.replicas) they are consistent
+    rc5 = rows[rows.id.str.contains("qwen3_32b_nvfp4_gb200_trtllm_agg_15000x500_c448")]
+    assert len(rc5) == 2 and set(v[rc5.id]) == {""}
     unstated = rows[(rows["mode"] != "agg") & rows.decode_num_workers.isna()]
     assert len(unstated) > 200 and set(v[unstated.id]) == {""}  # rows without their pools are not judged

@@ -39,7 +39,7 @@ from ..units import DTYPE_BYTES
 from ..workloads.concurrency import weights_per_device_bytes
 from ..workloads.ops import routed_params
 from ..workloads.inference import HEAD_BYTES, kv_bytes_per_sequence
-from .serving_rows import SYSTEMS, _n, layout, quant
+from .serving_rows import SYSTEMS, _n, layout, quant, replicas
 
 DECODING_SHARE = 0.5  # of a replica's requests in one decode iteration, at least
 NARROWEST_KV = "fp8"  # the narrowest KV cache the three frameworks keep
@@ -67,8 +67,8 @@ def _pools(r) -> tuple[int, int, int, int] | None:
     ran: an aggregated instance does both; a disaggregated row's pools from its prefill_*
     and decode_* columns (None where it does not state them)."""
     if r.mode == "agg":
-        tp, dp, _ = layout(r)
-        return tp, dp, dp, tp * dp
+        (tp, dp, _), engines = layout(r), replicas(r)
+        return tp, dp, dp * engines, tp * dp * engines
     if not (r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers):
         return None
     tp, dp = _n(r.decode_tp_size), _n(r.decode_attention_dp_size)
