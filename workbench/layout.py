@@ -41,17 +41,6 @@ class Problem:
     keep_numbers: bool = False  # True: a configuration the hardware computes but cannot serve (fits=False only)
 
 
-def layer_kind_problems(model, *, where: str) -> list[Problem]:
-    """Layer kinds a path does not model yet: a hybrid's linear-attention layers (Gated
-    DeltaNet, KDA, Mamba-2) are modelled for inference and serving (GPUs and wafers) and for
-    GPU training, not for wafer training (`where` names the path that refuses them)."""
-    if not model.n_linear_layers:
-        return []
-    n = model.n_linear_layers
-    return [Problem(np.asarray(True), {}, lambda: f"{model.name} has {n} Gated DeltaNet linear-attention layers, "
-                                                  f"not modelled for {where} yet (inference and serving only)")]
-
-
 def context_problems(model, **lengths) -> list[Problem]:
     """Inference over more tokens than the model's context window (`max_seq_len`, the
     released config's max_position_embeddings) is a real configuration that cannot run:

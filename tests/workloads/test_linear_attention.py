@@ -3,7 +3,7 @@ parameters in closed form and matches the published totals, its state is fixed p
 while the softmax layers' KV cache grows, its kernel's FLOPs and bytes are the chunked
 gated delta rule's, decode time grows with context only through the softmax layers, and the
 measured Qwen3.5 serving runs (an unseen family for every fitted constant) come out within
-the stated tolerance. GPU training splits a hybrid's layers by kind; wafer training flags it."""
+the stated tolerance. GPU and wafer training split a hybrid's layers by kind."""
 from __future__ import annotations
 
 import dataclasses
@@ -67,9 +67,41 @@ def test_decode_grows_with_context_only_through_softmax_layers():
     assert 0 < hyb[1] - hyb[0] < 0.5 * (dense[1] - dense[0])
 
 
-def test_paths_without_the_layer_kind_flag_it():
-    r = predict.training(hardware="cs3", devices=4, model="qwen3_5_27b", seq_len=2048, global_batch=64)
-    assert not bool(r.fits) and "not modelled for wafer training" in str(r.reason.values)
+def test_wafer_training_of_a_hybrid_splits_its_layers_by_kind():
+    """Weight-streaming training of a hybrid (Qwen3.5-27B) on CS-3: a layer's forward cycles
+    are the softmax share of an all-softmax layer's attention plus the linear layers' chunked
+    rule (wafer_layers.prefill_layer, the inference path: forward_s is its cycles and the LM
+    head's per micro-batch, exactly); at 32k tokens the hybrid's layer costs less per token
+    than the all-softmax one, and the saving per token grows with the sequence (the chunked
+    rule is linear in it, softmax quadratic). The wafer keeps each linear layer's chunk states for the
+    backward (heads x d_k x d_v x 4 bytes per 64 tokens: 48 x 128 x 128 x 4 / 64 = 49,152
+    bytes per token for Qwen3.5-27B), so one sequence needs more SRAM than with its linear
+    layers all softmax, as the recomputed block holds them."""
+    from workbench.backends import numbers
+    from workbench.primitives.mesh import mesh_gemm
+    from workbench.workloads.wafer_layers import prefill_layer
+    from workbench.workloads.wafer_training import checkpoint_bytes_per_sequence, chunk_state_bytes_per_token
+    w = numbers("cs3")
+    hyb = load_model("qwen3_5_27b")
+    soft = dataclasses.replace(hyb, n_linear_layers=0)
+    r = predict.training(hardware="cs3", devices=4, model="qwen3_5_27b", seq_len=4096, global_batch=64)
+    assert bool(r.fits) and str(r.reason.values) == "" and 0.0 < float(r.mfu) < 1.0
+    P, micro = float(r.pe_grid), float(r.micro_batch)
+    layer = float(prefill_layer(w, hyb, P=P, batch=micro, prompt=4096.0)["cycles"])
+    head = float(mesh_gemm(w, P=P, m=micro * 4096.0, k=hyb.d_model, n=hyb.vocab_size)["cycles"])
+    assert float(r.forward_s) == pytest.approx(float(r.n_micro_batches) * (hyb.n_layers * layer + head) / w.clock_hz,
+                                               rel=1e-9)
+    per_token = {}
+    for m in (hyb, soft):
+        for seq in (4096.0, 32768.0):
+            per_token[m.n_linear_layers, seq] = float(prefill_layer(w, m, P=P, batch=1.0, prompt=seq)["cycles"]) / seq
+    assert per_token[48, 32768.0] < per_token[0, 32768.0]
+    saving = {seq: per_token[0, seq] - per_token[48, seq] for seq in (4096.0, 32768.0)}
+    assert saving[32768.0] > 3.0 * saving[4096.0] > 0.0  # softmax work per token grows with the sequence
+    assert chunk_state_bytes_per_token(hyb, 4096.0) == pytest.approx(48 * 128 * 128 * 4 / 64)
+    assert chunk_state_bytes_per_token(soft, 4096.0) == 0.0
+    assert checkpoint_bytes_per_sequence(hyb, seq_len=4096.0, recompute="full") == pytest.approx(
+        checkpoint_bytes_per_sequence(soft, seq_len=4096.0, recompute="full") + 4096.0 * 48 * 128 * 128 * 4 / 64)
 
 
 def test_gpu_training_of_a_hybrid_splits_its_layers_by_kind():
@@ -101,6 +133,13 @@ def test_gpu_training_of_a_hybrid_splits_its_layers_by_kind():
     t = predict.training(hardware="h100_sxm", devices=64, model="qwen3_5_27b", tp=8, seq_len=4096,
                          global_batch=256, micro_batch=1)
     assert bool(t.fits) and 0.0 < float(t.mfu) < 1.0
+    # memory: every layer's activations, and each linear layer's chunk states (48 value heads
+    # x 128 x 128 x 4 bytes per 64 tokens, split over TP) unless fully recomputed
+    from workbench.workloads.training import activation_bytes_per_token_layer
+    per_token = activation_bytes_per_token_layer(hyb, tp=8, cp=1, recompute="none", seq=4096) \
+        + 48 / 64 * (48 * 128 * 128 * 4 / 64) / 8
+    logits = 4096 * hyb.vocab_size / 8 * 4.0
+    assert float(t.activations_per_device_bytes) == pytest.approx(per_token * 4096 * 64 + logits, rel=1e-12)
 
 
 def test_measured_qwen3_5_serving_runs():

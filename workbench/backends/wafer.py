@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, brief
-from ..layout import Problem, WaferLayout, context_problems, layer_kind_problems
+from ..layout import Problem, WaferLayout, context_problems
 from ..primitives.hardware_numbers import WaferNumbers
 from ..primitives.mesh import mesh_gemm, mesh_gemv
 from ..specs import system_of
@@ -164,8 +164,7 @@ class WaferBackend:
         layout = WaferLayout(systems=1.0 if devices is None else devices)  # data-parallel systems
         r = wafer_training(w=w, model=model, devices=layout.systems, seq_len=seq_len, global_batch=global_batch,
                            precision=precision, recompute=self.default_recompute if recompute is None else recompute)
-        return flag_problems(r, layer_kind_problems(model, where="wafer training") +
-                             layout.problems(model, phase="training", global_batch=global_batch))
+        return flag_problems(r, layout.problems(model, phase="training", global_batch=global_batch))
 
     def gemm(self, w: WaferNumbers, *, dtype, mapping, m, n, k, pe_grid=None, **_) -> dict:
         """On a pe_grid x pe_grid region (default: the largest square), as MeshGEMV when

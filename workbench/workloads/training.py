@@ -23,7 +23,8 @@ Conventions (stated, and used by the tests):
   compute they overlap runs on the rest (see overlap_penalty).
 - activations: the tensors each layer keeps for backward, from the model's widths
   (Korthikanti et al. 2022 count 34·s·b·h for GPT; here summed per tensor), all divided by
-  TP (sequence parallelism) and CP; full recompute keeps only the layer input; the first
+  TP (sequence parallelism) and CP; full recompute keeps only the layer input; a hybrid's
+  linear layers also keep their chunk states (chunk_state_bytes_per_token); the first
   pipeline stage holds min(pp, micro-batches) micro-batches in flight.
 - MoE: the routed experts under expert parallelism (E/ep experts a device), their all-to-all,
   and the host launches of each local expert that outlast the experts' GEMMs
@@ -38,6 +39,7 @@ from ..errors import check_choice
 from ..primitives.attention import ATTENTION_KERNELS, FLASH_BACKWARD, attention_prefill
 from ..primitives.collectives import collective, strided_collective
 from ..primitives.gemm import elementwise, gemm
+from ..primitives.kernel_fits import LINEAR_CHUNK
 from ..primitives.hardware_numbers import GpuNumbers
 from ..specs import ModelSpec
 from . import ops
@@ -172,6 +174,18 @@ def activation_bytes_per_token_layer(model: ModelSpec, *, tp, cp, recompute: str
     return (2.0 * per_token - fp8_saved + scores) / (tp * cp)
 
 
+def chunk_state_bytes_per_token(model: ModelSpec, seq_len) -> float:
+    """Bytes per token a hybrid's linear layer keeps for its backward beyond a softmax
+    layer's: the chunked recurrence (Gated DeltaNet, KDA, Mamba-2's SSD) stores the state
+    entering each chunk, heads x d_k x d_v at the state's width, once per LINEAR_CHUNK tokens
+    (flash-linear-attention's chunk_gated_delta_rule_fwd returns them for its backward;
+    mamba_ssm's chunk_state likewise); 0 for a model without linear layers."""
+    if not model.n_linear_layers:
+        return 0.0 * seq_len
+    state = model.linear_value_heads * model.linear_key_head_dim * model.linear_value_head_dim
+    return state * model.linear_state_bytes_per_element / np.minimum(LINEAR_CHUNK, seq_len)
+
+
 def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
              precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2",
              moe_host_s_per_local_expert=None) -> dict:
@@ -273,8 +287,9 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     state = sum(per_part.values())
     # Megatron-LM: the first stage holds pp micro-batches (1F1B); interleaving adds (pp-1)/(pp·v).
     in_flight = np.minimum(pp, n_micro) * np.where(virtual_stages > 1, 1.0 + (pp - 1.0) / (pp * virtual_stages), 1.0)
-    act = activation_bytes_per_token_layer(model, tp=tp, cp=cp, recompute=recompute, attention=attention, seq=S,
-                                           precision=precision) \
+    linear_states = (recompute != "full") * model.n_linear_layers / L * chunk_state_bytes_per_token(model, S)
+    act = (activation_bytes_per_token_layer(model, tp=tp, cp=cp, recompute=recompute, attention=attention, seq=S,
+                                            precision=precision) + linear_states / (tp * cp)) \
         * mb * S * (L / pp) * in_flight
     logits = mb * S / cp * model.vocab_size / tp * 4.0
     used = state + act + logits

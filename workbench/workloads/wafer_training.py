@@ -73,7 +73,7 @@ from ..primitives.weight_streaming import memoryx_update, streamed_layer
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from . import ops
-from .training import ADAM_BYTES_PER_PARAM, RECOMPUTE, activation_bytes_per_token_layer
+from .training import ADAM_BYTES_PER_PARAM, RECOMPUTE, activation_bytes_per_token_layer, chunk_state_bytes_per_token
 from .wafer_inference import grid_candidates
 from .wafer_layers import prefill_layer
 
@@ -86,9 +86,14 @@ GRADIENT_BYTES = 2.0  # 16-bit gradients streamed out
 def checkpoint_bytes_per_sequence(model: ModelSpec, *, seq_len, recompute: str):
     """Bytes one sequence needs on the wafer at the peak of the backward: what every layer
     keeps for it, and under "full" also the intermediates of the one layer being
-    recomputed (the usual full-recomputation peak, Korthikanti et al. 2022 Sec. 5)."""
-    kept = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) * model.n_layers
-    working = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute="none") * (recompute == "full")
+    recomputed (the usual full-recomputation peak, Korthikanti et al. 2022 Sec. 5); a
+    hybrid's linear layers keep their chunk states as well (every one of them without
+    full recomputation, the recomputed one with it)."""
+    linear = chunk_state_bytes_per_token(model, seq_len)
+    kept = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) * model.n_layers \
+        + (recompute != "full") * model.n_linear_layers * linear
+    working = (activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute="none") + linear) \
+        * (recompute == "full")
     return (kept + working) * seq_len
 
 
