@@ -31,7 +31,8 @@ def _api(hw, **controls):
     if hw in ("cs3", "cs2"):  # a wafer refuses precision and zero (it computes bf16; no ZeRO)
         return predict.training(hardware=hw, devices=s["systems"], **common)
     return predict.training(hardware=hw, tp=s["tp"], pp=s["pp"], dp=s["dp"], micro_batch=s["micro_batch"],
-                            zero=s["zero"], attention=s["attention"], virtual_stages=s["virtual_stages"],
+                            zero=s["zero"], attention=None if s["attention"] == "measured" else s["attention"],
+                            virtual_stages=s["virtual_stages"],
                             precision=s["precision"], **common)
 
 
@@ -54,7 +55,7 @@ def test_normalize_training_state_fills_defaults_and_checks():
                        (dict(tp=0), "tp=0 is not allowed; allowed: a positive integer"),
                        (dict(seq_len=1.5), "seq_len=1.5 is not allowed"),
                        (dict(zero=5), "zero=5 is not known; allowed: 0, 1, 2, 3"),
-                       (dict(attention="x"), "attention='x' is not known; allowed: flash2, flash1, flash3, materialized"),
+                       (dict(attention="x"), "attention='x' is not known; allowed: measured, flash2, flash1, flash3, materialized"),
                        (dict(recompute="half"), "recompute='half' is not known"),
                        (dict(precision="fp16"), "precision='fp16' is not known; allowed: bf16, fp8"),
                        (dict(batch=8), "control 'batch' is not known")):

@@ -44,13 +44,20 @@ def test_chips_without_tables_and_wafers():
         predict.attention(hardware="mi300x", batch=1, seq_len=1024, n_heads=32, head_dim=128, kernel="framework")
 
 
-def test_training_defaults_to_the_analytical_efficiencies():
-    a = predict.training(hardware="h100_sxm", model="llama_3_1_8b", devices=8, tp=8, global_batch=8)
-    b = predict.training(hardware="h100_sxm", model="llama_3_1_8b", devices=8, tp=8, global_batch=8, framework="none")
-    assert float(a.step_time_s) == float(b.step_time_s)
-    c = predict.training(hardware="h100_sxm", model="llama_3_1_8b", devices=8, tp=8, global_batch=8,
-                         framework="trtllm")
-    assert np.isfinite(float(c.step_time_s)) and float(c.step_time_s) != float(a.step_time_s)
+def test_training_defaults_to_the_gpus_kernel_tables():
+    """predict.training runs on the GPU's default framework's tables (H100: trtllm) and that
+    framework's attention kernel, says so (kernel_tables, attention_kernel), and "none" keeps
+    the analytical efficiencies and flash2; a GPU without tables (MI300X) runs analytical."""
+    kw = dict(hardware="h100_sxm", model="llama_3_1_8b", devices=8, tp=8, global_batch=8)
+    a = predict.training(**kw)
+    b = predict.training(**kw, framework="trtllm", attention="framework")
+    c = predict.training(**kw, framework="none")
+    assert float(a.step_time_s) == float(b.step_time_s) != float(c.step_time_s)
+    assert (a.kernel_tables.item(), a.attention_kernel.item()) == ("trtllm", "framework")
+    assert (c.kernel_tables.item(), c.attention_kernel.item()) == ("none", "flash2")
+    m = predict.training(**dict(kw, hardware="mi300x"))
+    assert (m.kernel_tables.item(), m.attention_kernel.item()) == ("none", "flash2")
+    assert np.isfinite(float(m.step_time_s))
 
 
 def test_a_chip_with_twice_the_bandwidth_halves_a_memory_bound_gemm():

@@ -24,20 +24,21 @@ def test_the_shipped_constant_is_the_fit(fit):
 
 
 def test_it_predicts_rows_models_and_gpus_it_was_not_fitted_on(fit):
-    """Median |speed error| of the MoE rows, recorded at the fit (0.45 ms): 30.7% without the
-    term, 10.2% with it; each row predicted with the constant fitted on the other rows 11.1%,
-    each model's rows on the other models' 16.5%, each GPU's rows on the other GPUs' 11.1%.
-    Tolerances: a point above each."""
+    """Median |speed error| of the MoE rows, recorded at the fit (0.41 ms, the GPUs' kernel
+    tables): 32.2% without the term, 9.3% with it; each row predicted with the constant fitted
+    on the other rows 9.6%, each model's rows on the other models' 13.5%, each GPU's rows on
+    the other GPUs' 24.0% (B200's rows, the ones the launches dominate, hold the constant up:
+    the other GPUs' alone choose less). Tolerances: a point above each."""
     med = fit["median_abs_err"]
     assert med["without"] > 0.25
-    assert med["fitted"] < 0.115
-    assert med["leave_one_row_out"] < 0.125 and med["leave_one_model_out"] < 0.175
-    assert med["leave_one_gpu_out"] < 0.125
+    assert med["fitted"] < 0.105
+    assert med["leave_one_row_out"] < 0.105 and med["leave_one_model_out"] < 0.145
+    assert med["leave_one_gpu_out"] < 0.25
     rows = fit["rows"]
-    # the rows the term was missing most: Qwen3-30B-A3B at micro-batch 1 on B200 (+223% at
-    # selective recompute without it), DeepSeek-V3 and Qwen3-235B on B200 at EP 8 (+75%, +93%)
+    # the rows the term was missing most: Qwen3-30B-A3B at micro-batch 1 on B200 (+202% at
+    # selective recompute without it), Qwen3-235B and DeepSeek-V3 on B200 at EP 8 (+85%, +59%)
     for rid in ("NM25", "NM08", "NM07"):
-        assert rows.loc[rid, "without"] > 0.7
+        assert rows.loc[rid, "without"] > 0.5
         assert abs(rows.loc[rid, "leave_one_row_out"]) < 0.15, rid
 
 
@@ -55,11 +56,11 @@ def test_grid_errors_are_linear_in_the_constant():
 def test_the_constant_carries_to_the_next_release():
     """The MoE rows of the next Megatron-Bridge table (26.02.01, NN01-NN18 and the Mamba-2
     hybrid Nemotron-3-Nano NN28-NN31: newer recipes, the B300 no fitted row has), never
-    fitted: median |speed error| 44.1% without the term, 23.7% with the constant fitted on
-    25.11 (recorded when the hybrid rows joined); 13 of 22 within 25% (8 without). Checked:
-    with it the median is at least 10 points lower and at most 25%, 13 rows within 25%."""
+    fitted: median |speed error| 23.0% without the term, 18.0% with the constant fitted on
+    25.11; 17 of 22 within 25% (13 without; under the analytical efficiencies 44.1% -> 23.7%,
+    8 -> 13 rows). Checked: with it the median is lower and at most 20%, 16 rows within 25%."""
     nxt = training_host.next_release(MOE_HOST_S_PER_LOCAL_EXPERT)
     assert len(nxt) == 22 and set(nxt.hardware) == {"gb300", "gb200", "b300", "b200", "h100_sxm"}
     with_, without = np.median(np.abs(nxt["with"])), np.median(np.abs(nxt["without"]))
-    assert with_ < without - 0.1 and with_ < 0.25
-    assert (np.abs(nxt["with"]) <= 0.25).sum() >= 13
+    assert with_ < without and with_ < 0.20
+    assert (np.abs(nxt["with"]) <= 0.25).sum() >= 16

@@ -203,7 +203,9 @@ class GpuBackend:
     def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
                  global_batch, micro_batch, virtual_stages, devices=None, dp=None, moe_host_s_per_local_expert=None,
                  **_) -> dict:
+        from ..primitives.attention import resolve_kernel
         from ..workloads.training import training
+        attention = resolve_kernel(hw, attention)  # None: the framework's kernel where there are tables
         if attention == "framework" and hw.kernels is None:
             raise InputError(f"attention='framework' is not allowed on {hw.label} without kernel tables; allowed: "
                              "framework= a serving framework with tables (workbench list frameworks), or attention "
@@ -214,6 +216,9 @@ class GpuBackend:
                      seq_len=seq_len, global_batch=global_batch, micro_batch=layout.micro_batch, precision=precision,
                      zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
                      attention=attention, moe_host_s_per_local_expert=moe_host_s_per_local_expert)
+        # what ran: the attention kernel and the framework whose tables timed the kernels
+        r["attention_kernel"] = np.array(attention, dtype=object)
+        r["kernel_tables"] = np.array(framework_of(hw), dtype=object)
         return flag_problems(r, layout.problems(model, phase="training"))
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,

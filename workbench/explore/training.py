@@ -49,13 +49,14 @@ from .state import _STYLE, _cell, _frozen, _kinds, complete_state, join_groups
 
 TRAINING_DEFAULTS = {"hardware": ("h100_sxm", "b200", "cs3"), "model": "llama_3_8b", "precision": "bf16",
                      "seq_len": 4096, "global_batch": 512, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 64, "ep": 8,
-                     "zero": 1, "recompute": "full", "attention": "flash2", "virtual_stages": 1, "systems": 4}
+                     "zero": 1, "recompute": "full", "attention": "measured", "virtual_stages": 1, "systems": 4}
 # ep 8: the expert parallelism of most Megatron-Bridge 25.11 MoE recipes (scripts/performance/configs:
 # Qwen3-30B-A3B's base config, Qwen3-235B-A22B and DeepSeek-V3 on B200, GPT-OSS-120B on H100)
 TRAINING_CONTROLS = tuple(TRAINING_DEFAULTS)
 CHOICES = {"precision": PRECISIONS, "zero": (0, 1, 2, 3), "recompute": RECOMPUTE,
-           # the explorer trains with the analytical efficiencies (framework none): no table kernel
-           "attention": tuple(k for k in ATTENTION_KERNELS if k != "framework")}
+           # "measured": the GPU framework's kernel from its tables (flash2 on a GPU without tables),
+           # as predict.training's attention=None; or an analytical kernel by name
+           "attention": ("measured",) + tuple(k for k in ATTENTION_KERNELS if k != "framework")}
 SIZES = ("seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "ep", "virtual_stages", "systems")
 # Sweep ranges (tp and pp follow the model: see training_sweep_values) and who they apply to.
 TRAINING_POWERS = {"seq_len": tuple(2 ** i for i in range(10, 18)),
@@ -106,7 +107,7 @@ def _gpu_parts(ds: xr.Dataset) -> xr.Dataset:
 
 
 def _wafer_parts(ds: xr.Dataset) -> xr.Dataset:
-    return ds.drop_vars("attention")
+    return ds.drop_vars("attention", errors="ignore")
 
 
 def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:
@@ -118,7 +119,8 @@ def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:
     # expert parallelism applies to a model with routed experts (a dense model trains at ep 1)
     ep = sz["ep"] if load_model(s["model"]).is_moe else 1
     layout = dict(tp=sz["tp"], pp=sz["pp"], dp=sz["dp"], ep=ep, micro_batch=sz["micro_batch"], zero=s["zero"],
-                  attention=s["attention"], virtual_stages=sz["virtual_stages"], precision=s["precision"])
+                  attention=None if s["attention"] == "measured" else s["attention"], virtual_stages=sz["virtual_stages"],
+                  precision=s["precision"])
     gpus, wafers = _kinds(hardware)
     parts, problems = [], []
     for group, kwargs, finish in ((gpus, layout, _gpu_parts), (wafers, dict(devices=sz["systems"]), _wafer_parts)):
