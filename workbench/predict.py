@@ -380,7 +380,7 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     library kernels Megatron-Core also calls (cuBLAS GEMMs, fused attention): against the 93
     measured GPU training rows the default tables give a median |speed error| of 9.6%, the
     analytical efficiencies 11.2% (Megatron-Bridge 26.02.01 rows, never fitted: 10.9% against
-    17.6%; tests/workloads/test_training_vs_measurements.py).
+    17.6%; `workbench run model_vs_silicon`, its GPU training rows).
     `moe_host_s_per_local_expert` (GPUs; None: Megatron-Core's fitted eager-launch time,
     workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT; 0: experts launched from CUDA graphs) is
     the host time each local expert of an MoE layer costs per micro-batch (output moe_host_s).

@@ -79,8 +79,7 @@ BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is
 # (predict.training's default framework): their median |speed error| 32.2% without the term,
 # 9.3% with it; held out by row 9.6%, by model 13.5%, by GPU 24.0% (under the analytical
 # efficiencies: 0.45 ms, 10.2%; 11.1 / 16.5 / 11.1%). 0.41 ms is ~20 eager launches of ~20 us
-# a local expert. Full recomputation replays the
-# forward's third of the launches.
+# a local expert. Full recomputation replays the forward's third of the launches.
 MOE_HOST_S_PER_LOCAL_EXPERT = 4.1e-4
 GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
 # Backward of a hybrid's linear token mixing (Gated DeltaNet, KDA, Mamba-2 chunked scans) over
