@@ -144,7 +144,8 @@ REBASED = {
     "gemm_wafer": _SIMULATED, "gemm_wafer_default_grid": _SIMULATED,
     "serving_cs3": _SIMULATED + "; the open-loop serving of a CS-3 takes its prefill time from it",
     "disaggregated_mixed": _SIMULATED + " (its colocated CS-3 baseline)",
-    "training_wafer": (_TRAINING_TABLES + "; wafer numbers unchanged (before: " + "issue 17: weight-streaming training as Cerebras runs it (workloads/wafer_training.py): block "
+    "training_wafer": (_TRAINING_TABLES + "; wafer numbers unchanged (before: issue 17: weight-streaming training "
+                       "as Cerebras runs it (workloads/wafer_training.py): block "
                        "checkpointing by default on CS systems, the optimizer update in MemoryX after the last "
                        "micro-batch's backward, a fixed cost per step (17.5 ms, fitted on C181/C182): step time "
                        "+3% median, up to +49%; then " + _SIMULATED + " (step times unchanged, the reported grid "

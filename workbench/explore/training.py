@@ -118,9 +118,9 @@ def _run_training(s: dict, hardware, **sizes) -> xr.Dataset:
     # precision and zero go to the GPUs only: a wafer refuses them (it computes bf16; no ZeRO)
     # expert parallelism applies to a model with routed experts (a dense model trains at ep 1)
     ep = sz["ep"] if load_model(s["model"]).is_moe else 1
+    attention = None if s["attention"] == "measured" else s["attention"]  # None: predict.training's measured kernel
     layout = dict(tp=sz["tp"], pp=sz["pp"], dp=sz["dp"], ep=ep, micro_batch=sz["micro_batch"], zero=s["zero"],
-                  attention=None if s["attention"] == "measured" else s["attention"], virtual_stages=sz["virtual_stages"],
-                  precision=s["precision"])
+                  attention=attention, virtual_stages=sz["virtual_stages"], precision=s["precision"])
     gpus, wafers = _kinds(hardware)
     parts, problems = [], []
     for group, kwargs, finish in ((gpus, layout, _gpu_parts), (wafers, dict(devices=sz["systems"]), _wafer_parts)):

@@ -187,6 +187,12 @@ def chunk_state_bytes_per_token(model: ModelSpec, seq_len) -> float:
     return state * model.linear_state_bytes_per_element / np.minimum(LINEAR_CHUNK, seq_len)
 
 
+def linear_state_bytes_per_token_layer(model: ModelSpec, *, seq_len, recompute: str):
+    """The chunk states a layer keeps per token, averaged over the layers (the linear layers'
+    share of them); none under full recomputation, which keeps only each block's input."""
+    return (recompute != "full") * model.n_linear_layers / model.n_layers * chunk_state_bytes_per_token(model, seq_len)
+
+
 def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
              precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2",
              moe_host_s_per_local_expert=None) -> dict:
@@ -288,9 +294,9 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     state = sum(per_part.values())
     # Megatron-LM: the first stage holds pp micro-batches (1F1B); interleaving adds (pp-1)/(pp·v).
     in_flight = np.minimum(pp, n_micro) * np.where(virtual_stages > 1, 1.0 + (pp - 1.0) / (pp * virtual_stages), 1.0)
-    linear_states = (recompute != "full") * model.n_linear_layers / L * chunk_state_bytes_per_token(model, S)
     act = (activation_bytes_per_token_layer(model, tp=tp, cp=cp, recompute=recompute, attention=attention, seq=S,
-                                            precision=precision) + linear_states / (tp * cp)) \
+                                            precision=precision)
+           + linear_state_bytes_per_token_layer(model, seq_len=S, recompute=recompute) / (tp * cp)) \
         * mb * S * (L / pp) * in_flight
     logits = mb * S / cp * model.vocab_size / tp * 4.0
     used = state + act + logits

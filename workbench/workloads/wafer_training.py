@@ -73,7 +73,8 @@ from ..primitives.weight_streaming import memoryx_update, streamed_layer
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from . import ops
-from .training import ADAM_BYTES_PER_PARAM, RECOMPUTE, activation_bytes_per_token_layer, chunk_state_bytes_per_token
+from .training import (ADAM_BYTES_PER_PARAM, RECOMPUTE, activation_bytes_per_token_layer, chunk_state_bytes_per_token,
+                       linear_state_bytes_per_token_layer)
 from .wafer_inference import grid_candidates
 from .wafer_layers import prefill_layer
 
@@ -89,11 +90,10 @@ def checkpoint_bytes_per_sequence(model: ModelSpec, *, seq_len, recompute: str):
     recomputed (the usual full-recomputation peak, Korthikanti et al. 2022 Sec. 5); a
     hybrid's linear layers keep their chunk states as well (every one of them without
     full recomputation, the recomputed one with it)."""
-    linear = chunk_state_bytes_per_token(model, seq_len)
-    kept = activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute) * model.n_layers \
-        + (recompute != "full") * model.n_linear_layers * linear
-    working = (activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute="none") + linear) \
-        * (recompute == "full")
+    kept = (activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute=recompute)
+            + linear_state_bytes_per_token_layer(model, seq_len=seq_len, recompute=recompute)) * model.n_layers
+    working = (activation_bytes_per_token_layer(model, tp=1.0, cp=1.0, recompute="none")
+               + chunk_state_bytes_per_token(model, seq_len)) * (recompute == "full")  # a linear block's, in full
     return (kept + working) * seq_len
 
 
