@@ -86,6 +86,15 @@ def test_infeasible_point_prints_fits_false(capsys):
     assert record["ttft_s"] is None or not math.isfinite(record["ttft_s"])  # NaN prints as null
 
 
+def test_table_output_prints_the_whole_reason(capsys):
+    """An infeasible point's reason is printed whole: pandas cuts a cell at 50 characters by
+    default, which left "tp=3 does not divide n_heads=64 of qwen3_32b; ..." without what is allowed."""
+    rc, out, _ = _run(capsys, ["predict", "serving", "--hardware", "b300", "--model", "Qwen/Qwen3-32B", "--tp", "3",
+                               "--concurrency", "16"])
+    assert rc == 0
+    assert "tp=3 does not divide n_heads=64 of qwen3_32b; allowed: 1, 2, 4, 8, 16, 32, 64" in out
+
+
 def test_table_output_without_json(capsys):
     rc, out, _ = _run(capsys, INFERENCE)
     assert rc == 0 and "ttft_s" in out and "tpot_s" in out

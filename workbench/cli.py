@@ -185,7 +185,9 @@ def _predict(kind: str, args: dict, ns) -> int:
     if ns.json:
         print(json.dumps(_jsonable(ds), indent=2))
     else:
-        print(ds.to_dataframe().to_string() if ds.sizes else ds.to_pandas().to_string())
+        import pandas as pd
+        with pd.option_context("display.max_colwidth", None):  # a reason is read whole, never cut at 50
+            print(ds.to_dataframe().to_string() if ds.sizes else ds.to_pandas().to_string())
     return 0
 
 
