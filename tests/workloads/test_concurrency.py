@@ -265,6 +265,31 @@ def test_fixed_pools_against_the_measured_disaggregated_runs():
     assert np.all(moe.ttft_s > 0)  # fewer requests than decode replicas once gave a negative TTFT
 
 
+def test_runtime_memory_comes_off_before_tensorrt_llms_fraction():
+    """TensorRT-LLM's KV cache is 0.9 of what the weights, the activations and the runtime's own
+    memory leave free: the CUDA context and libraries (551 MB) and NCCL's buffers (342 MiB on 2
+    GPUs, 392 MiB on 4 or more; aiconfigurator-core 0.12.0 systems/h100_sxm.yaml misc), in
+    closed form. DeepSeek-R1 in FP8 on one 8-GPU H100 node keeps 84.1 GB of weights on each
+    85.5 GB GPU: with the runtime's 1.4 GB it has no room for a request (every measured DeepSeek
+    run on H100 in serving_silicon.csv uses 16-GPU pools), where without it one request fit."""
+    from workbench.workloads.concurrency import max_running, runtime_reserved_bytes
+    from workbench.workloads.inference import LOGIT_BYTES, MAX_PREFILL_TOKENS, activation_bytes_per_token
+    np.testing.assert_allclose(runtime_reserved_bytes([1, 2, 4, 8, 16]),
+                               551e6 + np.array([0.0, 342.0, 392.0, 392.0, 392.0]) * 2 ** 20)
+    hw, model = numbers("h100_sxm", framework="trtllm"), load_model("deepseek_r1")
+    kw = dict(prompt=1024.0, generate=1024.0, attention_dp=1.0, w_bytes=1.0, kv_bytes=2.0, stream_bytes=2.0,
+              kv_memory_of="free")
+    cap, weights, kv = max_running(hw, model, tp=16.0, **kw)
+    act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=16.0, stream_bytes=2.0)
+    room = (hw.hbm_capacity_bytes - weights - act - runtime_reserved_bytes(16.0)) * 0.9
+    assert float(cap) == np.floor(room / (kv + model.vocab_size / 16.0 * LOGIT_BYTES)) > 100
+    cap8, weights8, _ = max_running(hw, model, tp=8.0, **kw)
+    assert 84.0e9 < float(weights8) < hw.hbm_capacity_bytes < float(weights8) + 1.5e9 and float(cap8) == 0.0
+    r = predict.serving(hardware="h100_sxm", model="deepseek-ai/DeepSeek-R1", tp=8, concurrency=8, prompt=1024,
+                        generate=1024, weights="fp8", framework="trtllm")
+    assert not bool(r.fits) and "runtime's own memory" in str(r.reason.values)
+
+
 def test_kv_memory_rule_per_framework():
     """TensorRT-LLM gives the KV cache 0.9 of the memory the weights leave free, vLLM and
     SGLang 0.9 of the device minus the weights: DeepSeek-R1 in FP8 over 4 B200 (168 GB of

@@ -136,6 +136,25 @@ def framework_limits(framework: str, hw, attention_dp=1.0) -> tuple:
 
 
 KV_MEMORY_OF = ("total", "free")  # what the framework's memory fraction applies to
+# Device memory a serving runtime holds outside its weights, activations and KV cache: the
+# CUDA context with cuBLAS and other library workspaces, 551 MB, and NCCL's communicator
+# buffers, 342 MiB with 2 GPUs and 392 MiB with 4 or 8 (aiconfigurator-core 0.12.0
+# systems/h100_sxm.yaml and b200_sxm.yaml, misc: other_mem "cuda, cublas, etc." measured at
+# 551MB before that package raised it to 3.5 GB as a safety margin; nccl_mem by TP size, "based
+# on observations"). TensorRT-LLM sizes its KV cache from the memory still free once these are
+# allocated ("free"), so they come off before its fraction; under "total" the device share
+# outside the fraction (10%: 8.5 GB on an H100) holds them.
+RUNTIME_CONTEXT_BYTES = 551e6
+NCCL_BUFFER_BYTES = ((2.0, 342 * 2.0 ** 20), (4.0, 392 * 2.0 ** 20))  # (GPUs at least, bytes per GPU)
+
+
+def runtime_reserved_bytes(devices):
+    """Bytes per GPU a serving runtime holds for itself on an instance of `devices` GPUs
+    (RUNTIME_CONTEXT_BYTES and the NCCL_BUFFER_BYTES of that many GPUs; no NCCL on one)."""
+    devices = np.asarray(devices, float)
+    tiers = tuple(reversed(NCCL_BUFFER_BYTES))  # the largest group first
+    nccl = np.select([devices >= n for n, _ in tiers], [b for _, b in tiers], 0.0)
+    return RUNTIME_CONTEXT_BYTES + nccl
 
 
 def weights_per_device_bytes(model, w_bytes, *, tp, attention_dp, attention_w_bytes=None):
@@ -169,8 +188,9 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
     """Requests one replica's KV cache admits: what is left of the usable memory after the
     weights and the activation working set of a full token budget, over one request's cache.
     The usable memory is MEMORY_UTILIZATION of the device ("total": vLLM's
-    gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights and
-    activations leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction).
+    gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights,
+    activations and the runtime's own memory (runtime_reserved_bytes of the tp x attention_dp
+    GPUs) leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction).
     With `pp` pipeline stages a device holds 1/pp of the layers: of their weights and of
     every request's cache. `extra_*`: a speculative draft's weights on the device and its
     cache per token (on one stage, whole); `attention_w_bytes`: the format of every weight
@@ -181,7 +201,8 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
     kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=pp, kv_bytes=kv_bytes) + \
         extra_kv_bytes_per_token * (prompt + generate)
     logits = model.vocab_size / tp * LOGIT_BYTES
-    free = np.where(kv_memory_of == "free", (hw.hbm_capacity_bytes - weights - act) * MEMORY_UTILIZATION,
+    runtime = runtime_reserved_bytes(tp * attention_dp)
+    free = np.where(kv_memory_of == "free", (hw.hbm_capacity_bytes - weights - act - runtime) * MEMORY_UTILIZATION,
                     hw.hbm_capacity_bytes * MEMORY_UTILIZATION - weights - act)
     return np.maximum(np.floor(free / (kv_per_seq + logits)), 0.0), weights, kv_per_seq
 
@@ -368,7 +389,8 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     supported, missing = math_support(hw, (layer["math"], activations))
     fits = (cap >= 1.0) & supported
     reason = choose([(np.broadcast_to(~supported, np.shape(cap)), f"no {missing} math units on {hw.label}"),
-                     (cap < 1.0, "weights + activations leave no room for one request's KV cache")], "")
+                     (cap < 1.0, "weights, activations and the runtime's own memory leave no room for one "
+                                 "request's KV cache")], "")
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "queue_s": wait, "first_wave_ttft_s": burst_ttft,
         "steady_ttft_s": steady_ttft,

@@ -149,7 +149,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     devices = replicas_p * prefill_tp * prefill_pp + replicas_d * decode_tp * decode_pp
     out_rate = rate * generate
     fits = cap >= 1.0
-    reason = choose([(cap < 1.0, "decode weights + activations leave no room for one request's KV cache")], "")
+    reason = choose([(cap < 1.0, "decode weights, activations and the runtime's own memory leave no room for one "
+                                 "request's KV cache")], "")
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "kv_transfer_s": kv_s + 0.0 * tpot,
             "prefill_batch_s": batch_s + 0.0 * tpot, "prefill_utilization": rate / capacity,
             "prefill_wait_s": prefill_wait + 0.0 * tpot,
