@@ -57,7 +57,7 @@ MOE_MLA_KERNELS = ("composed", "measured")
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
                  framework, hardware_overrides, model_overrides, moe_mla_kernels="composed", draft_model=None,
-                 draft_len=0, acceptance=0.0, attention_weights=None, pp=1):
+                 draft_len=0, acceptance=0.0, attention_weights=None, pp=1, token_budget=None, memory_fraction=None):
     """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions);
     draft_len > 0 or a draft_model is speculative decoding (the target's MTP head without
     a draft_model), with the draft length of least TPOT as `best_draft_len` when swept."""
@@ -78,6 +78,11 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
     for arg, v in (("concurrency", concurrency), ("prompt", prompt), ("generate", generate), ("tp", tp), ("ep", ep),
                    ("attention_dp", attention_dp), ("pp", pp)):
         check_positive(arg, v, integer=True)
+    if token_budget is not None:
+        check_positive("token_budget", token_budget, integer=True)
+    if memory_fraction is not None:
+        check_range("memory_fraction", memory_fraction, low=0.0, high=1.0, open_low=True,
+                    allowed="a fraction in (0, 1]")
     if min(values_of(generate)) < 2:
         raise InputError(f"generate={min(values_of(generate))} is not allowed with concurrency; allowed: an "
                          "integer >= 2 (TPOT = (end-to-end - TTFT) / (generate - 1))")
@@ -93,7 +98,9 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
                                "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels)},
                   numeric={**_axes(concurrency=concurrency, prompt=prompt, generate=generate, tp=tp, ep=ep,
                                    attention_dp=attention_dp, pp=pp,
-                                   **({"draft_len": draft_len, "acceptance": acceptance} if speculative else {})),
+                                   **({"draft_len": draft_len, "acceptance": acceptance} if speculative else {}),
+                                   **({} if token_budget is None else {"token_budget": token_budget}),
+                                   **({} if memory_fraction is None else {"memory_fraction": memory_fraction})),
                            **knob_axes},
                   attrs={"function": "predict.serving", "batching": "continuous, fixed concurrency (closed loop)",
                          "tpot": "(end-to-end - TTFT) / (generate - 1), mean over requests",
@@ -109,7 +116,8 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
 def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
             ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
             draft_model=None, framework=None, hardware_overrides=None, concurrency=None, ep=1, attention_dp=1,
-            activations=None, model_overrides=None, moe_mla_kernels="composed", attention_weights=None):
+            activations=None, model_overrides=None, moe_mla_kernels="composed", attention_weights=None,
+            token_budget=None, memory_fraction=None):
     """Serving with continuous batching.
 
     With `concurrency` (requests in flight; a new one starts as each finishes, as the
@@ -127,6 +135,14 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     `weights` is the routed experts' format and `attention_weights` (None: the same) every
     other matmul's, each computing in its format's math unless `activations` says
     (predict.inference).
+    `token_budget` (closed loop) is the tokens one iteration of an attention replica
+    carries, as the engine was set: TensorRT-LLM's max_num_tokens, vLLM's
+    max_num_batched_tokens, SGLang's chunked_prefill_size over its DP size (None: the
+    framework's default, workloads/concurrency.framework_limits).
+    `memory_fraction` (closed loop) is the share of memory the weights and KV cache may take:
+    vLLM's gpu_memory_utilization and SGLang's mem_fraction_static of the device,
+    TensorRT-LLM's free_gpu_memory_fraction of what the weights, activations and runtime
+    leave free (None: 0.9, workloads/inference.MEMORY_UTILIZATION).
     `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM
     tables, MLA decode analytical: what the measured serving runs favour, leave-one-model-out)
     or "measured" (the framework's measured MoE-layer, MLA-decode and EP dispatch / combine
@@ -151,9 +167,11 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                             tp=tp, ep=ep, attention_dp=attention_dp, pp=pp, weights=weights, activations=activations, kv=kv,
                             framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
                             moe_mla_kernels=moe_mla_kernels, draft_model=draft_model, draft_len=draft_len,
-                            acceptance=acceptance, attention_weights=attention_weights)
+                            acceptance=acceptance, attention_weights=attention_weights, token_budget=token_budget,
+                            memory_fraction=memory_fraction)
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
-                            ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "composed")):
+                            ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "composed"),
+                            ("token_budget", token_budget, None), ("memory_fraction", memory_fraction, None)):
         if v is not default and v != default:
             raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
                              "open-loop model takes tp, pp, weights, kv)")

@@ -223,10 +223,14 @@ class GpuBackend:
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
                     activations, kv, imbalance=1.0, moe_mla_kernels="composed", draft_model=None, draft_len=0.0,
-                    acceptance=0.0, attention_weights=None, pp=1.0, **_) -> dict:
+                    acceptance=0.0, attention_weights=None, pp=1.0, token_budget=None, memory_fraction=None,
+                    **_) -> dict:
         """Fixed-concurrency serving (workloads/concurrency.py) under the framework whose
         tables the numbers carry: its token budget and per-iteration host overhead; with a
-        `draft_model` (a spec, or speculative.MTP_HEAD), speculative decoding."""
+        `draft_model` (a spec, or speculative.MTP_HEAD), speculative decoding. A
+        `token_budget` (tokens one iteration of an attention replica carries) or
+        `memory_fraction` (of the device, or of its free memory under TensorRT-LLM's rule,
+        given to the weights and KV cache) replaces the framework's default."""
         from ..workloads import concurrency as cc
         import dataclasses
         fw = framework_of(hw)
@@ -238,6 +242,8 @@ class GpuBackend:
         consts = serving_constants()
         tp, attention_dp = framework_layout(fw, model, hw, tp, attention_dp)  # as the framework runs it
         budget, max_sequences = cc.framework_limits(fw, hw, attention_dp)
+        budget = budget if token_budget is None else token_budget + 0.0 * budget  # the engine's setting, when given
+        fraction = cc.MEMORY_UTILIZATION if memory_fraction is None else memory_fraction
         overhead_s = iteration_overhead_s(fw, model) if hw.framework_overhead_s is None \
             else hw.framework_overhead_s  # the knob, when given, replaces the framework's constants
         r = cc.closed_loop(hw=hw, model=model, concurrency=concurrency, prompt=prompt, generate=generate, tp=tp,
@@ -252,7 +258,7 @@ class GpuBackend:
                            **({} if draft_model is None else cc.draft_memory(
                                model, draft_model, weights=weights, kv=kvd, tp=tp, attention_dp=attention_dp,
                                prompt=prompt, generate=generate)),
-                           draft_len=draft_len, acceptance=acceptance, pp=pp)
+                           draft_len=draft_len, acceptance=acceptance, pp=pp, memory_fraction=fraction)
         r["activations"] = np.array(act, dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
         r["attention_tp_run"], r["attention_dp_run"] = tp + 0.0 * r["tpot_s"], attention_dp + 0.0 * r["tpot_s"]

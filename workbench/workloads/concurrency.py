@@ -184,10 +184,10 @@ def draft_memory(model, draft_model, *, weights: str, kv: str, tp, attention_dp,
 
 def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes,
                 kv_memory_of="total", extra_weights_bytes=0.0, extra_kv_bytes_per_token=0.0, attention_w_bytes=None,
-                pp=1.0):
+                pp=1.0, memory_fraction=MEMORY_UTILIZATION):
     """Requests one replica's KV cache admits: what is left of the usable memory after the
     weights and the activation working set of a full token budget, over one request's cache.
-    The usable memory is MEMORY_UTILIZATION of the device ("total": vLLM's
+    The usable memory is `memory_fraction` (default MEMORY_UTILIZATION) of the device ("total": vLLM's
     gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights,
     activations and the runtime's own memory (runtime_reserved_bytes of the tp x attention_dp
     GPUs) leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction).
@@ -202,8 +202,8 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
         extra_kv_bytes_per_token * (prompt + generate)
     logits = model.vocab_size / tp * LOGIT_BYTES
     runtime = runtime_reserved_bytes(tp * attention_dp)
-    free = np.where(kv_memory_of == "free", (hw.hbm_capacity_bytes - weights - act - runtime) * MEMORY_UTILIZATION,
-                    hw.hbm_capacity_bytes * MEMORY_UTILIZATION - weights - act)
+    free = np.where(kv_memory_of == "free", (hw.hbm_capacity_bytes - weights - act - runtime) * memory_fraction,
+                    hw.hbm_capacity_bytes * memory_fraction - weights - act)
     return np.maximum(np.floor(free / (kv_per_seq + logits)), 0.0), weights, kv_per_seq
 
 
@@ -226,7 +226,8 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
-                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0) -> dict:
+                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
+                memory_fraction=MEMORY_UTILIZATION) -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module). With a `draft` model (a spec: a small
     model, or the target's MTP head, speculative.draft_for) and draft_len = k > 0, every
@@ -254,7 +255,8 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
-                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0) -> dict:
+                draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
+                memory_fraction=MEMORY_UTILIZATION) -> dict:
     """closed_loop at one schedule (its doc)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
@@ -273,7 +275,8 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                                                  stream_bytes=stream_bytes, kv_memory_of=kv_memory_of,
                                                  attention_w_bytes=layer["w_bytes"],
                                                  extra_weights_bytes=draft_weights_bytes,
-                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=pp)
+                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=pp,
+                                                 memory_fraction=memory_fraction)
     cap = np.minimum(cap, max_sequences)  # the KV cache's room, or the framework's cap on running requests
     running = np.maximum(np.minimum(per_replica, cap), 1.0)  # requests a replica runs
     # Pipeline parallelism: min(running, pp) micro-batches in flight, one per stage, each
