@@ -52,6 +52,12 @@ def test_gemm_h200_fp8_held_out(size, measured):
     ("B05", "h100_sxm", "fp8", (1024, 9216, 14336)),
     ("B06", "h200_sxm", "fp8", (1280, 4096, 12032)),
     ("B07", "b200", "fp8", (15360, 4096, 3072)),
+    ("B15", "b300", "bf16", (12288, 18432, 1024)),
+    ("B16", "b300", "fp8", (3072, 6144, 7168)),
+    ("B17", "gb200", "bf16", (4096, 9728, 2048)),
+    ("B18", "gb200", "fp8", (19456, 5120, 1536)),
+    ("B19", "a100_pcie", "bf16", (2048, 5120, 6144)),
+    ("B20", "mi300x", "bf16", (10240, 15360, 8192)),
 ])
 def test_gemm_large_size_against_mamf(row_id, hardware, dtype, shape):
     """MAMF (stas00/ml-engineering mamf-finder) is the best over a shape search; the model's

@@ -128,16 +128,21 @@ _RUNTIME_MEMORY = ("issue 16: TensorRT-LLM's KV cache is 0.9 of the memory left 
                    "and the runtime's own (CUDA context 551 MB, NCCL buffers 342-392 MiB per GPU: aiconfigurator-core "
                    "systems/h100_sxm.yaml misc); a KV-limited point holds fewer requests (2 of 72 points of the tables "
                    "grid: TPOT +1.2%, TTFT +2.4% at most) and the no-room reason names that memory")
+_MI300X_MAMF = ("issue 15: MI300X's achievable GEMM rate is its measured MAMF (measurements B20: 668.4 of 1307.4 "
+                "TFLOP/s under ROCm 6.3, stas00/ml-engineering) in place of the 0.70 assumed: only the mi300x points "
+                "move, compute-bound time x 1.37 (B300, GB200 and A100 PCIe took their own MAMF rows B15-B19 too, "
+                "but they run on kernel tables here)")
 REBASED = {
-    "training_gpu_variants": _TRAINING_TABLES + " (before: " + _A2A_SP + ")",
+    "training_gpu_variants": _MI300X_MAMF + " (before: " + _TRAINING_TABLES + " (before: " + _A2A_SP + "))",
     "serving_fixed_concurrency_tables": (_RUNTIME_MEMORY + " (before: " + _DECODE_OCCUPANCY + _MOE_LAYER + _SGLANG_CHUNK
                                           + _PARTS_REFIT + _SGLANG_REFIT + ")"),
     "serving_fixed_concurrency_mtp": (_RUNTIME_MEMORY + " (before: " + _DECODE_OCCUPANCY + _MOE_LAYER + _SGLANG_CHUNK
                                           + _PARTS_REFIT + _SGLANG_REFIT + ")"),
     "disaggregated_fixed_pools": _DECODE_OCCUPANCY + _PARTS_REFIT,
-    "inference_gpu_dense": _B200_AFTER + " (before: " + _W8A16 + ")",
-    "inference_gpu_max_batch": _B200_AFTER + " (before: " + _W8A16 + ")",
-    "inference_gpu_moe": _B200_AFTER + " (before: " + _EP + "; then " + _W8A16 + ")",
+    "inference_gpu_dense": _MI300X_MAMF + " (before: " + _B200_AFTER + " (before: " + _W8A16 + "))",
+    "inference_gpu_max_batch": _MI300X_MAMF + " (before: " + _B200_AFTER + " (before: " + _W8A16 + "))",
+    "inference_gpu_moe": _MI300X_MAMF + " (before: " + _B200_AFTER + " (before: " + _EP + "; then " + _W8A16 + "))",
+    "gemm_gpu": _MI300X_MAMF, "attention_gpu": _MI300X_MAMF,
     "inference_gpu_dp": _B200_AFTER, "serving_h100_draft": _HEAD16_AR16, "serving_moe": _B200_AFTER,
     "disaggregated_gpu": _HEAD16_AR16, "training_gpu": _TRAINING_TABLES + " (before: " + _B200_HBM + ")",
     "serving_h200_70b_spec": _HEAD16_AR16 + " (before: " + _MTP + ")",
