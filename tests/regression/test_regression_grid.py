@@ -132,6 +132,13 @@ _MI300X_MAMF = ("issue 15: MI300X's achievable GEMM rate is its measured MAMF (m
                 "TFLOP/s under ROCm 6.3, stas00/ml-engineering) in place of the 0.70 assumed: only the mi300x points "
                 "move, compute-bound time x 1.37 (B300, GB200 and A100 PCIe took their own MAMF rows B15-B19 too, "
                 "but they run on kernel tables here)")
+_B200_NCCL = ("issue 15: the analytical NVLink 5 curve (framework none, and the scale-up part of collectives "
+              "beyond a table's 8 GPUs) is set from the measured 8-GPU NCCL all-reduce tables of B200 and B300 "
+              "(aiconfigurator-core 0.12.0, NCCL 2.29.2; GB200 and GB300 take B200's, and Verda's 72-GPU GB300 "
+              "NVL72 nccl-tests, measurements B22, at 8 GiB) in place of H100's B21 curve, which ran 1.3-1.7x "
+              "faster than measured from 16 to 256 MiB: only b200 points move (framework-none TTFT up to +40%, "
+              "TPOT up to +13%, training steps +0.3% at most; the open-loop serving grid's arrival rates follow "
+              "its prefill)")
 REBASED = {
     "training_gpu_variants": _MI300X_MAMF + " (before: " + _TRAINING_TABLES + " (before: " + _A2A_SP + "))",
     "serving_fixed_concurrency_tables": (_RUNTIME_MEMORY + " (before: " + _DECODE_OCCUPANCY + _MOE_LAYER + _SGLANG_CHUNK
@@ -163,6 +170,9 @@ REBASED = {
                        "moves); then a latency per streamed layer (cs2.yaml layer_stream_latency_s, 1.9 ms "
                        "fitted on the CS-2 rows C179-C182, C191, C192): step time +5.7% median, +2.5% to +33%)"),
 }
+for _name in ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_max_batch", "inference_gpu_dp", "training_gpu",
+              "collective_gpu", "serving_moe", "collective_gpu_tables"):  # the latest change first
+    REBASED[_name] = _B200_NCCL + (" (before: " + REBASED[_name] + ")" if _name in REBASED else "")
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
