@@ -139,6 +139,10 @@ _B200_NCCL = ("issue 15: the analytical NVLink 5 curve (framework none, and the 
               "faster than measured from 16 to 256 MiB: only b200 points move (framework-none TTFT up to +40%, "
               "TPOT up to +13%, training steps +0.3% at most; the open-loop serving grid's arrival rates follow "
               "its prefill)")
+_A100_NCCL = ("issue 15: A100 SXM's analytical NVSwitch curve is its measured 8-GPU NCCL 2.27.3 all-reduce table "
+              "(aiconfigurator-core 0.12.0) to 512 MiB and B25 at 8 GiB, in place of H100's B21 shape scaled to B25 "
+              "(0.44-0.97x the measured rate): only a100_sxm points move (framework-none collective times up to -65%, "
+              "TPOT up to -32%, TTFT up to -37%; training steps unchanged)")
 REBASED = {
     "training_gpu_variants": _MI300X_MAMF + " (before: " + _TRAINING_TABLES + " (before: " + _A2A_SP + "))",
     "serving_fixed_concurrency_tables": (_RUNTIME_MEMORY + " (before: " + _DECODE_OCCUPANCY + _MOE_LAYER + _SGLANG_CHUNK
@@ -173,6 +177,9 @@ REBASED = {
 for _name in ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_max_batch", "inference_gpu_dp", "training_gpu",
               "collective_gpu", "serving_moe", "collective_gpu_tables"):  # the latest change first
     REBASED[_name] = _B200_NCCL + (" (before: " + REBASED[_name] + ")" if _name in REBASED else "")
+for _name in ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_max_batch", "training_gpu", "collective_gpu",
+              "collective_gpu_tables"):
+    REBASED[_name] = _A100_NCCL + " (before: " + REBASED[_name] + ")"
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
