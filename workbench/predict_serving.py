@@ -170,8 +170,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                             acceptance=acceptance, attention_weights=attention_weights, token_budget=token_budget,
                             memory_fraction=memory_fraction)
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
-                            ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "composed"),
-                            ("token_budget", token_budget, None), ("memory_fraction", memory_fraction, None)):
+                            ("model_overrides", model_overrides, None),
+                            ("moe_mla_kernels", moe_mla_kernels, "composed"), ("token_budget", token_budget, None),
+                            ("memory_fraction", memory_fraction, None)):
         if v is not default and v != default:
             raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
                              "open-loop model takes tp, pp, weights, kv)")

@@ -242,7 +242,7 @@ class GpuBackend:
         consts = serving_constants()
         tp, attention_dp = framework_layout(fw, model, hw, tp, attention_dp)  # as the framework runs it
         budget, max_sequences = cc.framework_limits(fw, hw, attention_dp)
-        budget = budget if token_budget is None else token_budget + 0.0 * budget  # the engine's setting, when given
+        budget = budget if token_budget is None else token_budget  # the engine's setting, when given
         fraction = cc.MEMORY_UTILIZATION if memory_fraction is None else memory_fraction
         overhead_s = iteration_overhead_s(fw, model) if hw.framework_overhead_s is None \
             else hw.framework_overhead_s  # the knob, when given, replaces the framework's constants

@@ -145,15 +145,14 @@ KV_MEMORY_OF = ("total", "free")  # what the framework's memory fraction applies
 # allocated ("free"), so they come off before its fraction; under "total" the device share
 # outside the fraction (10%: 8.5 GB on an H100) holds them.
 RUNTIME_CONTEXT_BYTES = 551e6
-NCCL_BUFFER_BYTES = ((2.0, 342 * 2.0 ** 20), (4.0, 392 * 2.0 ** 20))  # (GPUs at least, bytes per GPU)
+NCCL_BUFFER_BYTES = ((4.0, 392 * 2.0 ** 20), (2.0, 342 * 2.0 ** 20))  # (GPUs at least, bytes per GPU), largest first
 
 
 def runtime_reserved_bytes(devices):
     """Bytes per GPU a serving runtime holds for itself on an instance of `devices` GPUs
     (RUNTIME_CONTEXT_BYTES and the NCCL_BUFFER_BYTES of that many GPUs; no NCCL on one)."""
     devices = np.asarray(devices, float)
-    tiers = tuple(reversed(NCCL_BUFFER_BYTES))  # the largest group first
-    nccl = np.select([devices >= n for n, _ in tiers], [b for _, b in tiers], 0.0)
+    nccl = np.select([devices >= n for n, _ in NCCL_BUFFER_BYTES], [b for _, b in NCCL_BUFFER_BYTES], 0.0)
     return RUNTIME_CONTEXT_BYTES + nccl
 
 
@@ -187,8 +186,8 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
                 pp=1.0, memory_fraction=MEMORY_UTILIZATION):
     """Requests one replica's KV cache admits: what is left of the usable memory after the
     weights and the activation working set of a full token budget, over one request's cache.
-    The usable memory is `memory_fraction` (default MEMORY_UTILIZATION) of the device ("total": vLLM's
-    gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights,
+    The usable memory is `memory_fraction` (default MEMORY_UTILIZATION) of the device
+    ("total": vLLM's gpu_memory_utilization, SGLang's mem_fraction_static) or of what the weights,
     activations and the runtime's own memory (runtime_reserved_bytes of the tp x attention_dp
     GPUs) leave free ("free": TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction).
     With `pp` pipeline stages a device holds 1/pp of the layers: of their weights and of
