@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import xarray as xr
 import pytest
 
 from workbench import predict
@@ -104,3 +105,18 @@ def test_flash3_and_the_framework_kernel_by_name():
     assert 0.6 * 989.4e12 < f <= 740e12 * 1.001
     assert f > r.flops_per_s.sel(kernel="flash2").item()
     assert np.isfinite(r.flops_per_s.sel(kernel="framework").item())
+
+
+def test_a100_gemm_steps_where_its_tiles_spill_into_another_wave():
+    """A100's cuBLAS BF16 GEMM (n = k = 4096) under SGLang as its kernel table measured it
+    (aiconfigurator-core 0.12.0 systems/data/a100_sxm/gemm/sglang/0.5.10/gemm_perf.parquet):
+    112.1 us at m = 768, 217.9 us at m = 769, 311.0 us at m = 2560, 440.6 us at m = 2561. The
+    fitted surface carries the kernel's 128 x 256 tiles (kernel_fit.GEMM_WAVE_TILES: 96 tiles
+    fill one wave of 108 SMs, 112 need two), so the served GEMM steps where the table steps,
+    each point within 10%; a smooth efficiency surface cannot (it was 145 us at both sides of
+    769, held out, before the wave tail was fitted)."""
+    m = xr.DataArray([768.0, 769.0, 2560.0, 2561.0], dims="m")
+    got = predict.gemm(hardware="a100_sxm", m=m, n=4096, k=4096, dtype="bf16", framework="sglang").time_s.values
+    measured = np.array([112.1, 217.9, 311.0, 440.6]) * 1e-6
+    np.testing.assert_allclose(got, measured, rtol=0.10)
+    assert got[1] / got[0] > 1.8 and got[3] / got[2] > 1.2

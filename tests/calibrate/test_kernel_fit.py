@@ -36,7 +36,9 @@ def _synthetic_gemms(n=4000, fixed_s=4e-6):
 
 
 class _Chip:
-    """The two spec numbers a GEMM roofline reads."""
+    """The spec numbers a GEMM roofline reads (SMs: A100's 108, whitepaper)."""
+    n_sms = 108
+
     class hbm:
         bandwidth_bytes_per_s = 3e12
 
@@ -75,6 +77,28 @@ def test_the_fit_finds_a_kernels_row_tile():
     assert (fits[128.0].get("tile_m"), fits[128.0].get("max_passes")) == (128.0, 8.0)
     assert fits[128.0]["p90_abs_err"] < 0.05
     assert "tile_m" not in fits[0.0] and fits[0.0]["p90_abs_err"] < 0.05
+
+
+def test_the_fit_finds_a_kernels_wave_tail():
+    """Rows timed by a fixed-tile kernel (128 x 256 output tiles, the last wave as long as a
+    full one on 108 SMs) with m stepping across wave boundaries: the GEMM fit keeps that tile
+    (candidates kernel_fit.GEMM_WAVE_TILES, by held-out error) and predicts the steps, which
+    a smooth surface without it misses; rows of a stream-K kernel (no tail) keep no tile."""
+    m = np.round(2 ** RNG.uniform(7, 13, 3000))
+    nn, k = 2.0 ** RNG.integers(10, 15, 3000), 2.0 ** RNG.integers(10, 15, 3000)
+    fits = {}
+    for tile in (0.0, 128.0):
+        roof, _ = gemm_roofline(m=m, n=nn, k=k, peak=1e15, bandwidth=3e12, a_bytes=2, b_bytes=2, c_bytes=2,
+                                wave_tile_m=tile, wave_tile_n=2 * tile, n_sms=_Chip.n_sms)
+        rows = pd.DataFrame({"m": m, "n": nn, "k": k, "time_s": 3e-6 + roof / 0.8})
+        g, fixed_s, score = kf._fit_gemm(kf.Table("gemm", "bf16", rows, kf.gemm_features), _Chip(), kf.SMOOTH)
+        fits[tile] = score
+        if tile:
+            fits["smooth"] = kf.fit_table(kf.Table("gemm", "bf16", rows, kf.gemm_features), _Chip())[2]
+    assert fits["smooth"]["p90_abs_err"] > 2 * fits[128.0]["p90_abs_err"]
+    assert (fits[128.0].get("wave_tile_m"), fits[128.0].get("wave_tile_n")) == (128.0, 256.0)
+    assert fits[128.0]["p90_abs_err"] < 0.05
+    assert "wave_tile_m" not in fits[0.0] and fits[0.0]["p90_abs_err"] < 0.05
 
 
 def test_folds_hold_out_whole_neighbourhoods():

@@ -1,9 +1,9 @@
 """The GEMM roofline of the fitted surfaces (primitives/gemm_work.py): the weights read once,
-or once per row tile up to a cap."""
+or once per row tile up to a cap; the math stretched to whole waves of fixed output tiles."""
 import numpy as np
 import pytest
 
-from workbench.primitives.gemm_work import gemm_roofline, weight_passes
+from workbench.primitives.gemm_work import gemm_roofline, wave_quantization, weight_passes
 
 
 def test_weight_passes_per_row_tile_closed_form():
@@ -18,3 +18,20 @@ def test_weight_passes_per_row_tile_closed_form():
     one, _ = gemm_roofline(m=129.0, **kw)
     two, _ = gemm_roofline(m=129.0, tile_m=128.0, max_passes=8.0, **kw)
     assert two - one == pytest.approx(8192.0 * 4096.0)  # a second read of the weights, bandwidth 1 B/s
+
+
+def test_wave_quantization_closed_form():
+    """gemm_work.wave_quantization with 128 x 256 tiles on A100's 108 SMs (A100 whitepaper),
+    n = 4096 (16 tile columns): m = 768 is 96 tiles, one wave, factor 1; m = 769 is 112 tiles,
+    two waves of 108 (216 / 112); m = 1537 is 208 tiles, still two waves (216 / 208); within
+    one wave, or without a tile or SM count, it is 1. The roofline's math time carries it
+    (A100 cuBLAS BF16 in SGLang's table: 112 us at m = 768, 218 us at m = 769)."""
+    m = np.array([1.0, 768.0, 769.0, 1537.0, 4096.0])
+    np.testing.assert_allclose(wave_quantization(m, 4096.0, 128.0, 256.0, 108.0),
+                               [1.0, 1.0, 216 / 112, 216 / 208, 540 / 512])
+    assert np.all(wave_quantization(m, 4096.0) == 1.0)
+    assert np.all(wave_quantization(m, 4096.0, 128.0, 256.0, 0.0) == 1.0)
+    kw = dict(n=4096.0, k=4096.0, peak=1.0, bandwidth=1e30, a_bytes=2.0, b_bytes=2.0, c_bytes=2.0)
+    plain, _ = gemm_roofline(m=769.0, **kw)
+    waved, _ = gemm_roofline(m=769.0, wave_tile_m=128.0, wave_tile_n=256.0, n_sms=108.0, **kw)
+    assert waved / plain == pytest.approx(216 / 112)

@@ -31,13 +31,15 @@ def _num(df, col):
     return df[col].to_numpy(float)
 
 
-def gemm_features(df: pd.DataFrame, hw, variant: str, tile_m: float = 0.0, max_passes: float = 0.0):
+def gemm_features(df: pd.DataFrame, hw, variant: str, tile_m: float = 0.0, max_passes: float = 0.0,
+                  wave_tile_m: float = 0.0, wave_tile_n: float = 0.0):
     variant = variant.split("@")[0]
     a, b, c = GEMM_BYTES[variant]
     return ROOFLINES["gemm"].roofline(m=_num(df, "m"), n=_num(df, "n"), k=_num(df, "k"),
                                       peak=hw.peak(GEMM_PEAK.get(variant, variant)),
                                       bandwidth=hw.hbm.bandwidth_bytes_per_s, a_bytes=a, b_bytes=b, c_bytes=c,
-                                      tile_m=tile_m, max_passes=max_passes)
+                                      tile_m=tile_m, max_passes=max_passes, wave_tile_m=wave_tile_m,
+                                      wave_tile_n=wave_tile_n, n_sms=hw.n_sms)
 
 
 WINDOWED = "+window"  # variant suffix of the rows whose sliding window is shorter than the keys

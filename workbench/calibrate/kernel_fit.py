@@ -342,20 +342,29 @@ def _held_out_mean(per_row: pd.DataFrame) -> float:
 
 # (tile_m, max_passes) candidates of gemm_work.weight_passes; (0, 0): the weights read once
 GEMM_ROW_TILES = ((0.0, 0.0), (128.0, 8.0), (128.0, 16.0), (256.0, 8.0), (256.0, 16.0))
+# (wave_tile_m, wave_tile_n) candidates of gemm_work.wave_quantization, tried with the row
+# tile chosen: the CUTLASS / cuBLAS tiles of 16-bit and FP8 GEMMs (128 x 256 and 256 x 128 on
+# Ampere, 128 x 128 for Blackwell's block-scaled FP4 on RTX PRO); (0, 0): no wave tail
+# (stream-K and persistent kernels)
+GEMM_WAVE_TILES = ((0.0, 0.0), (128.0, 256.0), (256.0, 128.0), (128.0, 128.0))
 
 
 def _fit_gemm(t: Table, hw, smooth: float):
     """A GEMM table fitted once per candidate row tile and pass cap (gemm_work.weight_passes),
-    the one with the least held-out mean |error| kept: whether the kernel re-reads its
-    weights per row tile is a property of the kernel the table times, found from its rows."""
-    best = None
-    for tile, cap in GEMM_ROW_TILES:
-        tt = Table(t.kernel_class, t.variant, t.rows, functools.partial(gemm_features, tile_m=tile, max_passes=cap),
-                   t.floor_s)
+    then, with the best of those, once per candidate wave tile (gemm_work.wave_quantization):
+    the one with the least held-out mean |error| kept. Whether the kernel re-reads its
+    weights per row tile, and whether it leaves a wave tail, are properties of the kernel the
+    table times, found from its rows."""
+    def candidate(**params):
+        tt = Table(t.kernel_class, t.variant, t.rows, functools.partial(gemm_features, **params), t.floor_s)
         g, fixed_s, score, per_row = fit_table(tt, hw, smooth)
-        mean = _held_out_mean(per_row)
-        if best is None or mean < best[0]:
-            best = (mean, g, fixed_s, dict(score, tile_m=tile, max_passes=cap) if tile else score)
+        kept = {k: v for k, v in params.items() if v}
+        return _held_out_mean(per_row), g, fixed_s, dict(score, **kept)
+    best = min((candidate(tile_m=tile, max_passes=cap) for tile, cap in GEMM_ROW_TILES), key=lambda c: c[0])
+    passes = {k: best[3].get(k, 0.0) for k in ("tile_m", "max_passes")}
+    for tm, tn in GEMM_WAVE_TILES[1:]:
+        c = candidate(**passes, wave_tile_m=tm, wave_tile_n=tn)
+        best = c if c[0] < best[0] else best
     return best[1:]
 
 

@@ -6,12 +6,14 @@ may be a float, an ndarray or a DataArray, and the result broadcasts by dimensio
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import check_choice
 from ..units import DTYPE_BYTES, DTYPES, SPARSE_2_4
 from .hardware_numbers import GpuNumbers
-from .gemm_work import weight_passes
+from .gemm_work import wave_quantization, weight_passes
 from .kernel_fits import attribute, served_time
 
 _KNOWN = frozenset(DTYPES)
@@ -131,14 +133,16 @@ def host_bound_table(fixed_s, math_fixed_s):
 
 
 def _served_surface(hw: GpuNumbers, variant: str):
-    """(grid, fixed_s, passes) of the GEMM table a served iteration reads (HOST_BOUND_FACTOR);
-    passes: its row tile and pass cap (gemm_work.weight_passes)."""
+    """(grid, fixed_s, passes, wave_tile) of the GEMM table a served iteration reads
+    (HOST_BOUND_FACTOR); passes: its row tile and pass cap (gemm_work.weight_passes);
+    wave_tile: its output tile where it leaves a wave tail (gemm_work.wave_quantization)."""
     grid, fixed_s = hw.fitted("gemm", variant)
     if grid is not None and variant in SCALED_FORMAT_MATH:
         alt, alt_fixed_s = hw.fitted("gemm", SCALED_FORMAT_MATH[variant])
         if alt is not None and host_bound_table(fixed_s, alt_fixed_s):
             grid, fixed_s, variant = alt, alt_fixed_s, SCALED_FORMAT_MATH[variant]
-    return grid, fixed_s, (hw.fitted_param("gemm", variant, "tile_m"), hw.fitted_param("gemm", variant, "max_passes"))
+    param = functools.partial(hw.fitted_param, "gemm", variant)
+    return grid, fixed_s, (param("tile_m"), param("max_passes")), (param("wave_tile_m"), param("wave_tile_n"))
 
 
 def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
@@ -147,11 +151,11 @@ def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     where the numbers carry no surface for this GEMM. A 2:4-sparse GEMM reads the dense
     format's surface, its compute term divided by the sparse speedup (sparse_speed)."""
     math, speed = sparse_speed(hw, dtype)
-    grid, fixed_s, passes = _served_surface(hw, math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
+    grid, fixed_s, passes, wave_tile = _served_surface(hw, math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
     if grid is None:
         return None
     eff = grid(m=m, n=n, k=k)  # kernel_fits.gemm_roofline's coordinates
-    compute_ideal = 2.0 * m * n * k / (hw.peak(math) * speed)
+    compute_ideal = 2.0 * m * n * k * wave_quantization(m, n, *wave_tile, hw.n_sms) / (hw.peak(math) * speed)
     memory_ideal = (m * k * a_bytes + weight_passes(m, *passes) * k * n * b_bytes
                     + m * n * c_bytes) / hw.hbm_bandwidth_bytes_per_s
     roof = np.maximum(compute_ideal, memory_ideal)
