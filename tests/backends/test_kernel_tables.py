@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import xarray as xr
 import pytest
+import xarray as xr
 
 from workbench import predict
 from workbench.backends import kernel_tables, numbers

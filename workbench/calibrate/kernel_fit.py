@@ -343,9 +343,10 @@ def _held_out_mean(per_row: pd.DataFrame) -> float:
 # (tile_m, max_passes) candidates of gemm_work.weight_passes; (0, 0): the weights read once
 GEMM_ROW_TILES = ((0.0, 0.0), (128.0, 8.0), (128.0, 16.0), (256.0, 8.0), (256.0, 16.0))
 # (wave_tile_m, wave_tile_n) candidates of gemm_work.wave_quantization, tried with the row
-# tile chosen: the CUTLASS / cuBLAS tiles of 16-bit and FP8 GEMMs (128 x 256 and 256 x 128 on
-# Ampere, 128 x 128 for Blackwell's block-scaled FP4 on RTX PRO); (0, 0): no wave tail
-# (stream-K and persistent kernels)
+# tile chosen: the output tiles of the CUTLASS / cuBLAS tensor-core GEMMs (128 x 256, 256 x 128,
+# 128 x 128); (0, 0): no wave tail (stream-K and persistent kernels). Of the committed GEMM
+# surfaces, A100's BF16 tables take 128 x 256, RTX PRO 6000's FP4 and FP8 128 x 128, a few
+# Hopper and Blackwell tables one of them, most none (specs/kernels/README.md).
 GEMM_WAVE_TILES = ((0.0, 0.0), (128.0, 256.0), (256.0, 128.0), (128.0, 128.0))
 
 

@@ -29,7 +29,7 @@ def wave_quantization(m, n, wave_tile_m=0.0, wave_tile_n=0.0, n_sms=0.0):
     wave_tile_m x wave_tile_n, one per SM at a time: beyond one wave the last, partly filled
     wave takes as long as a full one (tiles over SMs rounded up, times SMs, over tiles).
     Within one wave it is 1 (the fitted size ramp holds the under-filled SMs, and split-K
-    fills them). 1 where no tile is given (stream-K kernels share the tail; Hopper and
+    fills them). 1 where no tile is given (stream-K kernels share the tail; most Hopper and
     Blackwell tables fit best without it). cuBLAS BF16 on A100 (SGLang's table, n = k = 4096):
     112 us at m = 768 (96 tiles of 128 x 256 on 108 SMs), 218 us at m = 769 (112 tiles: two
     waves); calibrate/kernel_fit.py picks the tile per table."""
