@@ -120,3 +120,15 @@ def test_a100_gemm_steps_where_its_tiles_spill_into_another_wave():
     measured = np.array([112.1, 217.9, 311.0, 440.6]) * 1e-6
     np.testing.assert_allclose(got, measured, rtol=0.10)
     assert got[1] / got[0] > 1.8 and got[3] / got[2] > 1.2
+
+
+def test_wave_tailed_gemm_broadcasts_by_dimension_name():
+    """A sweep of m and n (two dimensions) through a wave-tailed surface (A100, SGLang) gives
+    each point the time of its own scalar call, whatever the order of the dimensions."""
+    m, n = xr.DataArray([768.0, 769.0, 2561.0], dims="m"), xr.DataArray([4096.0, 1024.0], dims="n")
+    grid = predict.gemm(hardware="a100_sxm", m=m, n=n, k=4096, dtype="bf16", framework="sglang").time_s
+    for i, mm in enumerate(m.values):
+        for j, nn in enumerate(n.values):
+            one = float(predict.gemm(hardware="a100_sxm", m=mm, n=nn, k=4096, dtype="bf16", framework="sglang").time_s)
+            assert float(grid.isel(m=i, n=j)) == pytest.approx(one, rel=1e-12)
+            assert float(grid.transpose("n", "m").isel(m=i, n=j)) == pytest.approx(one, rel=1e-12)
