@@ -265,7 +265,7 @@ def _import_kernels(ns) -> int:
     out = Path(ns.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"out={ns.out!r} is a file; allowed: a folder")
-    datasets = aiconfigurator.import_kernels(hardware=ns.hardware, framework=ns.framework)
+    datasets = aiconfigurator.import_kernels(hardware=ns.hardware, framework=ns.framework, moe_routing=ns.moe_routing)
     for path in aiconfigurator.write(datasets, out):
         print(f"wrote {path}")
     return 0
@@ -449,6 +449,9 @@ def parser(table: dict) -> argparse.ArgumentParser:
     ik.add_argument("--hardware", default=None, help="one GPU (default: every GPU the source covers)")
     ik.add_argument("--framework", default=None, help="trtllm, vllm or sglang (default: all; NCCL tables always)")
     ik.add_argument("--out", required=True, help="folder for the netCDF files")
+    ik.add_argument("--moe-routing", default="balanced",
+                    help="token routing of the MoE rows: balanced (what the committed surfaces fit), "
+                         "power_law_1.01 or power_law_1.2")
     fk = csub.add_parser("fit-kernels", help="fit kernel efficiency surfaces to imported tables, scored by "
                                              "held-out shape neighbourhoods")
     fk.add_argument("--tables", required=True, help="the --out folder of import-kernels")

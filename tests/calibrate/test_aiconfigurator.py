@@ -126,6 +126,31 @@ def test_unknown_hardware_or_framework_is_one_clean_error():
         ac.import_kernels(hardware="h100_sxm", framework="onnx")
 
 
+def test_moe_rows_of_one_token_routing():
+    """The MoE tables time each shape under balanced and power-law expert loads; the importer
+    keeps one routing (balanced by default, what the committed surfaces fit). Qwen3.5's
+    routed experts (512 of width 1024 over hidden 4096, top-10, block FP8) on B200 under SGLang
+    at MoE TP 4 (aiconfigurator-core 0.12.0 systems/data/b200_sxm/moe/sglang/0.5.14/
+    moe_perf.parquet): at 64 tokens a layer takes 270 us balanced and 189 us at alpha 1.01,
+    since skewed loads touch fewer experts' weights; from 32 to 256 tokens power-law routing
+    is always the faster. An unknown routing is one clean error."""
+    t = ac.available()
+    f = t[(t.gpu == "b200_sxm") & (t.kernel_class == "moe") & (t.framework == "sglang") & (t.version == "0.5.14")
+          & t.file.str.endswith("/moe_perf.parquet")].file.iloc[0]
+    raw = pd.read_parquet(ac.data_root().parents[1] / f)
+    times = {}
+    for routing in ("balanced", "power_law_1.01"):
+        rows = ac._moe(raw, "b200", "sglang", "test", routing)
+        q = rows[(rows.n_experts == 512) & (rows.n == 1024) & (rows.k == 4096) & (rows.top_k == 10) & (rows.tp == 4)
+                 & (rows.ep == 1) & (rows.dtype == "fp8_block") & rows.m.between(32, 256)]
+        times[routing] = q.set_index("m").time_s.sort_index()
+    assert times["balanced"].loc[64.0] == pytest.approx(270e-6, rel=0.01)
+    assert times["power_law_1.01"].loc[64.0] == pytest.approx(189e-6, rel=0.01)
+    assert (times["power_law_1.01"] < times["balanced"]).all() and len(times["balanced"]) >= 8
+    with pytest.raises(InputError, match="moe_routing='zipf'"):
+        ac.import_kernels(hardware="b200", framework="sglang", moe_routing="zipf")
+
+
 def test_the_command_writes_one_dataset_per_gpu_and_framework(tmp_path, capsys):
     assert main(["calibrate", "import-kernels", "--source", "aiconfigurator", "--hardware", "b200",
                  "--framework", "vllm", "--out", str(tmp_path)]) == 0

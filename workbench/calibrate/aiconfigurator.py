@@ -132,10 +132,18 @@ MOE_DTYPES = {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8", "fp8_block": 
               "int4_wo": "int4", "w4a16_mxfp4": "mxfp4_w4a16", "w4a8_mxfp4_mxfp8": "mxfp4_w4a8"}
 
 
-def _moe(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
+# How the MoE tables route their tokens: evenly, or with power-law expert loads (the busiest
+# EP group timed; aiconfigurator's collector estimates alpha 1.01 for DeepSeek-V3/R1 and 1.2
+# for Qwen3-235B by latency matching on CNN/DailyMail and OpenOrca). The committed surfaces
+# are fitted to the balanced rows; the others are for experiments
+# (benchmarks/moe_routing_experiment.py).
+MOE_ROUTINGS = ("balanced", "power_law_1.01", "power_law_1.2")
+
+
+def _moe(df: pd.DataFrame, hw: str, fw: str, origin: str, routing: str = "balanced") -> pd.DataFrame:
     """One MoE layer's routed experts (routing, gated grouped GEMMs, activation, combine),
-    evenly routed tokens only (the tables also time power-law imbalance)."""
-    df = df[(df["distribution"] == "balanced") & df["moe_dtype"].isin(list(MOE_DTYPES))
+    the rows of one token routing (MOE_ROUTINGS) only."""
+    df = df[(df["distribution"] == routing) & df["moe_dtype"].isin(list(MOE_DTYPES))
             & ~df["kernel_source"].astype(str).str.contains("nongated")]
     t = df["latency"].to_numpy(float) * MS
     return pd.DataFrame({"kind": "moe", "op": df["kernel_source"].astype(str), "hardware": hw, "framework": fw,
@@ -360,8 +368,9 @@ def _mhc(df: pd.DataFrame, hw: str, fw: str, origin: str) -> pd.DataFrame:
                          "time_s": t, "metric": "time_s", "value_si": t, "source": origin})
 
 
-def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFrame | None:
-    """One parquet table as schema rows (None for tables with no importer yet)."""
+def _read(path: Path, hw: str, fw: str, version: str, root: Path, moe_routing: str = "balanced") -> pd.DataFrame | None:
+    """One parquet table as schema rows (None for tables with no importer yet); MoE tables
+    keep the rows of `moe_routing`."""
     import pyarrow.parquet as pq
     name = path.stem
     origin = _origin(str(path.relative_to(root.parents[1])), version)
@@ -372,7 +381,7 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
     if name == "generation_mla_perf":
         return _mla_decode(pq.read_table(path).to_pandas(), hw, fw, origin)
     if name == "moe_perf":
-        return _moe(pq.read_table(path).to_pandas(), hw, fw, origin)
+        return _moe(pq.read_table(path).to_pandas(), hw, fw, origin, moe_routing)
     if name in ("nccl_perf", "oneccl_perf"):  # NCCL; oneCCL on Intel GPUs (same columns)
         return _collective(pq.read_table(path).to_pandas(), hw, name.split("_")[0], origin, "op_name", "nccl_dtype")
     if name == "gdn_perf":
@@ -396,9 +405,13 @@ def _read(path: Path, hw: str, fw: str, version: str, root: Path) -> pd.DataFram
     return None
 
 
-def import_kernels(*, hardware: str | None = None, framework: str | None = None, root: Path | None = None) -> dict:
+def import_kernels(*, hardware: str | None = None, framework: str | None = None, root: Path | None = None,
+                   moe_routing: str = "balanced") -> dict:
     """{(hardware, framework): Dataset} of every importable table (newest framework
-    version per kernel class), in the measurement schema."""
+    version per kernel class), in the measurement schema; MoE tables with the rows of
+    `moe_routing` (MOE_ROUTINGS)."""
+    if moe_routing not in MOE_ROUTINGS:
+        raise InputError(f"moe_routing={moe_routing!r} is not known; allowed: {', '.join(MOE_ROUTINGS)}")
     root = root or data_root()
     tables = available(root)
     if hardware is not None:
@@ -428,7 +441,7 @@ def import_kernels(*, hardware: str | None = None, framework: str | None = None,
         frames = []
         for version in sorted(set(group["version"]), key=_version_key):
             for _, t in group[group["version"] == version].iterrows():
-                frame = _read(root.parents[1] / t["file"], HARDWARE.get(gpu, gpu), fw, version, root)
+                frame = _read(root.parents[1] / t["file"], HARDWARE.get(gpu, gpu), fw, version, root, moe_routing)
                 if frame is not None and len(frame):
                     frames.append(frame)
         if not frames:
