@@ -10,8 +10,9 @@ from workbench import predict
 from workbench.backends import numbers
 from workbench.errors import InputError
 from workbench.specs import load_model
-from workbench.workloads.concurrency import LOGIT_BYTES, MAX_PREFILL_TOKENS, runtime_reserved_bytes
-from workbench.workloads.inference import activation_bytes_per_token, kv_bytes_per_sequence
+from workbench.workloads.concurrency import runtime_reserved_bytes
+from workbench.workloads.inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, activation_bytes_per_token,
+                                           kv_bytes_per_sequence)
 
 KW = dict(hardware="h100_sxm", model="llama_3_1_8b", tp=1, prompt=4096, generate=256, weights="fp8")
 
