@@ -58,6 +58,10 @@ def test_gemm_h200_fp8_held_out(size, measured):
     ("B18", "gb200", "fp8", (19456, 5120, 1536)),
     ("B19", "a100_pcie", "bf16", (2048, 5120, 6144)),
     ("B20", "mi300x", "bf16", (10240, 15360, 8192)),
+    ("B23", "gh200", "bf16", (1024, 15360, 4096)),
+    ("B24", "gh200", "fp8", (1024, 14336, 14336)),
+    ("B26", "mi325x", "bf16", (13312, 10240, 8192)),
+    ("B27", "mi355x", "bf16", (12288, 8192, 8192)),
 ])
 def test_gemm_large_size_against_mamf(row_id, hardware, dtype, shape):
     """MAMF (stas00/ml-engineering mamf-finder) is the best over a shape search; the model's

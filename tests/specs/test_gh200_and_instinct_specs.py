@@ -1,0 +1,135 @@
+"""GH200 (the Hopper GPU of the Grace Hopper superchip) and AMD's MI325X and MI355X: every figure is
+the cited one, each chip sits where its measured sibling puts it, and predictions run.
+
+Cited figures (stas00/ml-engineering compute/accelerator/README.md, 2026 version, the source of
+measurements.csv A16-A21 and B01-B20): the 'TFLOPS comparison table' (dense, per GPU), the BF16
+peak formula table (MI355X: 2400 MHz x 512 FMAs per Matrix Core per clock x 1024 Matrix Cores x 2),
+the memory table and the 'Maximum Achievable Matmul FLOPS comparison table' (measurements.csv B23,
+B24, B26, B27, added by the workbench). MI355X's 1,400 W: The Register, 2025-06-12; its Infinity
+Fabric links: AMD's MI355X specifications (153.6 GB/s bidirectional per link, 7 links).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench import predict
+from workbench.backends import kernel_tables
+from workbench.calibrate.measurements import row
+from workbench.specs import list_gpus, load_hardware
+from workbench.units import GIB
+from gpu_spec_checks import spec_value
+
+T, G = 1e12, 1e9
+NEW = ("gh200", "mi325x", "mi355x")
+
+# (hardware, attribute path, expected SI value, relative tolerance, cited figure)
+CITED = [
+    ("gh200", "peak.bf16", 989 * T, 0.001, "TFLOPS table: bf16 989"),
+    ("gh200", "peak.fp8", 1979 * T, 0.001, "TFLOPS table: fp8 1979"),
+    ("gh200", "peak.tf32", 494.5 * T, 0.001, "TFLOPS table: tf32 494.5"),
+    ("gh200", "hbm.capacity", 141 * GIB, 0.001, "MAMF table: '900W 141GiB HBM3e version'"),
+    ("gh200", "hbm.bandwidth", 4.8 * T, 0.0, "memory table: GH200 SXM (2) 4.80 TB/s"),
+    ("mi325x", "peak.bf16", 1300 * T, 0.006, "TFLOPS table: bf16 1300 (MI300X datasheet 1307.4)"),
+    ("mi325x", "peak.fp8", 2610 * T, 0.002, "TFLOPS table: fp8 2610"),
+    ("mi325x", "peak.fp32", 163.4 * T, 0.0, "TFLOPS table: fp32 163.4"),
+    ("mi325x", "hbm.capacity", 256 * G, 0.0, "memory table: 256 GB"),
+    ("mi325x", "hbm.bandwidth", 6.0 * T, 0.0, "memory table: 6.00 TB/s"),
+    ("mi355x", "peak.bf16", 2400e6 * 512 * 1024 * 2, 1e-4, "formula table: 2400 MHz x 512 x 1024 x 2"),
+    ("mi355x", "peak.bf16", 2500 * T, 0.007, "TFLOPS table: bf16 2500 (AMD's 2.5 PFLOPS)"),
+    ("mi355x", "peak.fp8", 5000 * T, 0.007, "TFLOPS table: fp8 5000"),
+    ("mi355x", "peak.fp4", 10100 * T, 0.004, "TFLOPS table: fp4 10100 dense"),
+    ("mi355x", "peak.fp32", 157.3 * T, 0.0, "TFLOPS table: fp32 157.3"),
+    ("mi355x", "hbm.capacity", 288 * G, 0.0, "memory table: 288 GB"),
+    ("mi355x", "hbm.bandwidth", 8.0 * T, 0.0, "memory table: 8.00 TB/s"),
+]
+
+
+@pytest.mark.parametrize("name,path,expected,rtol,cited", CITED)
+def test_spec_is_the_cited_figure(name, path, expected, rtol, cited):
+    assert spec_value(load_hardware(name), path) == pytest.approx(expected, rel=rtol, abs=0.0), cited
+
+
+@pytest.mark.parametrize("name,vendor,tdp_w", [("gh200", "nvidia", 900.0), ("mi325x", "amd", 1000.0),
+                                               ("mi355x", "amd", 1400.0)])
+def test_catalog_entries(name, vendor, tdp_w):
+    """In the GPU catalog, with a source, dense peaks in FLOP/s, the measured module's power
+    (GH200: the MAMF row's 900 W module; MI325X: 1000 W; MI355X: 1.4 kW) and a device-hour price."""
+    hw = load_hardware(name)
+    assert name in list_gpus() and hw.vendor == vendor and hw.source.strip()
+    assert all(isinstance(v, float) and v > 1e12 for v in hw.peak_flops_per_s.values())
+    assert hw.tdp_w == tdp_w and 0 < hw.price_usd_per_hour < 10
+
+
+def test_mi355x_links_are_seven_of_its_infinity_fabric_links():
+    """153.6 GB/s bidirectional per link, 7 peers in the 8-GPU mesh: 537.6 GB/s per direction,
+    1.2x the MI300X/MI325X's 7 x 64 GB/s."""
+    mi355x, mi325x = (load_hardware(n).link("scale_up") for n in ("mi355x", "mi325x"))
+    assert mi355x.unidir_bytes_per_s == pytest.approx(7 * 153.6e9 / 2)
+    assert mi325x.unidir_bytes_per_s == load_hardware("mi300x").link("scale_up").unidir_bytes_per_s == 448e9
+    assert mi355x.domain_size == mi325x.domain_size == 8
+
+
+@pytest.mark.parametrize("name,dtype,mamf_row", [("gh200", "bf16", "B23"), ("gh200", "fp8", "B24"),
+                                                 ("mi325x", "bf16", "B26"), ("mi355x", "bf16", "B27")])
+def test_large_gemm_is_the_measured_mamf(name, dtype, mamf_row):
+    """The model's large-GEMM plateau (16384^3) against the MAMF row within 3% (the ramp's
+    plateau sits 1.8-2.1% below the spec's efficiency on every chip, MI300X's B20 included)."""
+    got = float(predict.gemm(hardware=name, m=16384, n=16384, k=16384, dtype=dtype, framework="none").flops_per_s)
+    assert got == pytest.approx(row(mamf_row)["value_si"], rel=0.03)
+
+
+def test_gh200_is_the_h200_die_at_900_w():
+    """Same peaks and the H200's kernel tables (aiconfigurator-core times no GH200); its
+    measured GEMM efficiency above the H200's by the MAMF rows' ratio (828.6 vs 794.5 BF16)."""
+    gh, h = load_hardware("gh200"), load_hardware("h200_sxm")
+    assert gh.peak_flops_per_s == h.peak_flops_per_s and gh.kernel_tables == "h200_sxm"
+    assert kernel_tables.frameworks(gh) == kernel_tables.frameworks(h) == ["trtllm", "vllm", "sglang"]
+    big = dict(m=16384, n=16384, k=16384, dtype="bf16", framework="none")
+    ratio = float(predict.gemm(hardware="gh200", **big).flops_per_s) / float(predict.gemm(hardware="h200_sxm", **big)
+                                                                            .flops_per_s)
+    assert ratio == pytest.approx(row("B23")["value_si"] / row("B01")["value_si"], rel=0.005)
+    # a served kernel from the tables is the H200's at the same framework
+    t = dict(m=64, n=8192, k=8192, dtype="bf16", framework="trtllm")
+    assert float(predict.gemm(hardware="gh200", **t).time_s) == float(predict.gemm(hardware="h200_sxm", **t).time_s)
+
+
+def test_instinct_parts_have_no_kernel_tables():
+    for name in ("mi325x", "mi355x"):
+        assert kernel_tables.frameworks(load_hardware(name)) == []
+        assert kernel_tables.resolve(load_hardware(name), None) == "none"
+
+
+def test_fp4_math_only_on_cdna4():
+    """MI355X has FP4 (MXFP4) matrix units; MI325X, CDNA3 like MI300X, does not: its FP4 GEMM is
+    flagged, an FP4-weight deployment runs weight-only on BF16 math."""
+    gemm = predict.gemm(hardware=["mi325x", "mi355x"], m=8192, n=8192, k=8192, dtype="fp4")
+    assert list(gemm.fits.values) == [False, True] and "no fp4 math units on mi325x" in str(gemm.reason.values[0])
+    inf = predict.inference(hardware=["mi325x", "mi355x"], model="llama_3_1_70b", tp=1, batch=1, prompt=1024,
+                            generate=128, weights="fp4")
+    assert list(inf.activations.values) == ["bf16", "fp4"] and bool(np.all(inf.fits))
+
+
+def test_memory_makes_the_difference_between_mi300x_and_mi325x():
+    """The same compute: a memory-bound decode step is faster by up to the bandwidth ratio
+    (6.0 / 5.3), and the larger HBM holds a larger batch."""
+    kw = dict(model="llama_3_1_70b", tp=8, prompt=2048, generate=512, weights="fp8")
+    ds = predict.inference(hardware=["mi300x", "mi325x"], batch=8, **kw)
+    speedup = float(ds.tpot_s[0] / ds.tpot_s[1])
+    assert 1.0 < speedup <= 6.0 / 5.3 * 1.001
+    most = predict.inference(hardware=["mi300x", "mi325x"], batch="max", **kw)  # the largest batch that fits
+    assert float(most.batch[1]) > 1.3 * float(most.batch[0])
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_predictions_run(name):
+    """Inference, fixed-concurrency serving (GH200 under its default framework's tables, the
+    Instinct parts on the analytical efficiencies) and training give finite, fitting points."""
+    inf = predict.inference(hardware=name, model="llama_3_1_70b", tp=4, batch=16, prompt=2048, generate=256,
+                            weights="fp8")
+    srv = predict.serving(hardware=name, model="llama_3_1_70b", tp=4, concurrency=[1, 32], prompt=2048,
+                          generate=256, weights="fp8")
+    trn = predict.training(hardware=name, model="llama_3_1_70b", devices=64, tp=8, seq_len=8192, global_batch=128)
+    for ds, var in ((inf, "tpot_s"), (srv, "tpot_s"), (trn, "mfu")):
+        assert bool(np.all(ds.fits)) and bool(np.all(np.isfinite(ds[var]))) and bool(np.all(ds[var] > 0))
+    assert 0.2 < float(trn.mfu) < 0.7
