@@ -217,12 +217,15 @@ def _add_predict(psub, kind: str, args: dict) -> None:
 def _list_frameworks(name) -> int:
     """Frameworks with kernel tables for one hardware: default mark, the classes fitted and
     their held-out error."""
-    from .backends import kernel_tables
+    from .backends import backend_for, kernel_tables
     from .specs import load_hardware
     spec = load_hardware(name)
     have = kernel_tables.frameworks(spec)
+    engines = kernel_tables.runs_here(spec) if backend_for(spec).kind == "gpu" else []
     if not have:
         print(f"{spec.name}: no kernel tables (framework none: the spec's analytical efficiencies)")
+        for fw in engines:
+            print(f"{fw}: its engine (schedule, token budget, host constants) over the analytical efficiencies")
         return 0
     via = "" if spec.kernel_tables == spec.name else f" (tables of {spec.kernel_tables})"
     for fw in have:
@@ -232,6 +235,8 @@ def _list_frameworks(name) -> int:
         for (c, v), sc in sorted(fits.scores.items()):
             print(f"  {c:17s} {v:20s} {sc['rows']:7d} rows  held-out median |err| {sc['median_abs_err']:6.1%}"
                   f"  p90 {sc['p90_abs_err']:6.1%}")
+    for fw in engines:
+        print(f"{fw}: no tables; its engine (schedule, token budget, host constants) over the analytical efficiencies")
     print("none: the spec's analytical efficiencies")
     return 0
 

@@ -127,9 +127,10 @@ def _with_costs(result: dict, table: dict, knobs: dict) -> dict:
 
 
 def _check_framework(framework, specs: dict, *, default: str) -> object:
-    """`framework` checked against each hardware: a name with tables for every GPU given,
-    "none" (no tables), or None (each GPU's default_framework; `default` "none" where the
-    prediction defaults to no tables). Wafers take none."""
+    """`framework` checked against each hardware: a name that has tables for, or runs on,
+    every GPU given (kernel_tables.resolve), "none" (no tables), or None (each GPU's
+    default_framework; `default` "none" where the prediction defaults to no tables). Wafers
+    take none."""
     allowed = (*kernel_tables.FRAMEWORKS, kernel_tables.NONE)
     values = values_of(framework)
     for v in values:

@@ -35,7 +35,8 @@ def test_frameworks_are_a_dimension():
 
 def test_chips_without_tables_and_wafers():
     assert kernel_tables.resolve(load_hardware("mi300x"), None) == "none"
-    with pytest.raises(InputError, match=r"framework='trtllm' has no kernel tables for 'mi300x'; allowed: none"):
+    with pytest.raises(InputError, match=r"framework='trtllm' has no kernel tables for 'mi300x' and does not run on "
+                                         r"amd GPUs; allowed: vllm, sglang, none"):
         predict.gemm(hardware="mi300x", m=64, n=64, k=64, framework="trtllm")
     with pytest.raises(InputError, match=r"framework='vllm' is not allowed on 'cs3'; allowed: none"):
         predict.inference(hardware="cs3", model="llama_3_1_8b", framework="vllm")
@@ -93,7 +94,9 @@ def test_list_frameworks(capsys):
     assert "trtllm (default)" in out and "vllm" in out and "sglang" in out and "none:" in out
     assert "gemm" in out and "held-out median |err|" in out
     assert main(["list", "frameworks", "mi300x"]) == 0
-    assert "no kernel tables" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "no kernel tables" in out and "vllm: its engine" in out and "sglang: its engine" in out
+    assert "trtllm" not in out  # NVIDIA's engine does not run on AMD GPUs (frameworks.yaml runs_on)
 
 
 def test_flash3_and_the_framework_kernel_by_name():
@@ -132,3 +135,23 @@ def test_wave_tailed_gemm_broadcasts_by_dimension_name():
             one = float(predict.gemm(hardware="a100_sxm", m=mm, n=nn, k=4096, dtype="bf16", framework="sglang").time_s)
             assert float(grid.isel(m=i, n=j)) == pytest.approx(one, rel=1e-12)
             assert float(grid.transpose("n", "m").isel(m=i, n=j)) == pytest.approx(one, rel=1e-12)
+
+
+def test_a_framework_runs_its_engine_on_a_gpu_without_its_tables():
+    """vLLM on an MI300X (no kernel tables: aiconfigurator-core times no AMD GPU) runs vLLM's
+    engine over the spec's analytical kernels: at concurrency 1 its TPOT is framework none's
+    plus vLLM's fitted host overhead per iteration and per sequence, exactly (the kernels are
+    the same analytical ones, no CUDA-graph saving applies to them); at concurrency 16 its
+    spread arrivals give another TTFT than none's clumps. A training step names the tables it
+    used: none."""
+    from workbench.backends.kernel_tables import serving_constants
+    kw = dict(hardware="mi300x", model="llama_3_1_70b", tp=4, prompt=2048, generate=256, weights="fp8")
+    vllm = predict.serving(framework="vllm", concurrency=[1, 16], **kw)
+    none = predict.serving(framework="none", concurrency=[1, 16], **kw)
+    c = serving_constants()
+    host = c["iteration_overhead_s"]["vllm"] + c["iteration_overhead_s_per_sequence"]["vllm"]
+    assert float(vllm.tpot_s[0] - none.tpot_s[0]) == pytest.approx(host, rel=1e-9)
+    assert float(vllm.ttft_s[1]) != pytest.approx(float(none.ttft_s[1]), rel=0.05)
+    trn = predict.training(hardware="mi300x", model="llama_3_1_8b", devices=8, seq_len=4096, global_batch=64,
+                           framework="vllm")
+    assert str(trn.kernel_tables.values) == "none"

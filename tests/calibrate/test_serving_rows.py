@@ -227,11 +227,13 @@ def test_pipelined_rows_run_their_stages():
 
 
 def test_a_row_group_the_api_refuses_leaves_the_others_answered():
-    """SGLang on the Intel B60 (kernel tables for vLLM only) is refused with the API's reason;
-    the other rows of the same call are still predicted."""
+    """TensorRT-LLM on the Intel B60 (kernel tables for vLLM only; NVIDIA's engine does not run
+    on Intel GPUs) is refused with the API's reason; the other rows of the same call are still
+    predicted."""
     rows = serving_rows.load()
     rows = rows[rows["mode"] == "agg"].head(1)
-    refused = rows.assign(id="b60-sglang", system="b60", backend="sglang")
+    refused = rows.assign(id="b60-trtllm", system="b60", backend="trtllm")
     res = serving_rows.predict_rows(pd.concat([rows, refused], ignore_index=True))
-    assert "framework='sglang' has no kernel tables for 'b60'" in res.loc[1, "not_answered"]
+    assert "framework='trtllm' has no kernel tables for 'b60' and does not run on intel GPUs" in \
+        res.loc[1, "not_answered"]
     assert np.isnan(res.loc[1, "tpot_s"]) and np.isfinite(res.loc[0, "tpot_s"]) and res.loc[0, "not_answered"] == ""

@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..layout import GpuLayout, Problem, context_problems, serving_problems
 from . import flag_problems, per_spec
 from .kernel_tables import (NONE, fits_for, framework_kv, framework_layout, framework_of, iteration_overhead_s,
-                            request_latency_s, serving_constants)
+                            request_latency_s, serving_constants, tables_of)
 
 @per_spec
 def _knobs(spec, every: bool = False) -> dict:
@@ -73,7 +73,7 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
         gemm_tile_m=spec.gemm_tile_m, gemm_tile_n=spec.gemm_tile_n,
         scale_up=link("scale_up"), scale_out=link("scale_out"), tdp_w=v["tdp_w"],
         sparse_speedup=dict(spec.sparse_2_4_speedup),
-        kernels=fits_for(spec, framework), framework_overhead_s=overrides.get("framework_overhead_s"),
+        kernels=fits_for(spec, framework), framework=framework, framework_overhead_s=overrides.get("framework_overhead_s"),
         compute_capability=spec.compute_capability)
 
 
@@ -218,7 +218,7 @@ class GpuBackend:
                      attention=attention, moe_host_s_per_local_expert=moe_host_s_per_local_expert)
         # what ran: the attention kernel and the framework whose tables timed the kernels
         r["attention_kernel"] = np.array(attention, dtype=object)
-        r["kernel_tables"] = np.array(framework_of(hw), dtype=object)
+        r["kernel_tables"] = np.array(tables_of(hw), dtype=object)
         return flag_problems(r, layout.problems(model, phase="training"))
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,

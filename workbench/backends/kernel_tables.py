@@ -36,9 +36,21 @@ def _load(name: str, framework: str) -> KernelFits:
     return KernelFits(hardware=name, framework=framework, grids=grids, source=doc["source"], scores=scores)
 
 
+def runs_here(spec) -> list[str]:
+    """The frameworks that run on `spec` without kernel tables for it: those whose documented
+    platforms include its vendor (specs/serving/frameworks.yaml `runs_on`) and that have no
+    tables for it."""
+    have = frameworks(spec)
+    vendor = getattr(spec, "vendor", "")
+    return [fw for fw in FRAMEWORKS if fw not in have and vendor in serving_constants()["runs_on"].get(fw, [])]
+
+
 def resolve(spec, framework) -> str:
     """The framework a prediction on `spec` uses: the one named, or the spec's default
-    (NONE where the spec has no tables). A framework without tables for it is an error."""
+    (NONE where the spec has no tables). A framework with tables for the chip runs its
+    fitted kernels; one without them that runs on the chip's vendor (runs_here) runs its
+    engine (schedule, token budget, host constants, KV-cache rules) over the spec's
+    analytical kernel efficiencies; any other is an error."""
     framework = None if framework is None else str(framework)
     if framework is None:
         default = getattr(spec, "default_framework", "")
@@ -46,15 +58,16 @@ def resolve(spec, framework) -> str:
     if framework == NONE:
         return NONE
     have = frameworks(spec)
-    if framework not in have:
-        raise InputError(f"framework={framework!r} has no kernel tables for {spec.name!r}; allowed: "
-                         f"{', '.join(have + [NONE]) if have else NONE}")
+    if framework not in have + runs_here(spec):
+        raise InputError(f"framework={framework!r} has no kernel tables for {spec.name!r} and does not run on "
+                         f"{getattr(spec, 'vendor', '?')} GPUs; allowed: {', '.join(have + runs_here(spec) + [NONE])}")
     return framework
 
 
 def fits_for(spec, framework: str) -> KernelFits | None:
-    """The surfaces of a resolved framework (None for NONE)."""
-    if framework == NONE:
+    """The surfaces of a resolved framework (None for NONE, and for a framework that runs on
+    the chip without tables for it)."""
+    if framework == NONE or framework not in frameworks(spec):
         return None
     return _load(spec.kernel_tables, framework)
 
@@ -91,7 +104,13 @@ def iteration_overhead_s(framework: str, model) -> float:
 
 
 def framework_of(hw) -> str:
-    """The serving framework whose fitted tables a GPU's numbers carry (NONE without)."""
+    """The serving framework whose engine a GPU's numbers run (NONE: no framework); its
+    fitted tables are hw.kernels where the chip has them (tables_of)."""
+    return hw.framework
+
+
+def tables_of(hw) -> str:
+    """The framework whose fitted kernel tables a GPU's numbers carry (NONE without)."""
     return hw.kernels.framework if hw.kernels is not None else NONE
 
 

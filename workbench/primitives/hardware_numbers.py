@@ -68,6 +68,9 @@ class GpuNumbers:
     scale_out: LinkNumbers
     tdp_w: object
     kernels: object = None  # KernelFits of the serving framework's measured tables, or None
+    # The serving framework whose engine the numbers run ("none": none), with its tables in
+    # `kernels` where the chip has them, else over the analytical efficiencies above
+    framework: str = "none"
     # Seconds of each table kernel's time that its framework's CUDA-graph replay removes (the
     # tables time kernels launched one by one from PyTorch): a fitted kernel runs in
     # max(table time - this, its roofline time). Set for a serving engine's iterations
