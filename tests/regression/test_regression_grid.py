@@ -187,6 +187,14 @@ for _name in ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_max_bat
     REBASED[_name] = _A100_NCCL + " (before: " + REBASED[_name] + ")"
 for _name in ("training_gpu", "inference_gpu_tables", "gemm_gpu_tables"):
     REBASED[_name] = _WAVE_TAIL + (" (before: " + REBASED[_name] + ")" if _name in REBASED else "")
+_MI300X_RCCL = ("issue 15: MI300X's xGMI collective curve is its measured RCCL all-reduce (measurements B28, AMD ROCm "
+                "blog: rccl-tests on 8 MI300X, 66.9-318.0 GB/s busbw from 1 MiB to 8 GiB) with a 0.936 us step (a "
+                "small all-reduce's 13.1 us over 14 ring steps), in place of the A100 ring curve and 1.5 us assumed: "
+                "only mi300x points move (collective time x0.31-x1.07, TPOT x0.60-x1.00, TTFT x0.57-x1.05, training "
+                "steps x0.92-x0.99)")
+for _name in ("collective_gpu", "training_gpu_variants", "inference_gpu_dense", "inference_gpu_moe",
+              "inference_gpu_max_batch"):
+    REBASED[_name] = _MI300X_RCCL + (" (before: " + REBASED[_name] + ")" if _name in REBASED else "")
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
