@@ -215,8 +215,8 @@ def _add_predict(psub, kind: str, args: dict) -> None:
 
 
 def _list_frameworks(name) -> int:
-    """Frameworks with kernel tables for one hardware: default mark, the classes fitted and
-    their held-out error."""
+    """Frameworks with kernel tables for one hardware (default mark, the classes fitted and
+    their held-out error), then those that run their engine there without tables."""
     from .backends import backend_for, kernel_tables
     from .specs import load_hardware
     spec = load_hardware(name)

@@ -73,7 +73,8 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
         gemm_tile_m=spec.gemm_tile_m, gemm_tile_n=spec.gemm_tile_n,
         scale_up=link("scale_up"), scale_out=link("scale_out"), tdp_w=v["tdp_w"],
         sparse_speedup=dict(spec.sparse_2_4_speedup),
-        kernels=fits_for(spec, framework), framework=framework, framework_overhead_s=overrides.get("framework_overhead_s"),
+        kernels=fits_for(spec, framework), framework=framework,
+        framework_overhead_s=overrides.get("framework_overhead_s"),
         compute_capability=spec.compute_capability)
 
 

@@ -57,10 +57,10 @@ def resolve(spec, framework) -> str:
         return default if default and default in frameworks(spec) else NONE
     if framework == NONE:
         return NONE
-    have = frameworks(spec)
-    if framework not in have + runs_here(spec):
+    usable = frameworks(spec) + runs_here(spec)
+    if framework not in usable:
         raise InputError(f"framework={framework!r} has no kernel tables for {spec.name!r} and does not run on "
-                         f"{getattr(spec, 'vendor', '?')} GPUs; allowed: {', '.join(have + runs_here(spec) + [NONE])}")
+                         f"{getattr(spec, 'vendor', '?')} GPUs; allowed: {', '.join(usable + [NONE])}")
     return framework
 
 
