@@ -49,11 +49,14 @@ def test_gb300_is_carried_above_gb200_though_their_datasheets_match():
 
 @pytest.mark.parametrize("hardware,dtype,mamf_row,peak_tflops", [
     ("a100_pcie", "bf16", "B19", 312.0), ("mi300x", "bf16", "B20", 1307.4), ("gh200", "bf16", "B23", 989.4),
-    ("gh200", "fp8", "B24", 1978.9), ("mi325x", "bf16", "B26", 1307.4), ("mi355x", "bf16", "B27", 2516.6)])
+    ("gh200", "fp8", "B24", 1978.9), ("mi325x", "bf16", "B26", 1307.4), ("mi355x", "bf16", "B27", 2516.6),
+    ("gaudi2", "bf16", "B29", 432.5), ("gaudi2", "fp8", "B30", 865.0), ("gaudi3", "bf16", "B31", 1677.7),
+    ("gaudi3", "fp8", "B32", 1677.7)])
 def test_measured_mamf_rows_set_the_spec(hardware, dtype, mamf_row, peak_tflops):
     """A100 PCIe (B19: 252.9 of 312, below the SXM part's 0.869 on the same die), MI300X
     (B20: 668.4 of 1307.4 TFLOP/s under ROCm 6.3; 0.70 was assumed before), GH200 (B23/B24:
     the 900 W module above the 700 W H100/H200 on the same die), MI325X (B26: 784.9 of 1307.4
-    at 1000 W) and MI355X (B27: 1565.0 of its 2516.6, AMD's 2.5 PFLOPS dense BF16)."""
+    at 1000 W), MI355X (B27: 1565.0 of its 2516.6, AMD's 2.5 PFLOPS dense BF16) and Gaudi 2 and 3
+    (B29-B32: 0.97 / 0.96 and 0.74 / 0.77 of their MME peaks)."""
     assert load_hardware(hardware).gemm_peak_eff_for(dtype) == pytest.approx(
         row(mamf_row)["value_si"] / (peak_tflops * 1e12), abs=0.001)

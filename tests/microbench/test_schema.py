@@ -65,7 +65,7 @@ def test_validate_requires_every_variable():
                                        ("NVIDIA A100-SXM4-80GB", "a100_sxm"), ("NVIDIA B200", "b200"),
                                        ("AMD Instinct MI300X", "mi300x"), ("NVIDIA L4", "nvidia_l4"),
                                        ("NVIDIA GH200 480GB", "gh200"), ("AMD Instinct MI325X", "mi325x"),
-                                       ("AMD Instinct MI355X", "mi355x")])
+                                       ("AMD Instinct MI355X", "mi355x"), ("GAUDI3", "gaudi3")])
 def test_device_names_map_to_specs(name, spec):
     assert microbench.spec_name(name) == spec
 

@@ -62,6 +62,10 @@ def test_gemm_h200_fp8_held_out(size, measured):
     ("B24", "gh200", "fp8", (1024, 14336, 14336)),
     ("B26", "mi325x", "bf16", (13312, 10240, 8192)),
     ("B27", "mi355x", "bf16", (12288, 8192, 8192)),
+    ("B29", "gaudi2", "bf16", (14336, 15360, 2048)),
+    ("B30", "gaudi2", "fp8", (6144, 11264, 5120)),
+    ("B31", "gaudi3", "bf16", (16384, 4096, 768)),
+    ("B32", "gaudi3", "fp8", (16640, 1536, 3072)),
 ])
 def test_gemm_large_size_against_mamf(row_id, hardware, dtype, shape):
     """MAMF (stas00/ml-engineering mamf-finder) is the best over a shape search; the model's

@@ -33,7 +33,7 @@ SUITES = ("gemm", "attention", "memory", "launch", "collectives")
 # match wins: "GH200" before "H200", which it contains ("NVIDIA GH200 480GB").
 SPEC_NAMES = (("H100 80GB HBM3", "h100_sxm"), ("H100 SXM", "h100_sxm"), ("GH200", "gh200"), ("H200", "h200_sxm"),
               ("A100-SXM", "a100_sxm"), ("B200", "b200"), ("MI300X", "mi300x"), ("MI325X", "mi325x"),
-              ("MI355X", "mi355x"))
+              ("MI355X", "mi355x"), ("GAUDI2", "gaudi2"), ("GAUDI3", "gaudi3"))
 
 _SQUARES_FULL = [256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384]
 # Shapes of LLM layers: tokens x (d_model -> fused QKV / FFN) of Llama 3 8B and 70B at TP 1 and 8.

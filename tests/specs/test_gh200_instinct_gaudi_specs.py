@@ -1,12 +1,15 @@
-"""GH200 (the Hopper GPU of the Grace Hopper superchip) and AMD's MI325X and MI355X: every figure is
-the cited one, each chip sits where its measured sibling puts it, and predictions run.
+"""GH200 (the Hopper GPU of the Grace Hopper superchip), AMD's MI325X and MI355X and Intel's Gaudi 2
+and Gaudi 3: every figure is the cited one, each chip sits where its measured sibling puts it, and
+predictions run.
 
 Cited figures (stas00/ml-engineering compute/accelerator/README.md, 2026 version, the source of
 measurements.csv A16-A21 and B01-B20): the 'TFLOPS comparison table' (dense, per GPU), the BF16
 peak formula table (MI355X: 2400 MHz x 512 FMAs per Matrix Core per clock x 1024 Matrix Cores x 2),
 the memory table and the 'Maximum Achievable Matmul FLOPS comparison table' (measurements.csv B23,
-B24, B26, B27, added by the workbench). MI355X's 1,400 W: The Register, 2025-06-12; its Infinity
-Fabric links: AMD's MI355X specifications (153.6 GB/s bidirectional per link, 7 links).
+B24, B26, B27, B29-B32, added by the workbench). MI355X's 1,400 W: The Register, 2025-06-12; its
+Infinity Fabric links: AMD's MI355X specifications (153.6 GB/s bidirectional per link, 7 links).
+Gaudi's links: Intel's Gaudi 2 and Gaudi 3 white papers (24 RoCE ports of 100 / 200 GbE, 21 of them
+joining the 8 cards of a server, 3 to each peer).
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from workbench.units import GIB
 from gpu_spec_checks import spec_value
 
 T, G = 1e12, 1e9
-NEW = ("gh200", "mi325x", "mi355x")
+NEW = ("gh200", "mi325x", "mi355x", "gaudi2", "gaudi3")
 
 # (hardware, attribute path, expected SI value, relative tolerance, cited figure)
 CITED = [
@@ -42,6 +45,17 @@ CITED = [
     ("mi355x", "peak.fp32", 157.3 * T, 0.0, "TFLOPS table: fp32 157.3"),
     ("mi355x", "hbm.capacity", 288 * G, 0.0, "memory table: 288 GB"),
     ("mi355x", "hbm.bandwidth", 8.0 * T, 0.0, "memory table: 8.00 TB/s"),
+    ("gaudi2", "peak.bf16", 1650e6 * 256 * 256 * 2 * 2, 1e-4, "formula table: 1650 MHz x 256*256 x 2 MMEs x 2"),
+    ("gaudi2", "peak.bf16", 432 * T, 0.002, "TFLOPS table: bf16 432"),
+    ("gaudi2", "peak.fp8", 865 * T, 0.0, "TFLOPS table: fp8 865"),
+    ("gaudi2", "hbm.capacity", 96 * G, 0.0, "memory table: 96 GB"),
+    ("gaudi2", "hbm.bandwidth", 2.46 * T, 0.0, "memory table: 2.46 TB/s"),
+    ("gaudi3", "peak.bf16", 1600e6 * 256 * 256 * 8 * 2, 1e-4, "formula table: 1600 MHz x 256*256 x 8 MMEs x 2"),
+    ("gaudi3", "peak.fp8", 1677 * T, 0.001, "TFLOPS table: fp8 1677 (note 19: as bf16)"),
+    ("gaudi3", "peak.fp16", 459 * T, 0.0, "TFLOPS table: fp16 459"),
+    ("gaudi3", "peak.fp32", 229 * T, 0.0, "TFLOPS table: fp32 229"),
+    ("gaudi3", "hbm.capacity", 128 * G, 0.0, "memory table: 128 GB"),
+    ("gaudi3", "hbm.bandwidth", 3.7 * T, 0.0, "memory table: 3.70 TB/s"),
 ]
 
 
@@ -51,10 +65,12 @@ def test_spec_is_the_cited_figure(name, path, expected, rtol, cited):
 
 
 @pytest.mark.parametrize("name,vendor,tdp_w", [("gh200", "nvidia", 900.0), ("mi325x", "amd", 1000.0),
-                                               ("mi355x", "amd", 1400.0)])
+                                               ("mi355x", "amd", 1400.0), ("gaudi2", "habana", 600.0),
+                                               ("gaudi3", "habana", 900.0)])
 def test_catalog_entries(name, vendor, tdp_w):
     """In the GPU catalog, with a source, dense peaks in FLOP/s, the measured module's power
-    (GH200: the MAMF row's 900 W module; MI325X: 1000 W; MI355X: 1.4 kW) and a device-hour price."""
+    (GH200: the MAMF row's 900 W module; MI325X: 1000 W; MI355X: 1.4 kW; Gaudi 2 and 3: their
+    OAM cards, 600 and 900 W) and a device-hour price."""
     hw = load_hardware(name)
     assert name in list_gpus() and hw.vendor == vendor and hw.source.strip()
     assert all(isinstance(v, float) and v > 1e12 for v in hw.peak_flops_per_s.values())
@@ -71,7 +87,9 @@ def test_mi355x_links_are_seven_of_its_infinity_fabric_links():
 
 
 @pytest.mark.parametrize("name,dtype,mamf_row", [("gh200", "bf16", "B23"), ("gh200", "fp8", "B24"),
-                                                 ("mi325x", "bf16", "B26"), ("mi355x", "bf16", "B27")])
+                                                 ("mi325x", "bf16", "B26"), ("mi355x", "bf16", "B27"),
+                                                 ("gaudi2", "bf16", "B29"), ("gaudi2", "fp8", "B30"),
+                                                 ("gaudi3", "bf16", "B31"), ("gaudi3", "fp8", "B32")])
 def test_large_gemm_is_the_measured_mamf(name, dtype, mamf_row):
     """The model's large-GEMM plateau (16384^3) against the MAMF row within 3% (the ramp's
     plateau sits 1.8-2.1% below the spec's efficiency on every chip, MI300X's B20 included)."""
@@ -93,10 +111,24 @@ def test_gh200_is_the_h200_die_at_900_w():
     assert float(predict.gemm(hardware="gh200", **t).time_s) == float(predict.gemm(hardware="h200_sxm", **t).time_s)
 
 
-def test_instinct_parts_have_no_kernel_tables():
-    for name in ("mi325x", "mi355x"):
-        assert kernel_tables.frameworks(load_hardware(name)) == []
-        assert kernel_tables.resolve(load_hardware(name), None) == "none"
+def test_instinct_and_gaudi_parts_have_no_kernel_tables():
+    """No table of aiconfigurator-core times them: framework none by default; vLLM and SGLang run
+    their engines on the AMD parts, vLLM alone on Gaudi (its Gaudi plugin; frameworks.yaml runs_on)."""
+    for name, engines in (("mi325x", ["vllm", "sglang"]), ("mi355x", ["vllm", "sglang"]), ("gaudi2", ["vllm"]),
+                          ("gaudi3", ["vllm"])):
+        spec = load_hardware(name)
+        assert kernel_tables.frameworks(spec) == [] and kernel_tables.resolve(spec, None) == "none"
+        assert kernel_tables.runs_here(spec) == engines
+
+
+def test_gaudi_links_are_21_of_its_24_roce_ports():
+    """3 ports to each of the 7 other cards of a server (21) inside, 3 out: Gaudi 2's 100 GbE and
+    Gaudi 3's 200 GbE ports, 12.5 and 25 GB/s per direction each."""
+    for name, port in (("gaudi2", 12.5e9), ("gaudi3", 25e9)):
+        spec = load_hardware(name)
+        assert spec.link("scale_up").unidir_bytes_per_s == pytest.approx(21 * port)
+        assert spec.link("scale_out").unidir_bytes_per_s == pytest.approx(3 * port)
+        assert spec.link("scale_up").domain_size == 8
 
 
 def test_fp4_math_only_on_cdna4():
@@ -128,7 +160,7 @@ def test_predictions_run(name):
                             weights="fp8")
     srv = predict.serving(hardware=name, model="llama_3_1_70b", tp=4, concurrency=[1, 32], prompt=2048,
                           generate=256, weights="fp8")
-    trn = predict.training(hardware=name, model="llama_3_1_70b", devices=64, tp=8, seq_len=8192, global_batch=128)
+    trn = predict.training(hardware=name, model="llama_3_1_8b", devices=64, tp=2, seq_len=8192, global_batch=128)
     for ds, var in ((inf, "tpot_s"), (srv, "tpot_s"), (trn, "mfu")):
         assert bool(np.all(ds.fits)) and bool(np.all(np.isfinite(ds[var]))) and bool(np.all(ds[var] > 0))
     assert 0.2 < float(trn.mfu) < 0.7
