@@ -130,9 +130,11 @@ def _model(name: str) -> ModelSpec:
 
 def load_hardware(name, *, arg: str = "hardware"):
     """A GPU HardwareSpec, a WaferSpec (wse2, wse3) or a SystemSpec (cs2, cs3): from a
-    spec object (returned as it is), a catalog name, or the path of a YAML file in the
-    catalog's format (its `name:` labels the results), whole or as a hypothetical design
-    that `derives_from` a catalog chip with the fields that change (examples/hardware/)."""
+    spec object (returned as it is), a catalog name (or a name as vendors and benchmark tables
+    write it that names exactly one: "NVIDIA H100 SXM", "AMD Instinct MI300X", hardware_names),
+    or the path of a YAML file in the catalog's format (its `name:` labels the results), whole
+    or as a hypothetical design that `derives_from` a catalog chip with the fields that change
+    (examples/hardware/)."""
     if isinstance(name, (HardwareSpec, WaferSpec, SystemSpec)):
         return name
     if isinstance(name, (str, Path)) and _is_path(str(name)):
@@ -141,6 +143,9 @@ def load_hardware(name, *, arg: str = "hardware"):
             raise InputError(f"{arg}={brief(str(name))} is not a readable file; allowed: a catalog name "
                              f"({', '.join(list_hardware())}) or the path of a hardware YAML file")
         return _hardware_from(read_yaml(path, arg=arg), origin=str(path))
+    if isinstance(name, str) and name not in list_hardware():  # "NVIDIA H100 SXM", "AMD Instinct MI300X"
+        from . import hardware_names
+        name = hardware_names.resolve(name, list_hardware()) or name
     if not isinstance(name, str) or name not in list_hardware():
         raise InputError(f"{arg}={brief(name)} is not known; allowed: {', '.join(list_hardware())}, "
                          "a spec object or the path of a hardware YAML file")
