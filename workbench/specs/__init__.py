@@ -143,11 +143,12 @@ def load_hardware(name, *, arg: str = "hardware"):
             raise InputError(f"{arg}={brief(str(name))} is not a readable file; allowed: a catalog name "
                              f"({', '.join(list_hardware())}) or the path of a hardware YAML file")
         return _hardware_from(read_yaml(path, arg=arg), origin=str(path))
-    if isinstance(name, str) and name not in list_hardware():  # "NVIDIA H100 SXM", "AMD Instinct MI300X"
+    known = list_hardware()
+    if isinstance(name, str) and name not in known:  # "NVIDIA H100 SXM", "AMD Instinct MI300X"
         from . import hardware_names
-        name = hardware_names.resolve(name, list_hardware()) or name
-    if not isinstance(name, str) or name not in list_hardware():
-        raise InputError(f"{arg}={brief(name)} is not known; allowed: {', '.join(list_hardware())}, "
+        name = hardware_names.resolve(name, known) or name
+    if not isinstance(name, str) or name not in known:
+        raise InputError(f"{arg}={brief(name)} is not known; allowed: {', '.join(known)}, "
                          "a spec object or the path of a hardware YAML file")
     return _hardware(name)
 
