@@ -237,3 +237,20 @@ def test_a_row_group_the_api_refuses_leaves_the_others_answered():
     assert "framework='trtllm' has no kernel tables for 'b60' and does not run on intel GPUs" in \
         res.loc[1, "not_answered"]
     assert np.isnan(res.loc[1, "tpot_s"]) and np.isfinite(res.loc[0, "tpot_s"]) and res.loc[0, "not_answered"] == ""
+
+
+def test_a_system_named_as_vendors_write_it_is_the_catalog_gpu():
+    """A row's `system` outside the benchmarks' names resolves as hardware names do
+    (specs/hardware_names): "NVIDIA H200 SXM" is h200_sxm, predicted exactly as the row that
+    says h200_sxm; "mi300x" under vLLM runs vLLM's engine on the analytical kernels; a system
+    the catalog lacks stays unanswered with that reason."""
+    rows = serving_rows.load()
+    base = rows[(rows["mode"] == "agg") & (rows["system"] == "h200_sxm") & (rows["backend"] == "vllm")].head(1)
+    named = base.assign(id="named", system="NVIDIA H200 SXM")
+    amd = base.assign(id="amd", system="mi300x")
+    tpu = base.assign(id="tpu", system="tpu_v5p")
+    res = serving_rows.predict_rows(pd.concat([base, named, amd, tpu], ignore_index=True)).set_index("id")
+    first = base["id"].iloc[0]
+    assert res.loc["named", "tpot_s"] == res.loc[first, "tpot_s"] and res.loc["named", "ttft_s"] == res.loc[first, "ttft_s"]
+    assert res.loc["amd", "not_answered"] == "" and np.isfinite(res.loc["amd", "tpot_s"])
+    assert res.loc["tpu", "not_answered"] == "system tpu_v5p is not in the catalog"

@@ -39,7 +39,7 @@ from ..units import DTYPE_BYTES
 from ..workloads.concurrency import weights_per_device_bytes
 from ..workloads.ops import routed_params
 from ..workloads.inference import HEAD_BYTES, kv_bytes_per_sequence
-from .serving_rows import SYSTEMS, _n, layout, quant, replicas
+from .serving_rows import _n, layout, quant, replicas, system
 
 DECODING_SHARE = 0.5  # of a replica's requests in one decode iteration, at least
 NARROWEST_KV = "fp8"  # the narrowest KV cache the three frameworks keep
@@ -81,10 +81,10 @@ def _bounds(r) -> tuple[float, float]:
     row (a namedtuple of DataFrame.itertuples); NaN where the catalog does not describe it,
     it does not state its pools, or its layout cannot exist."""
     fmt, _ = quant(r)
-    pools = _pools(r) if fmt is not None and r.system in SYSTEMS else None
+    pools = _pools(r) if fmt is not None and system(r.system) is not None else None
     if pools is None or catalog_name(r.model_path) is None:
         return np.nan, np.nan
-    model, hw = load_model(catalog_name(r.model_path)), numbers(SYSTEMS[r.system])
+    model, hw = load_model(catalog_name(r.model_path)), numbers(system(r.system))
     tp, dp, replicas, prefill_devices = pools
     if model.n_heads % tp:  # a layout predict.serving refuses: no bound to judge by
         return np.nan, np.nan

@@ -34,6 +34,15 @@ SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "
            "l4": "l4",
            "a30": "a30",
            "b60": "b60"}
+
+
+def system(name: str) -> str | None:
+    """The catalog GPU of a row's `system`: the benchmarks' own system names (SYSTEMS), else a
+    GPU named as vendors write it (specs/hardware_names: "gh200", "NVIDIA H200 SXM"), else None."""
+    from ..specs import hardware_names, list_gpus
+    return SYSTEMS.get(name) or (hardware_names.resolve(name, list_gpus()) if isinstance(name, str) else None)
+
+
 # The benchmarks' weight formats (aiconfigurator-core sdk/common.py GEMMQuantMode and
 # MoEQuantMode, every member) -> the catalog's (weights, activations): None takes the weight
 # format's default math (backends/gpu.default_activations); a weight-only format ("_wo",
@@ -81,7 +90,7 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
     """predict.disaggregated arguments of a disaggregated row (its pools' sizes stated)."""
     if not (r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers):
         return None, "disaggregated row without its workers and batch sizes: says too little to predict"
-    hw = SYSTEMS[r.system]
+    hw = system(r.system)
     return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=r.model_path,
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
                 activations=activations, attention_weights=attention_weights(r),
@@ -115,7 +124,7 @@ def layout(r) -> tuple[int, int, int]:
     at tp 1 would not hold its 235 GB of weights)."""
     from ..specs import load_hardware
     tp, dp, ep = _n(r.tp_size), _n(r.attention_dp_size), _n(r.moe_ep_size)
-    domain = load_hardware(SYSTEMS[r.system]).link("scale_up").domain_size
+    domain = load_hardware(system(r.system)).link("scale_up").domain_size
     moe_tp = _n(r.moe_tp_size)
     if _kind(r.model_path) == "moe" and dp == 1 and moe_tp * ep > tp and (moe_tp * ep) % tp == 0:
         dp = moe_tp * ep // tp
@@ -150,7 +159,7 @@ def config(r) -> tuple[dict | None, str]:
     from ..specs import catalog_name
     if catalog_name(r.model_path) is None:
         return None, f"model {r.model_path} is not in the catalog"
-    if r.system not in SYSTEMS:
+    if system(r.system) is None:
         return None, f"system {r.system} is not in the catalog"
     fmt, why = quant(r)
     if fmt is None:
@@ -158,7 +167,7 @@ def config(r) -> tuple[dict | None, str]:
     if r.mode != "agg":
         return _disaggregated(r, *fmt)
     tp, attention_dp, ep = layout(r)
-    return dict(hardware=SYSTEMS[r.system], model=r.model_path, tp=tp, pp=_n(getattr(r, "pp_size", 1)),
+    return dict(hardware=system(r.system), model=r.model_path, tp=tp, pp=_n(getattr(r, "pp_size", 1)),
                 attention_dp=attention_dp, ep=ep, concurrency=_n(r.concurrency) / replicas(r),
                 prompt=_n(r.isl), generate=_n(r.osl), weights=fmt[0], activations=fmt[1],
                 attention_weights=attention_weights(r), framework=r.backend), ""
