@@ -224,10 +224,7 @@ def _list_frameworks(name) -> int:
     engines = kernel_tables.runs_here(spec) if backend_for(spec).kind == "gpu" else []
     if not have:
         print(f"{spec.name}: no kernel tables (framework none: the spec's analytical efficiencies)")
-        for fw in engines:
-            print(f"{fw}: its engine (schedule, token budget, host constants) over the analytical efficiencies")
-        return 0
-    via = "" if spec.kernel_tables == spec.name else f" (tables of {spec.kernel_tables})"
+    via = "" if getattr(spec, "kernel_tables", spec.name) == spec.name else f" (tables of {spec.kernel_tables})"
     for fw in have:
         fits = kernel_tables.fits_for(spec, fw)
         mark = " (default)" if fw == spec.default_framework else ""
@@ -236,8 +233,9 @@ def _list_frameworks(name) -> int:
             print(f"  {c:17s} {v:20s} {sc['rows']:7d} rows  held-out median |err| {sc['median_abs_err']:6.1%}"
                   f"  p90 {sc['p90_abs_err']:6.1%}")
     for fw in engines:
-        print(f"{fw}: no tables; its engine (schedule, token budget, host constants) over the analytical efficiencies")
-    print("none: the spec's analytical efficiencies")
+        print(f"{fw}: its engine (schedule, token budget, host constants) over the analytical efficiencies")
+    if have:
+        print("none: the spec's analytical efficiencies")
     return 0
 
 

@@ -21,15 +21,13 @@ import re
 VENDOR_WORDS = frozenset({"nvidia", "amd", "intel", "habana", "cerebras", "instinct", "tesla"})
 FORM_WORDS = ("sxm", "pcie", "oam")  # module forms a chip's catalog name may carry
 DROPPED = re.compile(r"^(\d+(\.\d+)?(gb|gib|tb|w)|hbm\d?e?|x\d+|nvl\d+|\d+x)$")  # 80gb, 700w, hbm3e, x8, nvl72
-
-
-SYSTEM = re.compile(r"[dh]gx")  # NVIDIA DGX / HGX systems: SXM modules
+SYSTEM = "[dh]gx"  # NVIDIA DGX / HGX systems: SXM modules
 
 
 def key(text: str) -> str:
     """The matching key of a hardware name (see the module)."""
     text = re.sub(r"\([^)]*\)", " ", str(text).lower())
-    words = [re.sub(r"^[dh]gx-?", "", w) for w in re.split(r"[\s,/]+", text)]
+    words = [re.sub(f"^{SYSTEM}-?", "", w) for w in re.split(r"[\s,/]+", text)]
     words = [w for w in words if w and w not in VENDOR_WORDS and not DROPPED.match(w)]
     return re.sub(r"sxm[45]$", "sxm", re.sub(r"[^a-z0-9]", "", "".join(words)))
 
@@ -42,6 +40,6 @@ def resolve(text: str, names: list[str]) -> str | None:
         return keys[k]
     found = {keys[k + f] for f in FORM_WORDS if k + f in keys}
     found |= {keys[k[:-len(f)]] for f in FORM_WORDS if k.endswith(f) and k[:-len(f)] in keys}
-    if len(found) > 1 and SYSTEM.search(str(text).lower()) and k + "sxm" in keys:
+    if len(found) > 1 and re.search(SYSTEM, str(text).lower()) and k + "sxm" in keys:
         return keys[k + "sxm"]
     return found.pop() if len(found) == 1 else None
