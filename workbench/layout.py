@@ -137,16 +137,20 @@ class WaferLayout:
 
     def problems(self, model, *, phase: str, global_batch=None) -> list[Problem]:
         """Inference with placement "regions" pipelines the layers across the systems, so
-        each system must hold at least one layer; training runs the systems data-parallel,
-        so each needs at least one sequence of the global batch. Capacity is the
-        placement model's, flagged point by point."""
+        each system must hold at least one layer (or, for a MoE model, one of a layer's
+        expert regions: at most one per expert, wafer_layers.layer_memory_per_pe); training
+        runs the systems data-parallel, so each needs at least one sequence of the global
+        batch. Capacity is the placement model's, flagged point by point."""
         systems = np.asarray(self.systems, float)
         if phase == "inference":
             if self.placement != "regions":
                 return []
-            return [Problem(systems > model.n_layers, {"devices": systems},
-                            lambda devices: f"devices={devices} systems exceed n_layers={model.n_layers} of "
-                                            f"{model.name} (each pipelined system holds at least one layer)")]
+            units = model.n_layers + model.n_moe_layers * model.n_experts
+            what, held = (f"n_layers={model.n_layers}", "one layer") if units == model.n_layers else \
+                (f"the {units} layer and expert regions", "one layer or expert region")
+            return [Problem(systems > units, {"devices": systems},
+                            lambda devices: f"devices={devices} systems exceed {what} of "
+                                            f"{model.name} (each pipelined system holds at least {held})")]
         if global_batch is None:
             return []
         return [Problem(systems > np.asarray(global_batch, float), {"devices": systems, "global_batch": global_batch},

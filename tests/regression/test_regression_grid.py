@@ -195,6 +195,12 @@ _MI300X_RCCL = ("issue 15: MI300X's xGMI collective curve is its measured RCCL a
 for _name in ("collective_gpu", "training_gpu_variants", "inference_gpu_dense", "inference_gpu_moe",
               "inference_gpu_max_batch"):
     REBASED[_name] = _MI300X_RCCL + (" (before: " + REBASED[_name] + ")" if _name in REBASED else "")
+_EXPERT_REGIONS = ("issue 17: a MoE layer that a wafer region of side P cannot hold whole keeps its routed experts "
+                   "in regions of the same side beside it (wafer_layers.layer_memory_per_pe expert_groups; a row's "
+                   "experts in the busiest of them, the activations handed over and back), so the grid search also "
+                   "weighs smaller regions: only Mixtral 8x7B under gpu_style on 4 systems moves (TPOT x0.18-x0.51, "
+                   "TTFT x0.64-x1.28; 4 batch-8 fp16 points now fit); mesh-mapped and dense points unchanged")
+REBASED["inference_wafer_regions"] = _EXPERT_REGIONS + " (before: " + REBASED["inference_wafer_regions"] + ")"
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"

@@ -43,9 +43,13 @@ def test_min_devices_grows_with_batch_and_context():
 
 
 def test_a_layer_larger_than_a_wafer_is_flagged():
-    """Llama 4 Maverick keeps 128 experts per MoE layer resident: 32 GB of 16-bit weights
-    in one layer, more than the largest square region of a WSE-3 holds."""
-    r = predict.inference(model="llama_4_maverick_17b_128e", devices="min", **SERVICE)
+    """A dense layer is held by one region (only a MoE layer's experts go to regions beside
+    it: test_wafer_expert_regions.py): a layer 65,536 wide with a 262,144-wide gated MLP
+    holds 3 x 65,536 x 262,144 x 2 B = 103 GB of 16-bit MLP weights, more than the 44 GB of
+    SRAM of a whole WSE-3 (wse_facts.md)."""
+    wide = dict(name="too_wide", n_layers=2, d_model=65536, n_heads=64, n_kv_heads=8, head_dim=1024, d_ff=262144,
+                vocab_size=32000, gated_mlp=True, tied_embeddings=True)
+    r = predict.inference(model=wide, devices="min", **SERVICE)
     assert not bool(r.fits) and "larger than a wafer" in str(r.reason.values)
 
 

@@ -13,8 +13,9 @@ import pytest
 
 from workbench import predict
 from workbench.specs import list_models, load_model
-from workbench.workloads.wafer_layers import (decode_layer, layer_memory_per_pe, layer_weight_matrices,
-                                              prefill_layer)
+from workbench.workloads import ops
+from workbench.workloads.wafer_layers import (decode_layer, expert_bytes_per_pe, layer_memory_per_pe,
+                                              layer_weight_matrices, prefill_layer)
 from workbench.backends import numbers
 
 WSE2 = numbers("wse2")
@@ -115,10 +116,17 @@ def test_per_pe_weights_equal_the_sum_of_whole_tiles(name):
     m = load_model(name)
     P = np.array([100.0, 160.0, 205.0, 360.0])
     mem = layer_memory_per_pe(WSE3, m, P=P, batch=1.0, tokens=1024.0, w_bytes=2.0, kv_bytes=2.0)
-    expected = sum(c * np.ceil(k / P) * np.ceil(n / P) for k, n, c in layer_weight_matrices(m)) * 2.0
-    np.testing.assert_array_equal(mem["weights_bytes"], expected)
+    def tiled(moe="widest"):
+        return sum(c * np.ceil(k / P) * np.ceil(n / P) for k, n, c in layer_weight_matrices(m, moe=moe)) * 2.0
+    expected = tiled()
+    whole = mem["expert_groups"] == 0  # a MoE layer on a small region keeps its experts beside it
+    np.testing.assert_array_equal(mem["weights_bytes"][whole], expected[whole])
     mean = sum(c * k * n for k, n, c in layer_weight_matrices(m)) * 2.0 / P**2
-    assert np.all(mem["weights_bytes"] >= mean)
+    assert np.all(mem["weights_bytes"][whole] >= mean[whole])
+    if not np.all(whole):  # the layer's own region: the fullest kind without its routed experts
+        routed = m.n_experts * expert_bytes_per_pe(m, P=P, w_bytes=2.0)
+        own = np.maximum.reduce([tiled(moe) - (routed if moe else 0.0) for _, moe in ops.layer_kinds(m)])
+        np.testing.assert_array_equal(mem["weights_bytes"][~whole], own[~whole])
 
 
 def test_total_bytes_are_the_sum_of_the_parts_plus_the_reserve():

@@ -244,7 +244,9 @@ def busiest_rank_experts(*, n_experts, top_k, tokens, ep):
     over ep). One rank (ep = 1): expected_experts_touched itself."""
     from statistics import NormalDist
     ep = np.asarray(ep, float)
-    z = np.vectorize(lambda r: NormalDist().inv_cdf((r - 0.375) / (r + 0.25)) if r > 1 else 0.0)(ep)
+    sizes, at = np.unique(ep, return_inverse=True)  # one quantile per distinct size
+    z = np.array([NormalDist().inv_cdf((r - 0.375) / (r + 0.25)) if r > 1 else 0.0 for r in sizes])
+    z = z[at].reshape(ep.shape)
     mean = tokens * top_k / ep
     pairs = mean + z * np.sqrt(mean * (1.0 - 1.0 / ep))
     return pairs, expected_experts_touched(n_experts=n_experts, top_k=top_k, tokens=pairs * ep / top_k) / ep

@@ -74,9 +74,9 @@ def wafer_min_devices(*, w: WaferNumbers, model: ModelSpec, batch, prompt, gener
     """The fewest systems whose layer regions hold the model (devices="min"): for each grid
     side whose region holds a layer (weights, KV, activations within a PE's SRAM), the
     systems needed are ceil(regions needed / regions per wafer); the smallest over the
-    sides. NaN where no side holds a layer (a layer larger than a wafer's largest square
-    region, e.g. a MoE layer with every expert resident: spreading one layer over several
-    wafers is not modelled)."""
+    sides. A MoE layer too large for a region keeps its experts in regions beside it
+    (wafer_layers.layer_memory_per_pe), counted here. NaN where no side holds a layer (a
+    dense layer, or one expert, larger than a wafer's largest square region)."""
     shape = np.broadcast_shapes(np.broadcast(batch, prompt, generate, 0.0 if pe_grid is None else pe_grid).shape,
                                 w.shape)
     P, wc = _candidate_axis(w, shape, pe_grid)
@@ -106,10 +106,11 @@ def wafer_max_generate(*, w: WaferNumbers, model: ModelSpec, devices, batch, pro
     kw = dict(P=P, batch=ex(batch), w_bytes=DTYPE_BYTES[weights], kv_bytes=DTYPE_BYTES[kv], mapping=mapping,
               rows_in_flight=micro_batch_rows(model, ex(batch)))
     cap = float(model.max_seq_len) - ex(prompt)
-    zero = layer_memory_per_pe(wc, model, tokens=ex(prompt), generated=0.0, **kw)["total_bytes"]
-    one = layer_memory_per_pe(wc, model, tokens=ex(prompt) + 1.0, generated=1.0, **kw)["total_bytes"]
-    slope = one - zero
-    room = wc.sram_per_pe_bytes - zero
+    # the region holding the cache (an expert region holds none): its bytes grow with the cache
+    zero = layer_memory_per_pe(wc, model, tokens=ex(prompt), generated=0.0, **kw)
+    slope = layer_memory_per_pe(wc, model, tokens=ex(prompt) + 1.0, generated=1.0, **kw)["kv_bytes"] - zero["kv_bytes"]
+    room = wc.sram_per_pe_bytes - (zero["weights_bytes"] + zero["kv_bytes"] + zero["activation_bytes"]
+                                   + wc.sram_reserved_per_pe_bytes)
     g = np.where(slope > 0, np.floor(room / np.where(slope > 0, slope, 1.0)), cap)
     g = np.clip(np.minimum(g, cap), 0.0, None)
 

@@ -2,9 +2,13 @@
 one or more wafers (weights resident in SRAM), prefill then static-batch decode.
 
 Placement: each transformer layer owns a region of P x P PEs, and the lm_head as many regions
-as its weights need; the regions tile the program rectangle of each wafer, and a model
-larger than one wafer is pipelined across `devices` systems (activations cross the
-system I/O). The layer regions are stages of a pipeline:
+as its weights need; a MoE layer that its region cannot hold whole keeps its routed experts
+in regions of the same side beside it (wafer_layers.layer_memory_per_pe: expert_groups,
+laid out after their layer, so the activations still cross devices - 1 system boundaries
+per token); the regions tile the program rectangle of each wafer, and a model larger than
+one wafer is pipelined across `devices` systems (activations cross the system I/O). The
+layer regions are stages of a pipeline (a split layer one stage: its region, then its
+busiest expert region):
 - prefill runs the prompt through them in chunks (wafer_pipeline.py);
 - decode keeps up to one micro-batch per layer in flight (decode_step): a token's step
   crosses every layer in turn, while the other micro-batches occupy the other layers, so
@@ -56,18 +60,25 @@ def _lm_head_regions(model: ModelSpec, P, free_per_pe, w_bytes):
 def placement(w: WaferNumbers, model: ModelSpec, *, P, devices, batch, tokens, generated, w_bytes,
               kv_bytes, mapping, draft: ModelSpec | None = None) -> dict:
     """Per-PE memory of a layer region and whether all regions fit on `devices` wafers
-    (with a speculative `draft` model's layers and lm_head in regions of the same side)."""
+    (with a speculative `draft` model's layers, its expert regions and lm_head in regions
+    of the same side, its fullest PE checked as the target's)."""
     mem = layer_memory_per_pe(w, model, P=P, batch=batch, tokens=tokens, generated=generated,
                               w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping,
                               rows_in_flight=micro_batch_rows(model, batch))
     free = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes - mem["activation_bytes"]
-    needed = model.n_layers + _lm_head_regions(model, P, free, w_bytes)
-    if draft is not None:
-        needed = needed + draft.n_layers + _lm_head_regions(draft, P, free, w_bytes)
+    needed = model.n_layers + model.n_moe_layers * mem["expert_groups"] + _lm_head_regions(model, P, free, w_bytes)
     fits_pe = mem["total_bytes"] <= w.sram_per_pe_bytes
+    draft_groups = 0.0
+    if draft is not None:
+        dmem = layer_memory_per_pe(w, draft, P=P, batch=batch, tokens=tokens, generated=generated, w_bytes=w_bytes,
+                                   kv_bytes=kv_bytes, mapping=mapping, rows_in_flight=micro_batch_rows(draft, batch))
+        draft_groups = dmem["expert_groups"]
+        needed = needed + draft.n_layers + draft.n_moe_layers * draft_groups + _lm_head_regions(draft, P, free, w_bytes)
+        fits_pe = fits_pe & (dmem["total_bytes"] <= w.sram_per_pe_bytes)
     fits_regions = (needed <= devices * regions(w, P)) & (P <= w.max_square_grid)
     return {"pe_bytes": mem["total_bytes"], "regions_needed": needed, "fits_pe": fits_pe,
-            "fits_regions": fits_regions, "fits": fits_pe & fits_regions}
+            "fits_regions": fits_regions, "fits": fits_pe & fits_regions, "expert_groups": mem["expert_groups"],
+            "draft_expert_groups": draft_groups}
 
 
 def _best_grid(cost, candidates, shape):
@@ -100,7 +111,7 @@ def micro_batch_rows(model: ModelSpec, batch):
 
 
 def decode_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices, mapping="mesh",
-                rows_per_sequence=1.0) -> dict:
+                rows_per_sequence=1.0, expert_groups=0.0) -> dict:
     """One decode step of `batch` sequences pipelined through the layer regions.
 
     The stages are the L layer regions, the lm_head and the devices - 1 system crossings.
@@ -122,24 +133,24 @@ def decode_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices
     layer-pipelined wafer checks k drafted tokens for little more than one."""
     u = np.asarray(rows_per_sequence, float)
     together = _ring_step(w, model, P=P, batch=batch, context=context, devices=devices, mapping=mapping,
-                          rows_per_unit=u, units=1.0)
+                          rows_per_unit=u, units=1.0, expert_groups=expert_groups)
     if not np.any(u > 1.0):
         return together
     wavefront = _ring_step(w, model, P=P, batch=batch, context=context, devices=devices, mapping=mapping,
-                           rows_per_unit=1.0, units=u)
+                           rows_per_unit=1.0, units=u, expert_groups=expert_groups)
     faster = wavefront["step_s"] < together["step_s"]
     return {k: np.where(faster, wavefront[k], together[k]) for k in together}
 
 
 def _ring_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices, mapping, rows_per_unit,
-               units) -> dict:
+               units, expert_groups=0.0) -> dict:
     """decode_step with each micro-batch's sequences as `units` pipeline units of
     `rows_per_unit` rows per sequence: max(traversal + (units - 1) x busiest stage,
     micro-batches x units x busiest stage)."""
     clock, L = w.clock_hz, model.n_layers
     m = micro_batches(model, batch)
     rows = micro_batch_rows(model, batch) * rows_per_unit
-    layer = decode_layer(w, model, P=P, batch=rows, context=context, mapping=mapping)
+    layer = decode_layer(w, model, P=P, batch=rows, context=context, mapping=mapping, expert_groups=expert_groups)
     head = mesh_gemv(w, P=P, k=model.d_model, n=model.vocab_size, rows=rows, mapping=mapping)
     crossings = devices - 1.0
     x = crossing_s(w, rows=rows, d_model=model.d_model) * (crossings > 0)
@@ -154,14 +165,16 @@ def _ring_step(w: WaferNumbers, model: ModelSpec, *, P, batch, context, devices,
             "io_s": crossings * x * scale, "hops": L * layer["hops"]}
 
 
-def _speculative_tpot(w, model, draft, *, P, batch, context, devices, draft_len, acceptance, mapping):
+def _speculative_tpot(w, model, draft, *, P, batch, context, devices, draft_len, acceptance, mapping,
+                      expert_groups=0.0, draft_expert_groups=0.0):
     """Seconds per emitted token with the draft on the same wafers (regions of side P, its
     crossings between systems not counted): k draft steps, then the target verifying k+1
     rows per sequence, both pipelined as decode_step."""
     k = np.asarray(draft_len, float)
     kw = dict(P=P, batch=batch, context=context, mapping=mapping)
-    draft_s = decode_step(w, draft, devices=1.0, **kw)["step_s"]
-    verify_s = decode_step(w, model, devices=devices, rows_per_sequence=k + 1.0, **kw)["step_s"]
+    draft_s = decode_step(w, draft, devices=1.0, expert_groups=draft_expert_groups, **kw)["step_s"]
+    verify_s = decode_step(w, model, devices=devices, rows_per_sequence=k + 1.0, expert_groups=expert_groups,
+                           **kw)["step_s"]
     return per_token_s(draft_step_s=draft_s, verify_step_s=verify_s, draft_len=k, acceptance=acceptance)
 
 
@@ -175,10 +188,12 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
     clock = w.clock_hz  # the clock_hz knob sweeps it
     w_bytes, kv_bytes = DTYPE_BYTES[weights], DTYPE_BYTES[kv]
     context = prompt + generate / 2.0  # mean decode context (steps are linear in it)
-    shape = np.broadcast_shapes(np.broadcast(devices, batch, prompt, generate, 0.0 if pe_grid is None else pe_grid,
-                                             0.0 if prefill_pe_grid is None else prefill_pe_grid).shape, w.shape)
     kw = dict(devices=devices, batch=batch, tokens=prompt + generate, generated=generate,
               w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping, draft=draft if np.any(draft_len > 0) else None)
+    speculating = (draft_len, acceptance) if kw["draft"] is not None else ()  # the grid search weighs them
+    shape = np.broadcast_shapes(np.broadcast(devices, batch, prompt, generate, 0.0 if pe_grid is None else pe_grid,
+                                             0.0 if prefill_pe_grid is None else prefill_pe_grid,
+                                             *speculating).shape, w.shape)
 
     if pe_grid is None:
         cand = grid_candidates(w)
@@ -186,10 +201,14 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
         kwc = {k: (v if v is None or isinstance(v, (float, str, ModelSpec)) else ex(v)) for k, v in kw.items()}
         wc = w.with_trailing_axis()  # knob arrays broadcast against the candidate axis
 
-        def decode_cost(Pc):  # the whole decode step: every layer and the lm_head
-            step = decode_step(wc, model, P=Pc, batch=ex(batch), context=ex(context), devices=ex(devices),
-                               mapping=mapping)
-            return step["step_s"], placement(wc, model, P=Pc, **kwc)["fits"]
+        def decode_cost(Pc):  # seconds per token: every layer and the lm_head (and the draft's steps)
+            place_c = placement(wc, model, P=Pc, **kwc)
+            sizes = dict(P=Pc, batch=ex(batch), context=ex(context), devices=ex(devices), mapping=mapping,
+                         expert_groups=place_c["expert_groups"])
+            if kw["draft"] is None:
+                return decode_step(wc, model, **sizes)["step_s"], place_c["fits"]
+            return _speculative_tpot(wc, model, draft, draft_len=ex(draft_len), acceptance=ex(acceptance),
+                                     draft_expert_groups=place_c["draft_expert_groups"], **sizes), place_c["fits"]
 
         # Where nothing fits, report the largest grid (the closest to fitting) as infeasible.
         P_dec = np.nan_to_num(_best_grid(decode_cost, cand, shape), nan=cand[-1])
@@ -200,22 +219,26 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
     P_pre = P_dec if prefill_pe_grid is None else np.asarray(prefill_pe_grid, float)
     # Prefill does not depend on the generated length: computed on its own (smaller)
     # broadcast of grid, batch, prompt and systems, then broadcast to every point.
-    pipe = pipelined_prefill(w, model, P=P_pre, batch=batch, prompt=prompt, devices=devices, mapping=mapping)
+    place_pre = placement(w, model, P=P_pre, **kw)
+    groups_pre = place_pre["expert_groups"] if np.any(place_pre["expert_groups"] > 0) else 0.0
+    pipe = pipelined_prefill(w, model, P=P_pre, batch=batch, prompt=prompt, devices=devices, mapping=mapping,
+                             expert_groups=groups_pre)
     pipe = {k: np.broadcast_to(v, shape) for k, v in pipe.items()}
     P_dec = np.broadcast_to(P_dec, shape) * 1.0
     P_pre = np.broadcast_to(P_pre, shape) * 1.0
+    place = placement(w, model, P=P_dec, **kw)
 
     head = mesh_gemv(w, P=P_dec, k=model.d_model, n=model.vocab_size, rows=batch, mapping=mapping)
-    place = placement(w, model, P=P_dec, **kw)
-    place_pre = placement(w, model, P=P_pre, **kw)
-
-    step = decode_step(w, model, P=P_dec, batch=batch, context=context, devices=devices, mapping=mapping)
+    groups = place["expert_groups"]
+    step = decode_step(w, model, P=P_dec, batch=batch, context=context, devices=devices, mapping=mapping,
+                       expert_groups=groups)
     dec_compute_s, dec_reduce_s, io_dec = step["compute_s"], step["comm_s"], step["io_s"]
     tpot = step["step_s"]
     extra = {}
     if kw["draft"] is not None:
         tpot = _speculative_tpot(w, model, draft, P=P_dec, batch=batch, context=context, devices=devices,
-                                 draft_len=draft_len, acceptance=acceptance, mapping=mapping)
+                                 draft_len=draft_len, acceptance=acceptance, mapping=mapping, expert_groups=groups,
+                                 draft_expert_groups=place["draft_expert_groups"])
         extra["tokens_per_step"] = expected_tokens_per_step(acceptance=acceptance, draft_len=draft_len) + 0.0 * tpot
     ttft = pipe["ttft_s"] + head["cycles"] / clock  # the last token's logits
     e2e = ttft + (generate - 1.0) * tpot
@@ -246,5 +269,6 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
         "pe_grid_decode": P_dec, "pe_grid_prefill": P_pre, "n_pes_used": pes_used,
         "pe_memory_used_bytes": place["pe_bytes"],
         "n_hops_per_token": step["hops"], "decode_micro_batches": step["micro_batches"],
+        "expert_regions_per_layer": groups + 0.0 * tpot,
         "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot, **extra,
     }

@@ -95,8 +95,19 @@ def _mean_layer(model: ModelSpec, one_kind) -> dict:
     return out
 
 
-def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mapping="mesh") -> dict:
-    """Cycles of one decode step of one layer for `batch` sequences at `context` tokens."""
+def expert_hand_off_cycles(w: WaferNumbers, model: ModelSpec, *, P, rows, expert_groups):
+    """Cycles for `rows` activation rows to reach the expert regions beside a layer's region
+    and the experts' outputs to come back (0 with the experts in the layer's region): each
+    way a region's width in hops and the rows' d_model values over the P links of its edge,
+    a value per link per cycle (mesh.VALUES_PER_WAVELET)."""
+    one_way = P * w.hop_cycles + rows * tiles(model.d_model, P)
+    return np.where(np.asarray(expert_groups, float) > 0, 2.0 * one_way, 0.0)
+
+
+def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mapping="mesh", expert_groups=0.0) -> dict:
+    """Cycles of one decode step of one layer for `batch` sequences at `context` tokens.
+    With `expert_groups` > 0 (layer_memory_per_pe) the routed experts run in their own
+    regions, a row's in the busiest of them (expert_pairs_per_row), after the hand-off."""
     H, h, hv = model.n_heads, model.head_dim, model.v_dim
     b = batch
     gemv = dict(P=P, rows=b, mapping=mapping)
@@ -122,13 +133,16 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
 
     def one_kind(moe):
         mms = ops.layer_matmuls(model, moe=moe)
+        top = expert_pairs_per_row(model, rows=b, expert_groups=expert_groups) if moe else model.n_active_experts
         mats = [(mm.share, mesh_gemv(w, k=k, n=n, **gemv)) for mm, (k, n) in
-                zip(mms, (ops.active_shape(mm, model.n_active_experts) for mm in mms))]
+                zip(mms, (ops.active_shape(mm, top) for mm in mms))]
         local = elementwise_cycles(w, n=b * (6 * tiles(model.d_model, P) + 2 * tiles(ops.qk_width(model), P)
                                              + 2 * tiles(ops.mlp_width(model, moe=moe), P) + soft * 3 * tiles(ctx, P)))
         parts = mats + [(soft, scores), (soft, pv)] + indexer + mixing
         compute = _weighted(parts, "compute_cycles") + local
         fetch = _fetch_cycles(w, model, mms, P=P, tokens=b, moe=moe, mapping=mapping)
+        if moe:
+            fetch = fetch + expert_hand_off_cycles(w, model, P=P, rows=b, expert_groups=expert_groups)
         comm = _weighted(parts, "comm_cycles") + _weighted(stats, "cycles") + fetch
         return {"cycles": compute + comm, "compute_cycles": compute, "reduce_cycles": comm,
                 "hops": _weighted(parts, "hops") + _weighted(stats, "hops"),
@@ -136,10 +150,12 @@ def decode_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, context, mappin
     return _mean_layer(model, one_kind)
 
 
-def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mapping="mesh", context=None) -> dict:
+def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mapping="mesh", context=None,
+                  expert_groups=0.0) -> dict:
     """Cycles of one layer's prefill of `batch` x `prompt` tokens with MeshGEMM. `context`
     (default `prompt`): the keys each of these tokens attends to, when they are a chunk of
-    a longer prompt whose earlier chunks are already in the KV cache."""
+    a longer prompt whose earlier chunks are already in the KV cache. `expert_groups` as in
+    decode_layer."""
     H, h, hv = model.n_heads, model.head_dim, model.v_dim
     M = batch * prompt
     g = dict(P=P, mapping=mapping)
@@ -168,14 +184,17 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
 
     def one_kind(moe):
         mms = ops.layer_matmuls(model, moe=moe)
+        top = expert_pairs_per_row(model, rows=M, expert_groups=expert_groups) if moe else model.n_active_experts
         gemms = [(mm.share, mesh_gemm(w, m=M, k=k, n=n, **g)) for mm, (k, n) in
-                 zip(mms, (ops.active_shape(mm, model.n_active_experts) for mm in mms))]
+                 zip(mms, (ops.active_shape(mm, top) for mm in mms))]
         local = elementwise_cycles(w, n=rows * (6 * tiles(model.d_model, P) + 2 * tiles(ops.qk_width(model), P)
                                                 + 2 * tiles(ops.mlp_width(model, moe=moe), P))
                                    + soft * batch * tiles(prompt, P) * tiles(keys, P) * 3)
         compute = _weighted(gemms, "compute_cycles") + _weighted(att, "compute_cycles") + local
         gemm_cycles = _weighted(gemms, "cycles") + _weighted(att, "cycles")
         fetch = _fetch_cycles(w, model, mms, P=P, tokens=M, moe=moe, mapping=mapping)
+        if moe:
+            fetch = fetch + expert_hand_off_cycles(w, model, P=P, rows=M, expert_groups=expert_groups)
         comm = _weighted(reductions, "cycles") + fetch
         return {"cycles": gemm_cycles + local + comm, "compute_cycles": compute,
                 "reduce_cycles": comm + (gemm_cycles - _weighted(gemms, "compute_cycles")
@@ -186,14 +205,15 @@ def prefill_layer(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, mappin
     return out
 
 
-def layer_weight_matrices(model: ModelSpec, *, moe: bool | None = None, attention: str = "softmax"
+def layer_weight_matrices(model: ModelSpec, *, moe: bool | None | str = "widest", attention: str = "softmax"
                           ) -> list[tuple[int, int, int]]:
     """The weight matrices one layer's region holds, as (rows k, columns n, count): the
-    matmuls of ops.layer_matmuls, all experts resident. `moe` picks the MLP kind (default:
-    the model's widest, its MoE layers when it has them); `attention` the token mixing of a
+    matmuls of ops.layer_matmuls, all experts resident. `moe` picks the MLP kind as
+    ops.layer_kinds names it (True, False, or None: a block without an MLP), default the
+    model's widest (its MoE layers when it has them); `attention` the token mixing of a
     hybrid's layer: "softmax" (its QKV and output projections) or "linear" (the Gated
     DeltaNet projections)."""
-    moe = model.is_moe if moe is None else moe
+    moe = model.is_moe if moe == "widest" else moe
     linear = {mm.name for mm in ops.linear_attention_matmuls(model)} if model.n_linear_layers else set()
     mixer = [mm for mm in ops.attention_matmuls(model) if (mm.name in linear) == (attention == "linear" and
                                                                                    bool(linear))]
@@ -206,23 +226,36 @@ def layer_weight_matrices(model: ModelSpec, *, moe: bool | None = None, attentio
 
 
 def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, w_bytes, kv_bytes,
-                        generated=0.0, mapping="mesh", rows_in_flight=None) -> dict:
+                        generated=0.0, mapping="mesh", rows_in_flight=None, experts_beside=True) -> dict:
     """Bytes per PE of one layer's region: weights, KV cache, activations.
     Each weight matrix is tiled over the P x P PEs in whole tiles (ceil(k/P) x ceil(n/P),
     as mesh_gemv holds it), so the weights are those of the fullest PE, not the mean.
     Shift-based KV (mesh; T10's balanced partitions) spreads every token over P² PEs;
     concat-based (gpu_style, Ladder) spreads the prompt but appends generated tokens to one
     line of P PEs (mesh.KV_PLACEMENT). Activation buffers hold the `rows_in_flight` a region
-    computes at once (default: the whole batch; a pipelined decode's micro-batch)."""
+    computes at once (default: the whole batch; a pipelined decode's micro-batch).
+
+    A MoE layer that a region of side P cannot hold whole (at any side for Llama 4
+    Maverick, DeepSeek-V3 or Kimi K2 in 16 bits) keeps its routed experts in
+    `expert_groups` regions of the same side beside it (expert parallelism over regions,
+    on one wafer or across systems), each holding as many whole experts as its PEs allow
+    (no cache: the layer's own region keeps the attention, router, shared experts and the
+    KV cache); 0 where the layer fits whole, or with experts_beside=False (a layer streamed
+    in whole, wafer_streaming.py). `total_bytes` is then the fuller of the two
+    region kinds. The grid search weighs both layouts: whole layers on large regions, or
+    experts beside them on smaller ones (fewer systems, more hand-offs)."""
     D = model.d_model
     rows = batch if rows_in_flight is None else rows_in_flight
     act = rows * (4 * tiles(D, P) + 2 * tiles(ops.qkv_width(model), P) + 2 * tiles(ops.widest_mlp(model), P)) * 2.0
 
-    def weights_of(attention):  # the fullest region of that mixing kind over the MLP kinds
+    expert = expert_bytes_per_pe(model, P=P, w_bytes=w_bytes) if model.n_moe_layers else 0.0
+
+    def weights_of(attention, routed=True):  # the fullest region of that mixing kind over the MLP kinds
         return np.maximum.reduce([sum(c * tiles(k, P) * tiles(n, P) for k, n, c in
-                                      layer_weight_matrices(model, moe=moe, attention=attention))
-                                  for _, moe in ops.layer_kinds(model)]) * w_bytes
-    weights = weights_of("softmax")
+                                      layer_weight_matrices(model, moe=moe, attention=attention)) * w_bytes
+                                  - (0.0 if routed or not moe else model.n_experts * expert)
+                                  for _, moe in ops.layer_kinds(model)])
+    weights, own = weights_of("softmax"), weights_of("softmax", routed=False)
     per_token = model.kv_elements_per_token_per_layer * kv_bytes
     ctx = model.keys_held(tokens) / max(model.n_full_attention_layers, 1)  # keys cached per softmax layer
     if kv_spread(mapping):
@@ -235,6 +268,36 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
         state = batch * tiles(model.linear_key_head_dim, P) * tiles(hv, P) * model.linear_state_bytes_per_element
         lin_weights = weights_of("linear")
         use_linear = lin_weights + state > weights + kv
+        own = np.where(use_linear, weights_of("linear", routed=False), own)
         weights, kv = np.where(use_linear, lin_weights, weights), np.where(use_linear, state, kv)
-    return {"weights_bytes": weights, "kv_bytes": kv, "activation_bytes": act,
-            "total_bytes": weights + kv + act + w.sram_reserved_per_pe_bytes}
+    total = weights + kv + act + w.sram_reserved_per_pe_bytes
+    groups = 0.0 * total
+    if model.n_moe_layers and experts_beside:  # the routed experts beside the layer where it does not fit whole
+        room = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes - act  # an expert region: no cache
+        per_region = np.floor(room / expert)
+        split = (total > w.sram_per_pe_bytes) & (per_region >= 1.0)
+        groups = np.where(split, np.ceil(model.n_experts / np.maximum(per_region, 1.0)), 0.0)
+        held = np.minimum(per_region, model.n_experts) * expert + act + w.sram_reserved_per_pe_bytes
+        weights = np.where(split, own, weights)  # the layer's own region
+        total = np.where(split, np.maximum(weights + kv + act + w.sram_reserved_per_pe_bytes, held), total)
+    return {"weights_bytes": weights, "kv_bytes": kv, "activation_bytes": act, "total_bytes": total,
+            "expert_groups": groups}
+
+
+def expert_bytes_per_pe(model: ModelSpec, *, P, w_bytes):
+    """Bytes per PE of one routed expert's matrices tiled over a P x P region (whole tiles)."""
+    return sum(tiles(mm.k, P) * tiles(mm.n, P) for mm in ops.mlp_matmuls(model, moe=True) if mm.routed) * w_bytes
+
+
+def expert_pairs_per_row(model: ModelSpec, *, rows, expert_groups):
+    """Routed experts per row in the busiest of `expert_groups` expert regions (all of a
+    row's top_k where the experts stay in the layer's region): ops.busiest_rank_experts'
+    pairs over the regions, at least the even share ceil(rows k / groups) and one."""
+    k = float(model.n_active_experts)
+    g = np.asarray(expert_groups, float)
+    if not np.any(g > 0):
+        return k + 0.0 * g
+    rows = np.maximum(np.asarray(rows, float), 1.0)
+    pairs, _ = ops.busiest_rank_experts(n_experts=model.n_experts, top_k=k, tokens=rows, ep=np.maximum(g, 1.0))
+    busiest = np.minimum(np.maximum(pairs, np.ceil(rows * k / np.maximum(g, 1.0))), rows * k)
+    return np.where(g > 0, busiest / rows, k)

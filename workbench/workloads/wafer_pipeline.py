@@ -39,21 +39,25 @@ def crossing_s(w: WaferNumbers, *, rows, d_model):
     return w.io_latency_s + rows * d_model * ACT_BYTES / w.io_bytes_per_s
 
 
-def chunk_layer_s(w: WaferNumbers, model: ModelSpec, *, P, batch, chunk, context, mapping="mesh", gemm=True):
+def chunk_layer_s(w: WaferNumbers, model: ModelSpec, *, P, batch, chunk, context, mapping="mesh", gemm=True,
+                  expert_groups=0.0):
     """Seconds for one layer region to run a chunk of `chunk` tokens of `batch` sequences
     attending to `context` keys: with MeshGEMM (prefill kernel, P shift steps whatever the
     rows) or as a GEMV per row (the decode kernel on batch x chunk rows), whichever is
     faster for the shape. Both are WaferLLM's kernels as calibrated (calibrate/wafer_fit.py);
     few rows favour the GEMV form, whose cost is proportional to the rows (gemm=False: the
     GEMV form only, for chunks far below P shift steps' worth of rows)."""
-    gemv = decode_layer(w, model, P=P, batch=batch * chunk, context=context, mapping=mapping)["cycles"]
+    gemv = decode_layer(w, model, P=P, batch=batch * chunk, context=context, mapping=mapping,
+                        expert_groups=expert_groups)["cycles"]
     if not gemm:
         return gemv / w.clock_hz
-    mesh = prefill_layer(w, model, P=P, batch=batch, prompt=chunk, context=context, mapping=mapping)["cycles"]
+    mesh = prefill_layer(w, model, P=P, batch=batch, prompt=chunk, context=context, mapping=mapping,
+                         expert_groups=expert_groups)["cycles"]
     return np.minimum(mesh, gemv) / w.clock_hz
 
 
-def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, devices, mapping="mesh") -> dict:
+def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, devices, mapping="mesh",
+                      expert_groups=0.0) -> dict:
     """Seconds from the prompt entering the first layer region to its last token leaving
     the last one, pipelined over chunks (the lm_head and request overheads are not in it).
     Also the unpipelined time (each layer's whole-prompt pass in turn, as before) and the
@@ -66,7 +70,7 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
     # One chunk size at a time over every point (a loop over candidates, not points), keeping
     # the running minimum: memory stays that of one evaluation.
     longest = float(np.max(prompt_a)) if prompt_a.size else 0.0
-    whole = prefill_layer(w, model, P=P, batch=batch, prompt=prompt, mapping=mapping)
+    whole = prefill_layer(w, model, P=P, batch=batch, prompt=prompt, mapping=mapping, expert_groups=expert_groups)
     # A chunk of at most 4,096 rows runs as GEMVs: MeshGEMM's P shift steps cost at least
     # k n / P map calls whatever the rows, more than the GEMV form's rows x k / P at these
     # sizes on the grids a layer region takes; the whole prompt takes the faster of the two.
@@ -75,10 +79,11 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
         n = np.ceil(prompt_a / c)
         if np.isinf(size):
             p_last = np.minimum(whole["cycles"] / w.clock_hz, chunk_layer_s(
-                w, model, P=P, batch=batch, chunk=c, context=prompt_a, mapping=mapping, gemm=False))
+                w, model, P=P, batch=batch, chunk=c, context=prompt_a, mapping=mapping, gemm=False,
+                expert_groups=expert_groups))
             p_mean = p_last
         else:
-            kw = dict(P=P, batch=batch, chunk=c, mapping=mapping, gemm=False)
+            kw = dict(P=P, batch=batch, chunk=c, mapping=mapping, gemm=False, expert_groups=expert_groups)
             p_mean = chunk_layer_s(w, model, context=(prompt_a + c) / 2.0, **kw)
             p_last = chunk_layer_s(w, model, context=prompt_a, **kw)
         x = crossing_s(w, rows=np.asarray(batch, float) * c, d_model=model.d_model) * (crossings > 0)

@@ -44,7 +44,7 @@ def streaming_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, pr
     # On the wafer: every layer's KV cache, activations, and two layers' weights (the one
     # computing and the one arriving).
     mem = layer_memory_per_pe(w, model, P=P, batch=batch, tokens=prompt + generate, generated=generate,
-                              w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping)
+                              w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping, experts_beside=False)
     pe_bytes = model.n_layers * mem["kv_bytes"] + 2 * mem["weights_bytes"] + mem["activation_bytes"] \
         + w.sram_reserved_per_pe_bytes
     fits = (pe_bytes <= w.sram_per_pe_bytes) & (P <= w.max_square_grid)
