@@ -275,8 +275,9 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     not modelled). Speculative decoding, GPUs and wafers alike (workloads/speculative.py):
     `draft_model` (a catalog name or spec, on the same GPUs or in regions on the same
     wafers, its weights and cache counted) drafts `draft_len` tokens per step, each
-    accepted with probability `acceptance`; with draft_len > 0 and no draft_model, the
-    target's own multi-token-prediction head (one more layer of its shape) drafts. Both
+    accepted with probability `acceptance`; with draft_len > 0 and no draft_model (or
+    draft_model="mtp"), the target's own multi-token-prediction head (one more layer of its
+    shape) drafts; draft_model="eagle", an EAGLE-3 head for it (speculative.eagle_draft). Both
     sweep; `tokens_per_step` reports the tokens a step emits on average. MoE models: `ep`
     (dividing tp) spreads the experts over that many of the TP devices, with all-to-all
     dispatch and combine; `imbalance` >= 1 is the busiest rank's share of routed tokens
@@ -451,14 +452,17 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
 def _speculation(draft_model, draft_len, acceptance):
     """The draft of a call's speculative decoding after checking its arguments: None without
     speculation (draft_len 0 everywhere, no draft_model), a draft model's spec, or
-    speculative.MTP_HEAD (the target's own head) when only draft_len is given."""
-    from .workloads.speculative import MTP_HEAD
+    speculative.MTP_HEAD (the target's own head) when only draft_len is given, or the head
+    named ("mtp", "eagle": speculative.HEADS)."""
+    from .workloads.speculative import HEADS, MTP_HEAD
     check_range("draft_len", draft_len, low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
     if draft_model is None and not any(float(v) > 0 for v in values_of(draft_len)):
         return None
     if draft_model is not None and not isinstance(draft_model, dict):
         check_scalar("draft_model", draft_model, "one model (call once per draft model)")
     check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
+    if isinstance(draft_model, str) and draft_model in HEADS:
+        return draft_model
     return _draft_spec(draft_model) if draft_model is not None else MTP_HEAD
 
 

@@ -1,12 +1,13 @@
 """Speculative decoding, one implementation for every backend (workloads/speculative.py):
 the expected tokens per step against a Monte Carlo of the acceptance process, and the
-static-batch model on GPUs and wafers with a draft model or the target's MTP head."""
+static-batch model on GPUs and wafers with a draft model, the target's MTP head or an EAGLE-3
+head for it."""
 import numpy as np
 import pytest
 
 from workbench import predict
 from workbench.specs import load_model
-from workbench.workloads.speculative import expected_tokens_per_step, mtp_draft
+from workbench.workloads.speculative import eagle_draft, expected_tokens_per_step, mtp_draft
 
 
 @pytest.mark.parametrize("acceptance,k", [(0.5, 1), (0.7, 3), (0.9, 5), (0.3, 8), (1.0, 4)])
@@ -88,3 +89,32 @@ def test_bad_speculative_arguments_are_named():
         predict.inference(hardware="h100_sxm", model="llama_3_1_8b", draft_len=2, acceptance=1.5)
     with pytest.raises(InputError, match="speculative decoding .* placement='streaming'"):
         predict.inference(hardware="cs3", model="llama_3_1_8b", placement="streaming", draft_len=2)
+
+
+def test_an_eagle3_head_is_one_dense_layer_at_the_targets_width():
+    """EAGLE-3 (arXiv:2503.01840) drafts with one decoder layer; NVIDIA's heads for MoE
+    targets are dense Llama-style layers (nvidia/Llama-4-Maverick-17B-128E-Eagle3: 'Llama3-
+    based Eagle3 head (single transformer layer)', vocabulary 202,048 as the target's)."""
+    target = load_model("llama_4_maverick_17b_128e")
+    head = eagle_draft(target)
+    assert head.n_layers == 1 and not head.is_moe and head.vocab_size == 202048
+    assert (head.d_model, head.n_heads, head.n_kv_heads, head.head_dim, head.d_ff) == (5120, 40, 8, 128, 16384)
+    layer = 5120 * (40 + 2 * 8) * 128 + 40 * 128 * 5120 + 3 * 5120 * 16384  # QKV, output, gated MLP
+    assert head.n_params == pytest.approx(layer + 2 * 202048 * 5120, rel=0.01)  # + embedding and LM head
+
+
+@pytest.mark.parametrize("hardware,extra", [("h200_sxm", dict(tp=2, weights="fp8")),
+                                            ("cs3", dict(devices="min", weights="fp16", kv="fp16"))])
+def test_an_eagle3_head_speeds_up_a_moe_target_on_gpus_and_wafers(hardware, extra):
+    kw = dict(hardware=hardware, model="gpt_oss_120b", batch=1, prompt=1000, generate=500, **extra)
+    plain = predict.inference(**kw)
+    spec = predict.inference(draft_model="eagle", draft_len=4, acceptance=0.8, **kw)
+    assert bool(spec.fits) and float(spec.tokens_per_step) == pytest.approx(3.3616)
+    assert float(spec.output_tokens_per_s_per_user) > 1.5 * float(plain.output_tokens_per_s_per_user)
+
+
+def test_serving_takes_an_eagle3_head():
+    kw = dict(hardware="h200_sxm", model="openai/gpt-oss-120b", tp=2, concurrency=8, prompt=1000, generate=500,
+              weights="fp8", framework="trtllm")
+    assert float(predict.serving(draft_model="eagle", draft_len=3, acceptance=0.7, **kw).tpot_s) < \
+        float(predict.serving(**kw).tpot_s)

@@ -20,17 +20,35 @@ def expected_tokens_per_step(*, acceptance, draft_len):
 
 
 MTP_HEAD = "mtp"  # draft_model value meaning the target's own multi-token-prediction head
+EAGLE_HEAD = "eagle"  # draft_model value meaning an EAGLE-3 head trained for the target
+HEADS = (MTP_HEAD, EAGLE_HEAD)
 
 
 def draft_for(model, draft_model):
-    """The draft's spec: `draft_model` itself, or the target's MTP head when it is MTP_HEAD."""
-    return mtp_draft(model) if draft_model == MTP_HEAD else draft_model
+    """The draft's spec: `draft_model` itself, or the target's MTP or EAGLE-3 head."""
+    if isinstance(draft_model, str) and draft_model in HEADS:
+        return mtp_draft(model) if draft_model == MTP_HEAD else eagle_draft(model)
+    return draft_model
+
+
+def eagle_draft(model):
+    """An EAGLE-3 draft head (Li et al., arXiv:2503.01840): one Llama-style decoder layer at
+    the target's width (its attention heads and head size, its config's dense
+    intermediate_size, a gated MLP) with an LM head over the target's vocabulary, run once per
+    drafted token, as NVIDIA's published heads are built (nvidia/Llama-4-Maverick-17B-128E-
+    Eagle3, nvidia/gpt-oss-120b-Eagle3: a single layer whatever the target, dense for a MoE
+    target); the projection fusing three of the target's hidden states (3d x d) is not
+    counted, its embedding and LM head are (not shared with the target)."""
+    from ..specs import load_model
+    return load_model(dict(name=f"{model.name}_eagle3_head", n_layers=1, d_model=model.d_model, n_heads=model.n_heads,
+                           n_kv_heads=model.n_kv_heads, head_dim=model.head_dim, d_ff=model.d_ff,
+                           vocab_size=model.vocab_size, gated_mlp=True, tied_embeddings=False))
 
 
 def mtp_draft(model):
-    """The draft of multi-token prediction (DeepSeek-V3's MTP module, an EAGLE-style head):
-    one more layer of the target's shape with the target's embedding and lm_head, run once
-    per drafted token."""
+    """The draft of multi-token prediction (DeepSeek-V3's MTP module): one more layer of the
+    target's shape (a MoE layer for a MoE target) with the target's embedding and lm_head,
+    run once per drafted token."""
     import dataclasses
     return dataclasses.replace(model, name=f"{model.name} MTP", n_layers=1, n_dense_layers=min(model.n_dense_layers, 1)
                                if not model.is_moe else 0, n_linear_layers=0, n_sliding_layers=0)
