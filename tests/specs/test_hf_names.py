@@ -34,7 +34,7 @@ def test_a_variant_resolves_to_its_architecture(hf_id, name):
 
 
 @pytest.mark.parametrize("hf_id", [
-    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",  # a Llama: the key keeps "distill-llama-70b"
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",   # a Qwen2.5-32B: the key keeps "distill-qwen-32b"
     "Qwen/Qwen3-Coder-30B-A3B-Instruct",           # "coder" stays: not listed under that key
     "MiniMaxAI/MiniMax-M2",                        # M2 is not M2.5: versions stay
     "someorg/not-a-model",

@@ -36,6 +36,7 @@ EXPLICIT_HEAD_DIM = {
     "deepseek_r1": 192,
     "deepseek_v3_2": 192,  # MLA as DeepSeek-V3 (config.json qk_nope_head_dim 128 + qk_rope_head_dim 64)
     "glm_5": 256, "glm_5_1": 256, "glm_5_2": 256, "glm_5_3": 256,  # GLM-5 MLA: qk_nope 192 + qk_rope 64
+    "glm_4_5": 128, "glm_4_6": 128,  # GLM-4.5 kv-channels 128 (THUDM/slime glm4.5-355B-A32B.sh; 5120 / 96 is not whole)
     "minimax_m2_5": 128,  # MiniMax-M2.5 config.json head_dim (3072 / 48 would be 64)
     "minimax_m2_7": 128,  # same layers as MiniMax-M2.5
     "minimax_m3": 128,  # MiniMax-M3 config.json head_dim (6144 / 64 would be 96)

@@ -11,7 +11,8 @@ DATE_WORD, a "v" version after the size PACK_VERSION), "Meta-Llama" read as "Lla
 "3_3" as "3.3" (Meta's and NVIDIA's spellings). The id resolves to the catalog model whose
 listed ids give the same key, and only when exactly one model does. Everything else that
 distinguishes models stays in the key (sizes, "VL", "Coder", "Distill", version numbers such as
-V3 / V3.1), so `DeepSeek-R1-Distill-Llama-70B` matches neither DeepSeek-R1 nor Llama 70B.
+V3 / V3.1), so `DeepSeek-R1-Distill-Qwen-32B` matches neither DeepSeek-R1 nor Qwen 32B (a
+distilled model whose base the catalog holds is listed with it: DeepSeek-R1-Distill-Llama-70B).
 
 The checkpoint's own KV-cache format is known only for listed ids (`hf_kv_cache`); a
 matched id serves from the framework's default cache (`backends/kernel_tables.framework_kv`).
