@@ -199,7 +199,8 @@ _EXPERT_REGIONS = ("issue 17: a MoE layer that a wafer region of side P cannot h
                    "in regions of the same side beside it (wafer_layers.layer_memory_per_pe expert_groups; a row's "
                    "experts in the busiest of them, the activations handed over and back), so the grid search also "
                    "weighs smaller regions: only Mixtral 8x7B under gpu_style on 4 systems moves (TPOT x0.18-x0.51, "
-                   "TTFT x0.64-x1.28; 4 batch-8 fp16 points now fit); mesh-mapped and dense points unchanged")
+                   "TTFT x0.64-x1.28; 4 batch-8 fp16 points now fit; memory per device counts an expert region at "
+                   "its own fullest PE); mesh-mapped and dense points unchanged")
 REBASED["inference_wafer_regions"] = _EXPERT_REGIONS + " (before: " + REBASED["inference_wafer_regions"] + ")"
 
 

@@ -4,8 +4,8 @@ of the same side beside their layer, so the largest MoE models can be placed on 
 
 Sizes cited: Llama 4 Maverick's routed experts are 128 x 3 x 5,120 x 8,192 parameters per
 MoE layer (its config.json: hidden_size 5120, intermediate_size 8192, num_local_experts 128),
-32.2 GB in 16 bits, more than a WSE-3's 44 GB of SRAM leaves in its largest square region
-(wse_facts.md: 48 KB per PE; the program rectangle's square side, backends numbers).
+32.2 GB in 16 bits, more than the largest square region of a WSE-3 holds (757 x 757 PEs of
+48 KB, 28.2 GB; wse_facts.md: 48 KB per PE; the program rectangle's square side).
 """
 from __future__ import annotations
 

@@ -66,7 +66,8 @@ def placement(w: WaferNumbers, model: ModelSpec, *, P, devices, batch, tokens, g
                               w_bytes=w_bytes, kv_bytes=kv_bytes, mapping=mapping,
                               rows_in_flight=micro_batch_rows(model, batch))
     free = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes - mem["activation_bytes"]
-    needed = model.n_layers + model.n_moe_layers * mem["expert_groups"] + _lm_head_regions(model, P, free, w_bytes)
+    expert_regions = model.n_moe_layers * mem["expert_groups"]
+    needed = model.n_layers + expert_regions + _lm_head_regions(model, P, free, w_bytes)
     fits_pe = mem["total_bytes"] <= w.sram_per_pe_bytes
     draft_groups = 0.0
     if draft is not None:
@@ -78,7 +79,8 @@ def placement(w: WaferNumbers, model: ModelSpec, *, P, devices, batch, tokens, g
     fits_regions = (needed <= devices * regions(w, P)) & (P <= w.max_square_grid)
     return {"pe_bytes": mem["total_bytes"], "regions_needed": needed, "fits_pe": fits_pe,
             "fits_regions": fits_regions, "fits": fits_pe & fits_regions, "expert_groups": mem["expert_groups"],
-            "draft_expert_groups": draft_groups}
+            "draft_expert_groups": draft_groups, "expert_regions": expert_regions,
+            "expert_region_bytes": mem["expert_region_bytes"]}
 
 
 def _best_grid(cost, candidates, shape):
@@ -260,7 +262,9 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
         "output_tokens_per_s": out_tokens / e2e,
         "output_tokens_per_s_per_device": out_tokens / e2e / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot,
-        "memory_per_device_bytes": place["pe_bytes"] * pes_used / devices,
+        # the fullest PE of a region of each kind times its PEs (expert regions hold no cache)
+        "memory_per_device_bytes": (place["pe_bytes"] * (place["regions_needed"] - place["expert_regions"])
+                                    + place["expert_region_bytes"] * place["expert_regions"]) * P_dec ** 2 / devices,
         "memory_capacity_bytes": w.sram_per_pe_bytes * w.program_pes + 0.0 * tpot,
         "fits": fits, "reason": reason, "bound": bound,
         "decode_compute_s": dec_compute_s, "decode_comm_s": dec_reduce_s, "decode_io_s": io_dec,

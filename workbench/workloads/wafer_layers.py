@@ -241,7 +241,8 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
     on one wafer or across systems), each holding as many whole experts as its PEs allow
     (no cache: the layer's own region keeps the attention, router, shared experts and the
     KV cache); 0 where the layer fits whole, or with experts_beside=False (a layer streamed
-    in whole, wafer_streaming.py). `total_bytes` is then the fuller of the two
+    in whole, wafer_streaming.py); an expert region's PE holds `expert_region_bytes`.
+    `total_bytes` is then the fuller of the two
     region kinds. The grid search weighs both layouts: whole layers on large regions, or
     experts beside them on smaller ones (fewer systems, more hand-offs)."""
     D = model.d_model
@@ -281,7 +282,8 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
         weights = np.where(split, own, weights)  # the layer's own region
         total = np.where(split, np.maximum(weights + kv + act + w.sram_reserved_per_pe_bytes, held), total)
     return {"weights_bytes": weights, "kv_bytes": kv, "activation_bytes": act, "total_bytes": total,
-            "expert_groups": groups}
+            "expert_groups": groups,
+            "expert_region_bytes": held if model.n_moe_layers and experts_beside else 0.0 * total}
 
 
 def expert_bytes_per_pe(model: ModelSpec, *, P, w_bytes):
