@@ -100,6 +100,8 @@ def test_structure_is_consistent(name):
     # GELU families use a 4 x d_model non-gated MLP (MPT expansion_ratio 4; GPT-3 Table 2.1).
     if name.startswith(("mpt_", "gpt3_")):
         assert not m.gated_mlp and m.d_ff == 4 * m.d_model and m.tied_embeddings
+    elif name.startswith("gptj_"):  # GPT-J: n_inner null = 4 x n_embd, GELU, a separate lm_head (config.json)
+        assert not m.gated_mlp and m.d_ff == 4 * m.d_model and not m.tied_embeddings
     elif m.linear_kind == "mamba2":  # Nemotron-H: squared-ReLU MLPs and experts, no gate (mlp_hidden_act relu2)
         assert not m.gated_mlp and not m.tied_embeddings
     else:
