@@ -145,7 +145,7 @@ def test_package_names_map_to_the_catalog():
     assert aiconfigurator.HARDWARE["l40s"] == "l40s"
     for theirs, ours in {"h100_pcie": "h100_pcie", "a100_pcie": "a100_pcie", "l40s": "l40s",
                          "rtx_pro_6000_server": "rtx_pro_6000", "l4": "l4", "a30": "a30"}.items():
-        assert serving_rows.SYSTEMS[theirs] == ours
+        assert serving_rows.system(theirs) == ours
 
 
 @pytest.mark.parametrize("name", NEW)

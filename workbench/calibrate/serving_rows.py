@@ -25,22 +25,16 @@ from .. import predict
 from ..errors import InputError
 
 ROWS = Path(__file__).resolve().parent / "reference" / "serving_silicon.csv"
-SYSTEMS = {"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200", "gb200": "gb200",
-           "b300_sxm": "b300", "gb300": "gb300", "a100_sxm": "a100_sxm",
-           "h100_pcie": "h100_pcie",
-           "a100_pcie": "a100_pcie",
-           "l40s": "l40s",
-           "rtx_pro_6000_server": "rtx_pro_6000",
-           "l4": "l4",
-           "a30": "a30",
-           "b60": "b60"}
 
 
 def system(name: str) -> str | None:
-    """The catalog GPU of a row's `system`: the benchmarks' own system names (SYSTEMS), else a
-    GPU named as vendors write it (specs/hardware_names: "gh200", "NVIDIA H200 SXM"), else None."""
+    """The catalog GPU of a row's `system`: the package's own system names as the kernel
+    importer maps them (aiconfigurator.HARDWARE: "b200_sxm" is b200, "rtx_pro_6000_server"
+    rtx_pro_6000), else a GPU named as vendors write it (specs/hardware_names: "h100_pcie",
+    "gh200", "NVIDIA H200 SXM"), else None."""
     from ..specs import hardware_names, list_gpus
-    return SYSTEMS.get(name) or (hardware_names.resolve(name, list_gpus()) if isinstance(name, str) else None)
+    from .aiconfigurator import HARDWARE
+    return HARDWARE.get(name) or (hardware_names.resolve(name, list_gpus()) if isinstance(name, str) else None)
 
 
 # The benchmarks' weight formats (aiconfigurator-core sdk/common.py GEMMQuantMode and

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives.kernel_fits import KEY_PASSES, LINEAR_CHUNK
-from ..primitives.mesh import (block_input_cycles, elementwise_cycles, kv_spread, line_allreduce, mesh_gemm, mesh_gemv,
-                               tiles, unified_weight_cycles, vector_cycles)
+from ..primitives.mesh import (VALUES_PER_WAVELET, block_input_cycles, elementwise_cycles, kv_spread, line_allreduce,
+                               mesh_gemm, mesh_gemv, tiles, unified_weight_cycles, vector_cycles)
 from ..specs import ModelSpec
 from . import ops
 from .compressed import prefill_pairs
@@ -100,7 +100,7 @@ def expert_hand_off_cycles(w: WaferNumbers, model: ModelSpec, *, P, rows, expert
     and the experts' outputs to come back (0 with the experts in the layer's region): each
     way a region's width in hops and the rows' d_model values over the P links of its edge,
     a value per link per cycle (mesh.VALUES_PER_WAVELET)."""
-    one_way = P * w.hop_cycles + rows * tiles(model.d_model, P)
+    one_way = P * w.hop_cycles + rows * tiles(model.d_model, P) / VALUES_PER_WAVELET
     return np.where(np.asarray(expert_groups, float) > 0, 2.0 * one_way, 0.0)
 
 
@@ -251,12 +251,15 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
 
     expert = expert_bytes_per_pe(model, P=P, w_bytes=w_bytes) if model.n_moe_layers else 0.0
 
-    def weights_of(attention, routed=True):  # the fullest region of that mixing kind over the MLP kinds
-        return np.maximum.reduce([sum(c * tiles(k, P) * tiles(n, P) for k, n, c in
-                                      layer_weight_matrices(model, moe=moe, attention=attention)) * w_bytes
-                                  - (0.0 if routed or not moe else model.n_experts * expert)
-                                  for _, moe in ops.layer_kinds(model)])
-    weights, own = weights_of("softmax"), weights_of("softmax", routed=False)
+    def weights_of(attention):
+        """(whole, without its routed experts): the fullest region of that mixing kind over
+        the MLP kinds, with and without the routed experts of its MoE layers."""
+        whole = [(sum(c * tiles(k, P) * tiles(n, P) for k, n, c in
+                      layer_weight_matrices(model, moe=moe, attention=attention)) * w_bytes, moe)
+                 for _, moe in ops.layer_kinds(model)]
+        return (np.maximum.reduce([region for region, _ in whole]),
+                np.maximum.reduce([region - (model.n_experts * expert if moe else 0.0) for region, moe in whole]))
+    weights, own = weights_of("softmax")
     per_token = model.kv_elements_per_token_per_layer * kv_bytes
     ctx = model.keys_held(tokens) / max(model.n_full_attention_layers, 1)  # keys cached per softmax layer
     if kv_spread(mapping):
@@ -267,9 +270,9 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
     if model.n_linear_layers:  # a linear layer's region: its projections and each sequence's state
         hv = model.linear_value_heads * model.linear_value_head_dim
         state = batch * tiles(model.linear_key_head_dim, P) * tiles(hv, P) * model.linear_state_bytes_per_element
-        lin_weights = weights_of("linear")
+        lin_weights, lin_own = weights_of("linear")
         use_linear = lin_weights + state > weights + kv
-        own = np.where(use_linear, weights_of("linear", routed=False), own)
+        own = np.where(use_linear, lin_own, own)
         weights, kv = np.where(use_linear, lin_weights, weights), np.where(use_linear, state, kv)
     total = weights + kv + act + w.sram_reserved_per_pe_bytes
     groups = 0.0 * total
