@@ -25,15 +25,17 @@ def test_the_shipped_constant_is_the_fit(fit):
 
 def test_it_predicts_rows_models_and_gpus_it_was_not_fitted_on(fit):
     """Median |speed error| of the MoE rows, recorded at the fit (0.41 ms, the GPUs' kernel
-    tables): 32.2% without the term, 9.3% with it; each row predicted with the constant fitted
-    on the other rows 9.6%, each model's rows on the other models' 13.5%, each GPU's rows on
-    the other GPUs' 24.0% (B200's rows, the ones the launches dominate, hold the constant up:
-    the other GPUs' alone choose less). Tolerances: a point above each."""
+    tables; with the GEMM surfaces fitted robustly, calibrate/surface_solve.py): 32.8% without
+    the term, 9.5% with it; each row predicted with the constant fitted on the other rows
+    10.0%, each model's rows on the other models' 14.4%, each GPU's rows on the other GPUs'
+    25.0% (B200's rows, the ones the launches dominate, hold the constant up: the other GPUs'
+    alone choose less). Before the robust GEMM fit: 32.2, 9.3, 9.6, 13.5 and 24.0%.
+    Tolerances: a point above each."""
     med = fit["median_abs_err"]
     assert med["without"] > 0.25
     assert med["fitted"] < 0.105
-    assert med["leave_one_row_out"] < 0.105 and med["leave_one_model_out"] < 0.145
-    assert med["leave_one_gpu_out"] < 0.25
+    assert med["leave_one_row_out"] < 0.11 and med["leave_one_model_out"] < 0.154
+    assert med["leave_one_gpu_out"] < 0.26
     rows = fit["rows"]
     # the rows the term was missing most: Qwen3-30B-A3B at micro-batch 1 on B200 (+202% at
     # selective recompute without it), Qwen3-235B and DeepSeek-V3 on B200 at EP 8 (+85%, +59%)

@@ -6,10 +6,11 @@ memory bandwidth (primitives/kernel_fits.ROOFLINES). The surface minimizes
 
     sum (y - f(x))^2 + smooth * sum (second differences of f along each axis)^2
 
-over its knot values (a sparse linear least-squares problem), so knots without rows take
-the curvature-free continuation of their neighbours. The penalty acts along the size axes;
-a shape-class axis (GQA group, head size, GPUs) has a knot at every measured value and a
-weak penalty (CLASS_AXIS_WEIGHT) that only fills its unmeasured knots. Scoring: rows are grouped into
+over its knot values (a sparse linear least-squares problem, calibrate/surface_solve.py;
+GEMM tables with Huber weights against their rows timed far off their neighbours), so knots
+without rows take the curvature-free continuation of their neighbours. The penalty acts
+along the size axes; a shape-class axis (GQA group, head size, GPUs) has a knot at every
+measured value and a weak penalty that only fills its unmeasured knots. Scoring: rows are grouped into
 neighbourhoods, the cells of a coarse grid (a factor 2 in each size coordinate); each of
 FOLDS folds holds out whole neighbourhoods, so no point is predicted by a fit that saw it
 or its near neighbours. The fitted surfaces go to workbench/specs/kernels/<hw>-<fw>.json
@@ -35,68 +36,13 @@ from ..primitives.kernel_fits import ROOFLINES, EffGrid
 from ..primitives.xqa_dispatch import FALLBACK, FRAMEWORK, runs_xqa
 from .kernel_features import Table, gemm_features, knot_frame, tables
 from .kernel_features import decode_features  # noqa: F401  (fits of synthetic tables use it)
+from .surface_solve import SMOOTH, fit_grid
+from .surface_solve import penalty as _penalty  # noqa: F401  (the tests check the operator here)
 
 FOLDS = 5
 NEIGHBOURHOOD_LOG2 = 1.0  # a neighbourhood spans a factor 2 of every size coordinate
-SMOOTH = 0.03  # second-difference penalty weight, relative to one row: of 0.01, 0.03, 0.1, 0.3, 1, 3 the
-# one with the lowest held-out error on h100_sxm/trtllm (GEMM, attention; 0.01 within noise)
 KERNELS_DIR = Path(__file__).resolve().parents[1] / "specs" / "kernels"
-
-
-def _penalty(dims: tuple, order: int = 2, axis_weights=None):
-    """Sparse difference operator of `order` (1: slopes, 2: curvature) along every axis of a
-    grid of shape `dims`, each axis's rows scaled by its weight (default 1)."""
-    import scipy.sparse as sp
-    stencil = {1: ([-1.0, 1.0], [0, 1]), 2: ([1.0, -2.0, 1.0], [0, 1, 2])}[order]
-    blocks = []
-    for ax, n in enumerate(dims):
-        if n <= order:
-            continue
-        dn = sp.diags(stencil[0], stencil[1], shape=(n - order, n))
-        mats = [sp.identity(m, format="csr") if i != ax else dn for i, m in enumerate(dims)]
-        op = mats[0]
-        for m in mats[1:]:
-            op = sp.kron(op, m, format="csr")
-        blocks.append(op * (1.0 if axis_weights is None else float(axis_weights[ax])))
-    return sp.vstack(blocks, format="csr")
-
-
 MAX_CLASS_KNOTS = 24  # a class axis with more measured values than this keeps the class's knots
-CLASS_AXIS_WEIGHT = 0.03  # penalty along a shape-class axis relative to a size axis
-TENSION = 0.02  # slope penalty over the curvature penalty: beyond the measured shapes a surface
-# levels off within about 1/sqrt(TENSION) = 7 knots instead of continuing its last slope
-# A surface never exceeds the best efficiency measured in its table (some exceed 1 against
-# the HBM or ring roofline: KV caches served from L2, NVLS all-reduce sending S, not 2S).
-
-
-def fit_grid(grid: EffGrid, coords: dict, roof: np.ndarray, measured: np.ndarray, fixed_s: float,
-             smooth: float = SMOOTH, kernel_class: str | None = None) -> EffGrid:
-    """The knot values minimizing the squared log error of t = fixed_s + roof / eff plus the
-    smoothness penalty: least squares on y = log(roof / (measured - fixed_s)), each row
-    weighted by the share of its time the surface explains ((measured - fixed_s) /
-    measured, squared: the first-order sensitivity of log t to log eff)."""
-    import scipy.sparse as sp
-    import scipy.sparse.linalg as sla
-    rest = np.maximum(measured - fixed_s, 1e-3 * measured)
-    y = np.log(roof / rest)
-    wrow = (rest / measured) ** 2
-    flat, w = grid.weights(coords)
-    n, p = len(y), int(np.prod([len(k) for k in grid.knots]))
-    a = sp.csr_matrix((w.ravel(), (np.repeat(np.arange(n), w.shape[-1]), flat.ravel())), shape=(n, p))
-    aw = sp.diags(wrow) @ a
-    dims = tuple(len(k) for k in grid.knots)
-    # shape-class axes (GQA group, head size) are different kernels (TensorRT-LLM's XQA
-    # serves groups up to 32; group 64 falls back to a kernel 10x slower): the penalty
-    # only fills their knots without rows, never pulls one class toward its neighbour
-    sizes = ROOFLINES[kernel_class].sizes if kernel_class else grid.axes
-    wax = [1.0 if a in sizes else CLASS_AXIS_WEIGHT for a in grid.axes]
-    d2, d1 = _penalty(dims, 2, wax), _penalty(dims, 1, wax)
-    lhs = (a.T @ aw + smooth * (d2.T @ d2) + smooth * TENSION * (d1.T @ d1) + 1e-6 * sp.identity(p)).tocsr()
-    # conjugate gradients on the normal equations (symmetric positive definite; a direct
-    # factorization of a 4-D stencil fills in and is 50x slower), Jacobi-preconditioned
-    inv_diag = sp.diags(1.0 / lhs.diagonal())
-    x, _ = sla.cg(lhs, aw.T @ y, M=inv_diag, rtol=1e-7, maxiter=5000)
-    return EffGrid(grid.axes, grid.knots, np.minimum(x, y.max()).reshape(dims))
 
 
 def monotone(grid: EffGrid, roof_knots: np.ndarray, fixed_s: float, sizes: tuple, supported=None) -> EffGrid:
