@@ -76,8 +76,8 @@ BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is
 # GPU drains the queue while the host launches; large experts, as Mixtral's, hide them). One
 # named constant of the framework, fitted by calibrate/training_host.py to the MoE rows of the
 # Megatron-Bridge 25.11 table (NM05-NM08, NM12-NM16, NM20-NM26), with the GPUs' kernel tables
-# (predict.training's default framework): their median |speed error| 32.2% without the term,
-# 9.3% with it; held out by row 9.6%, by model 13.5%, by GPU 24.0% (under the analytical
+# (predict.training's default framework): their median |speed error| 32.8% without the term,
+# 9.5% with it; held out by row 10.0%, by model 14.4%, by GPU 25.0% (under the analytical
 # efficiencies: 0.45 ms, 10.2%; 11.1 / 16.5 / 11.1%). 0.41 ms is ~20 eager launches of ~20 us
 # a local expert. Full recomputation replays the forward's third of the launches.
 MOE_HOST_S_PER_LOCAL_EXPERT = 4.1e-4
