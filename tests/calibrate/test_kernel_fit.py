@@ -205,12 +205,6 @@ def test_a_table_timed_with_a_warm_l2_keeps_only_its_cold_rows():
     assert kf.cold_rows(kf.Table("attention", "bf16/bf16", warm.rows, kf.gemm_features), chip)[1] == 0
 
 
-def test_penalty_leaves_log_linear_surfaces_alone():
-    d = kf._penalty((5, 4))
-    x = np.add.outer(np.arange(5.0), 2 * np.arange(4.0)).ravel()  # linear in both axes
-    np.testing.assert_allclose(d @ x, 0.0, atol=1e-12)
-
-
 # ---- the committed surfaces ---------------------------------------------------------------
 
 SPECS = [load_hardware(h) for h in list_gpus() if load_hardware(h).kernel_tables]

@@ -25,6 +25,12 @@ def _rows_with_outliers(n=3000, share=0.05, factor=3.0, seed=11):
     return pd.DataFrame({"m": m, "n": nn, "k": k, "time_s": np.where(bad, factor * clean, clean)}), bad, clean
 
 
+def test_penalty_leaves_log_linear_surfaces_alone():
+    d = ss.penalty((5, 4))
+    x = np.add.outer(np.arange(5.0), 2 * np.arange(4.0)).ravel()  # linear in both axes
+    np.testing.assert_allclose(d @ x, 0.0, atol=1e-12)
+
+
 def test_huber_weights():
     """Weight 1 within HUBER_LOG_ERR of the surface, HUBER_LOG_ERR / |error| beyond: a row 4x
     off (log 1.39) pulls as one 5% off."""

@@ -37,7 +37,6 @@ from ..primitives.xqa_dispatch import FALLBACK, FRAMEWORK, runs_xqa
 from .kernel_features import Table, gemm_features, knot_frame, tables
 from .kernel_features import decode_features  # noqa: F401  (fits of synthetic tables use it)
 from .surface_solve import SMOOTH, fit_grid
-from .surface_solve import penalty as _penalty  # noqa: F401  (the tests check the operator here)
 
 FOLDS = 5
 NEIGHBOURHOOD_LOG2 = 1.0  # a neighbourhood spans a factor 2 of every size coordinate

@@ -20,8 +20,9 @@ Held out by neighbourhood (kernel_fit's folds) on the B200, H200 and A100 GEMM t
 pooled median |error| fell from 4.2 / 4.0 / 4.9% to 3.5 / 3.6 / 4.7% and the 90th
 percentile from 15.4 / 15.4 / 16.5% to 14.6 / 15.3 / 16.1%; thresholds of 3, 5 and 20%
 gave a median of 3.6, 3.7 and 4.5% on the B200 vLLM FP8 table (least squares 6.1%).
-Attention tables gained nothing worth four solves (L40S TensorRT-LLM: median 3.88 -> 3.80%,
-p90 14.3 -> 14.0% on its largest table), so only GEMM tables are fitted robustly.
+Attention tables gained nothing worth four solves (L40S TensorRT-LLM prefill, its largest
+table: median 3.88 -> 3.80%, p90 14.3 -> 14.0%; A100 SGLang decode: 3.07 -> 3.06%, p90 12.2
+-> 12.4%), so only GEMM tables are fitted robustly.
 """
 from __future__ import annotations
 
@@ -87,14 +88,15 @@ def fit_grid(grid: EffGrid, coords: dict, roof: np.ndarray, measured: np.ndarray
     d2, d1 = penalty(dims, 2, wax), penalty(dims, 1, wax)
     reg = smooth * (d2.T @ d2) + smooth * TENSION * (d1.T @ d1) + 1e-6 * sp.identity(p)
     robust = np.ones(n)
-    # a surface never exceeds the best efficiency measured in its table (some exceed 1 against
-    # the HBM or ring roofline: KV caches served from L2, NVLS all-reduce sending S, not 2S)
-    for _ in range(1 + (IRLS_ROUNDS if kernel_class in ROBUST_CLASSES else 0)):
+    for solve in range(1 + (IRLS_ROUNDS if kernel_class in ROBUST_CLASSES else 0)):
+        if solve:  # each row reweighted by its error against the last solve
+            robust = huber_weights(np.log((fixed_s + roof / fitted(**coords)) / measured))
         aw = sp.diags(wrow * robust) @ a
         lhs = (a.T @ aw + reg).tocsr()
         # conjugate gradients on the normal equations (symmetric positive definite; a direct
         # factorization of a 4-D stencil fills in and is 50x slower), Jacobi-preconditioned
         x, _ = sla.cg(lhs, aw.T @ y, M=sp.diags(1.0 / lhs.diagonal()), rtol=1e-7, maxiter=5000)
+        # a surface never exceeds the best efficiency measured in its table (some exceed 1 against
+        # the HBM or ring roofline: KV caches served from L2, NVLS all-reduce sending S, not 2S)
         fitted = EffGrid(grid.axes, grid.knots, np.minimum(x, y.max()).reshape(dims))
-        robust = huber_weights(np.log((fixed_s + roof / fitted(**coords)) / measured))
     return fitted
