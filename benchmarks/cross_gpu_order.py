@@ -8,10 +8,10 @@ For each model, framework and weight format, each GPU serves 2,048 / 512-token r
 1, 16 and 64 in flight at the smallest TP of 1, 2, 4, 8 that holds the model; for each pair
 (newer, older) with the same TP the end-to-end time ratio newer / older is printed by
 quantile with the pairs above 1.1. When written (76 models, 3 frameworks, 9 GPUs, BF16 / FP8 /
-FP4: 15,399 points in 286 s on this 2-core machine): H200 / H100 0.71-0.99 (the ordering
-tests/workloads/test_serving_hardware_order.py asserts); B300 / B200 up to 1.03 at the smallest
-TP, up to 1.08 at TP 8 (B300's measured vLLM all-reduce: 27 us for 512 KiB on 8 GPUs, B200's
-17 us); B200 / H200 up to 1.79 for GLM-5 under vLLM in FP4 at one request (B200's FP4 DSA
+FP4: 15,399 points in 156 s on this 2-core machine): H200 / H100 at most 0.99, median 0.86 (the
+ordering tests/workloads/test_serving_hardware_order.py asserts); B300 / B200 up to 1.04 at the
+smallest TP, up to 1.08 at TP 8 (B300's measured vLLM all-reduce: 27 us for 512 KiB on 8 GPUs,
+B200's 17 us); B200 / H200 up to 1.80 for GLM-5 under vLLM in FP4 at one request (B200's FP4 DSA
 module table, about 0.2 ms a layer at batch 1, against H200's composed block).
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ import argparse
 import time
 import warnings
 
+import numpy as np
 import pandas as pd
 
 from workbench import predict
@@ -30,28 +31,30 @@ GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200", "b300", "gb200", "gb300", "l
 PAIRS = (("h200_sxm", "h100_sxm"), ("b300", "b200"), ("gb200", "b200"), ("gb300", "b300"), ("gb300", "gb200"),
          ("b200", "h200_sxm"), ("b200", "h100_sxm"))
 CONCURRENCY = [1, 16, 64]
+TPS = [1, 2, 4, 8]  # the layouts tried, smallest first
 PROMPT, GENERATE = 2048, 512
 
 
 def sweep(models) -> pd.DataFrame:
     """End-to-end seconds of each (model, framework, weights, GPU, concurrency) at the
-    smallest TP that fits, with that TP."""
+    smallest TP that fits, with that TP: one predict.serving call sweeps TP x concurrency."""
     rows = []
     for model in models:
         for fw in ("trtllm", "vllm", "sglang"):
             for hw in GPUS:
                 for weights in ("bf16", "fp8", "fp4"):
-                    for tp in (1, 2, 4, 8):
-                        try:
-                            ds = predict.serving(hardware=hw, model=model, tp=tp, concurrency=CONCURRENCY,
-                                                 prompt=PROMPT, generate=GENERATE, weights=weights, framework=fw)
-                        except InputError:
-                            break  # a framework without this GPU, a format without this model
-                        if bool(ds.fits.all()):
-                            e2e = (ds.ttft_s + (GENERATE - 1) * ds.tpot_s).to_numpy()
-                            rows += [dict(model=model, framework=fw, weights=weights, hardware=hw, tp=tp,
-                                          concurrency=c, e2e_s=float(v)) for c, v in zip(CONCURRENCY, e2e)]
-                            break
+                    try:
+                        ds = predict.serving(hardware=hw, model=model, tp=TPS, concurrency=CONCURRENCY,
+                                             prompt=PROMPT, generate=GENERATE, weights=weights, framework=fw)
+                    except InputError:
+                        continue  # a framework without this GPU, a format without this model
+                    fitting = ds.fits.all("concurrency").to_numpy()
+                    if not fitting.any():
+                        continue
+                    smallest = ds.isel(tp=int(np.argmax(fitting)))
+                    rows += [dict(model=model, framework=fw, weights=weights, hardware=hw, tp=float(smallest.tp),
+                                  concurrency=c, e2e_s=float(v))
+                             for c, v in zip(CONCURRENCY, smallest.e2e_s.transpose("concurrency").to_numpy())]
     return pd.DataFrame(rows)
 
 

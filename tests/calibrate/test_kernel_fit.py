@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 import xarray as xr
 
+from synthetic_chip import SyntheticChip as _Chip
 from workbench import predict
 from workbench.backends import kernel_tables
-from synthetic_chip import SyntheticChip as _Chip
 from workbench.calibrate import kernel_fit as kf
 from workbench.primitives.kernel_fits import EffGrid, gemm_roofline
 from workbench.specs import list_gpus, load_hardware

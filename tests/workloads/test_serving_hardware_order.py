@@ -5,8 +5,8 @@ measured kernel tables (calibrate/kernel_fit.py fits each GPU's separately).
 H200 is H100's GH100 die with 141 GB of HBM3e at 4.8 TB/s against 80 GB at 3.35 TB/s
 (NVIDIA H200 and H100 datasheets; specs/hardware/h200_sxm.yaml, h100_sxm.yaml). When
 written, over 76 catalog models x 3 frameworks x 3 weight formats x 1/16/64 requests at the
-smallest layout that fits both (2,048 / 512 tokens), end-to-end time on H200 was 0.71-0.99
-of H100's. No such order holds for B300 over B200 (Blackwell Ultra: B200's 8 TB/s and dense
+smallest layout that fits both (2,048 / 512 tokens), end-to-end time on H200 was at most 0.99
+of H100's, 0.86 at the median (benchmarks/cross_gpu_order.py). No such order holds for B300 over B200 (Blackwell Ultra: B200's 8 TB/s and dense
 BF16/FP8 peaks, more memory): their measured tables differ where the chips should not, vLLM's
 custom all-reduce on 8 GPUs taking 27 us for 512 KiB on B300 and 17 us on B200
 (aiconfigurator-core 0.12.0 b300_sxm/b200_sxm comm/vllm/0.24.0), so Qwen3-235B at TP 8 and 64
@@ -30,8 +30,7 @@ CONCURRENCY = [1, 16, 64]
 def _e2e(hardware, model, framework, weights):
     ds = predict.serving(hardware=hardware, model=model, tp=TP[model], concurrency=CONCURRENCY, prompt=2048,
                          generate=512, weights=weights, framework=framework)
-    e2e = (ds.ttft_s + 511.0 * ds.tpot_s).where(ds.fits)
-    return e2e.to_numpy()
+    return ds.e2e_s.where(ds.fits).to_numpy()
 
 
 @pytest.mark.parametrize("framework", ["trtllm", "vllm", "sglang"])
