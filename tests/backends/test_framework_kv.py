@@ -1,6 +1,7 @@
 """The KV-cache dtype a serving framework stores when `kv` is left unset (backends/kernel_tables.
 framework_kv, specs/serving/frameworks.yaml kv_cache_auto and kv_cache_fp8_attention):
-TensorRT-LLM and vLLM inherit the format a quantized checkpoint's config asks for, SGLang keeps
+TensorRT-LLM and vLLM inherit the format a quantized checkpoint's config asks for (NVFP4 weights
+of a checkpoint that stores none: the NVFP4 copy's, kv_cache_nvfp4_copy), SGLang keeps
 16 bits except for a DSA model's cache on Blackwell and DeepSeek-V4's everywhere; what that does to the KV room in closed form;
 and each checkpoint's recorded format against the config files it was read from."""
 from __future__ import annotations
@@ -26,8 +27,11 @@ def test_a_modelopt_checkpoint_brings_its_fp8_cache_to_the_frameworks_that_inher
 
 
 def test_the_same_architecture_by_its_base_id_or_name_keeps_16_bits_and_kv_overrides():
-    assert _kv("Qwen/Qwen3-235B-A22B", "trtllm")[0] == "bf16"
-    assert _kv("qwen3_235b_a22b", "trtllm")[0] == "bf16"  # a catalog name loads no checkpoint
+    """In the base checkpoint's own formats (Qwen/Qwen3-235B-A22B-FP8's block FP8, or BF16) the
+    cache keeps 16 bits; NVFP4 weights of it are the NVFP4 copy's (test_nvfp4_weights_...)."""
+    assert _kv("Qwen/Qwen3-235B-A22B", "trtllm", weights="fp8_block")[0] == "bf16"
+    assert _kv("qwen3_235b_a22b", "trtllm", weights="bf16")[0] == "bf16"  # a catalog name loads no checkpoint
+    assert _kv("Qwen/Qwen3-235B-A22B", "trtllm")[0] == "fp8"  # fp4 weights: the NVFP4 copy's cache
     assert _kv("nvidia/Qwen3-235B-A22B-NVFP4", "trtllm", kv="bf16")[0] == "bf16"  # the user's word wins
     assert load_model("nvidia/Qwen3-235B-A22B-NVFP4").checkpoint == "nvidia/Qwen3-235B-A22B-NVFP4"
     assert load_model("nvidia/Qwen3-235B-A22B-NVFP4") == load_model("qwen3_235b_a22b")  # one architecture
@@ -99,3 +103,66 @@ def test_every_recorded_format_is_what_its_checkpoint_config_says():
         assert kv in DTYPE_BYTES and asks(hf_id) == kv, hf_id
     for hf_id in listed - set(recorded):
         assert asks(hf_id) is None, hf_id
+
+
+@pytest.mark.parametrize("model,framework,expected", [
+    ("deepseek-ai/DeepSeek-R1", "trtllm", "fp8"), ("deepseek-ai/DeepSeek-R1", "vllm", "fp8"),
+    ("deepseek-ai/DeepSeek-R1", "sglang", "bf16"), ("meta-llama/Llama-3.1-70B", "trtllm", "fp8"),
+    ("llama_3_1_70b", "vllm", "fp8"), ("openai/gpt-oss-120b", "trtllm", "bf16"), ("gpt_oss_120b", "vllm", "bf16"),
+    ("nvidia/MiniMax-M3-NVFP4", "trtllm", "bf16")])
+def test_nvfp4_weights_of_a_checkpoint_that_stores_none_come_from_the_nvfp4_copy(model, framework, expected):
+    """Neither TensorRT-LLM nor vLLM quantizes weights to NVFP4 when it loads them: NVFP4 weights of a
+    model whose loaded checkpoint (its id; a catalog name's first id) stores no 4-bit weights are
+    NVIDIA's ModelOpt NVFP4 copy, whose cache is FP8 (frameworks.yaml kv_cache_nvfp4_copy).
+    gpt-oss's own checkpoint stores its experts in MXFP4 (hf_weights: served as they are, 16-bit
+    cache); nvidia/MiniMax-M3-NVFP4 stores 4-bit weights (MIXED_PRECISION) and asks for no FP8 cache;
+    SGLang keeps 16 bits whatever it loads."""
+    assert _kv(model, framework, weights="fp4")[0] == expected
+
+
+def test_fp8_weights_name_no_copy_and_fp4_attention_weights_do():
+    """vLLM quantizes to FP8 at load time (--quantization fp8), so FP8 weights of a base checkpoint
+    keep its 16-bit cache; NVFP4 attention weights beside block-FP8 experts are still NVFP4 weights
+    the base checkpoint does not hold; an explicit kv wins."""
+    assert _kv("meta-llama/Llama-3.1-70B", "vllm", weights="fp8")[0] == "bf16"
+    assert _kv("deepseek-ai/DeepSeek-R1", "trtllm", weights="fp8_block")[0] == "bf16"
+    assert _kv("deepseek-ai/DeepSeek-R1", "trtllm", weights="fp8_block", attention_weights="fp4")[0] == "fp8"
+    assert _kv("deepseek-ai/DeepSeek-R1", "trtllm", weights="fp4", kv="bf16")[0] == "bf16"
+
+
+def test_the_nvfp4_copy_rule_is_what_every_shipped_copy_asks_for():
+    """The evidence behind kv_cache_nvfp4_copy: every checkpoint in aiconfigurator-core's model_configs
+    whose ModelOpt quant_algo is NVFP4 asks for an FP8 cache (19 of 19 in 0.12.0); and each hf_weights
+    entry is what its checkpoint's configs say, every listed id whose configs declare 4-bit weights
+    recorded."""
+    pytest.importorskip("aiconfigurator_core", reason="aiconfigurator-core (the silicon extra) is not installed")
+    import json
+    from workbench.backends.kernel_tables import serving_constants
+    from workbench.specs.catalog_import import checkpoint_kv, checkpoint_weights, hf_id, package_configs
+    configs, _ = package_configs()
+    nvfp4 = set()
+    for path in configs.glob("*_hf_quant_config.json"):
+        if json.loads(path.read_text()).get("quantization", {}).get("quant_algo") == "NVFP4":
+            nvfp4.add(path.name.replace("_hf_quant_config.json", "").replace("--", "/", 1))
+    for path in configs.glob("*_config.json"):
+        q = json.loads(path.read_text()).get("quantization_config") if not path.name.endswith("_hf_quant_config.json") else None
+        if isinstance(q, dict) and q.get("quant_algo") == "NVFP4":
+            nvfp4.add(hf_id(path))
+    assert len(nvfp4) >= 19
+    assert {i: checkpoint_kv(configs, i)[0] for i in nvfp4} == {i: "fp8" for i in nvfp4}
+    assert set(serving_constants()["kv_cache_nvfp4_copy"].values()) == {"fp8"}
+    recorded = {i: w for m in list_models() for i, w in load_model(m).hf_weights.items()}
+    listed = {i for m in list_models() for i in load_model(m).hf_ids}
+    assert recorded["openai/gpt-oss-120b"] == "fp4" and len(recorded) >= 25
+    for i in listed:
+        assert checkpoint_weights(configs, i)[0] == recorded.get(i), i
+
+
+def test_a_recorded_weight_format_must_name_one_of_the_ids_and_a_dtype():
+    from workbench.specs import build
+    from workbench.specs.model import ModelSpec
+    base = {k: v for k, v in vars(load_model("gpt_oss_120b")).items() if k not in ("hf_weights", "checkpoint")}
+    with pytest.raises(SpecError, match="hf_weights"):
+        build(ModelSpec, {**base, "hf_weights": {"someone/Else": "fp4"}}, origin="t")
+    with pytest.raises(SpecError, match="hf_weights"):
+        build(ModelSpec, {**base, "hf_weights": {"openai/gpt-oss-120b": "fp3"}}, origin="t")

@@ -124,12 +124,13 @@ def part_maths(hw: GpuNumbers, *, weights: str, attention_weights, activations, 
     the other matmuls' math (None where they are the experts'), the KV cache's dtype,
     problems): each part computes in its format's default math (default_activations)
     unless `activations` says one for all; the KV cache is `kv`, else what the serving
-    framework of the numbers picks for `model` (kernel_tables.framework_kv), else 16-bit
+    framework of the numbers picks for `model` served in these weight formats
+    (kernel_tables.framework_kv), else 16-bit
     (fp16 where the attention math is)."""
     act = activations or default_activations(weights, hw)
     att_act = None if attention_weights is None else activations or default_activations(attention_weights, hw)
     fw = framework_of(hw)
-    kvd = kv or (framework_kv(fw, model, hw) if model is not None else None) or \
+    kvd = kv or (framework_kv(fw, model, hw, (weights, attention_weights)) if model is not None else None) or \
         ("fp16" if (att_act or act) == "fp16" else "bf16")
     hw, problems = with_weights(hw, weights, act)
     if attention_weights is not None and weights in SPARSE_2_4:

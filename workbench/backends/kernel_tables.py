@@ -122,19 +122,28 @@ def _attention_kind(model) -> str | None:
     return "dsa" if model.index_topk else None
 
 
-def framework_kv(framework: str, model, hw) -> str | None:
+def framework_kv(framework: str, model, hw, weights=()) -> str | None:
     """The KV-cache dtype a serving framework stores when the user leaves it unset ("auto"),
-    where that is not the attention math's 16-bit format; None otherwise. Two documented
+    where that is not the attention math's 16-bit format; None otherwise. Three documented
     rules (specs/serving/frameworks.yaml): a framework whose `kv_cache_auto` is "checkpoint"
     takes the format the loaded checkpoint's quantization config asks for (the spec's
-    hf_kv_cache for the id it was loaded by); `kv_cache_fp8_attention` names, per framework,
-    the attention kinds whose cache it keeps in FP8 from a CUDA compute capability on
-    ("compressed": DeepSeek-V4's CSA/HCA layers; "dsa": an indexer's top-k attention)."""
+    hf_kv_cache for the id it was loaded by), and where `weights` (the formats the matmuls
+    are served in) hold NVFP4 that the loaded checkpoint (the id it was loaded by, else the
+    spec's first) does not store itself (hf_weights), the cache of the NVFP4 copy it must
+    have loaded instead (`kv_cache_nvfp4_copy`); `kv_cache_fp8_attention` names, per
+    framework, the attention kinds whose cache it keeps in FP8 from a CUDA compute
+    capability on ("compressed": DeepSeek-V4's CSA/HCA layers; "dsa": an indexer's top-k
+    attention)."""
     consts = serving_constants()
     if consts["kv_cache_auto"].get(framework) == "checkpoint":
         kv = dict(model.hf_kv_cache).get(model.checkpoint)
         if kv:
             return kv
+        loaded = model.checkpoint or (model.hf_ids[0] if model.hf_ids else "")
+        copy = consts["kv_cache_nvfp4_copy"].get(framework)
+        if copy and "fp4" in {str(w).split("_")[0] for w in weights if w} and \
+                dict(model.hf_weights).get(loaded) != "fp4":
+            return copy
     kind = _attention_kind(model)
     least = consts["kv_cache_fp8_attention"].get(framework, {}).get(kind)
     cc = hw.compute_capability

@@ -189,6 +189,7 @@ def render(name: str, group: list, version: str) -> str:
                "# the FP8 / NVFP4 ones are quantized copies: same layers, other weight format)\n")
     out.append(f"hf_ids: [{', '.join(i for i, _ in group)}]\n")
     out.append(kv_block([(i, p.parent) for i, p in group], version))
+    out.append(weights_block([(i, p.parent) for i, p in group], version))
     text = "".join(out)
     back = build(ModelSpec, yaml.load(text, Loader=_Loader), origin=name)  # what a load will see
     assert back == dataclasses.replace(spec, source=back.source, notes=back.notes), name
@@ -226,6 +227,37 @@ def kv_block(ids: list, version: str) -> str:
             + "# kv_cache_quant_algo, or quantization_config.kv_cache_scheme of 8-bit floats); TensorRT-LLM and\n"
             "# vLLM store the cache so when the KV dtype is left unset (specs/serving/frameworks.yaml kv_cache_auto)\n"
             + "hf_kv_cache: {" + ", ".join(f"{i}: {d}" for i, d, _ in kv) + "}\n")
+
+
+FOUR_BIT_ALGOS = ("NVFP4", "MIXED_PRECISION")  # ModelOpt quant_algo of NVIDIA's -NVFP4 checkpoints
+
+
+def checkpoint_weights(folder: Path, hf: str) -> tuple:
+    """("fp4" or None, the files that say so) for a checkpoint whose own configs declare 4-bit
+    weights: config.json `quantization_config.quant_method` "mxfp4" (gpt-oss's experts), or a
+    ModelOpt `quant_algo` of FOUR_BIT_ALGOS in config.json or hf_quant_config.json."""
+    stem = hf.replace("/", "--")
+    found = []
+    for name, key in ((f"{stem}_config.json", "quantization_config"), (f"{stem}_hf_quant_config.json", "quantization")):
+        q = json.loads((folder / name).read_text()).get(key) if (folder / name).exists() else None
+        q = q if isinstance(q, dict) else {}
+        if q.get("quant_method") == "mxfp4" or q.get("quant_algo") in FOUR_BIT_ALGOS:
+            found.append(name)
+    return ("fp4" if found else None), sorted(found)
+
+
+def weights_block(ids: list, version: str) -> str:
+    """The model YAML lines recording the checkpoints that store 4-bit weights (`ids`: [(hf
+    id, the folder of its configs)]), "" where none does."""
+    four = [(i, *checkpoint_weights(folder, i)) for i, folder in ids]
+    four = [(i, w, files) for i, w, files in four if w]
+    if not four:
+        return ""
+    files = sorted({f for _, _, fs in four for f in fs})
+    return ("# 4-bit weights each such checkpoint stores (aiconfigurator-core "
+            f"{version} model_configs:\n" + "".join(f"#   {f}\n" for f in files)
+            + "# quant_method mxfp4, or ModelOpt quant_algo NVFP4 / MIXED_PRECISION)\n"
+            + "hf_weights: {" + ", ".join(f"{i}: {w}" for i, w, _ in four) + "}\n")
 
 
 def _primary_first(ids: list) -> list:

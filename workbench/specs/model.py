@@ -137,6 +137,11 @@ class ModelSpec(ContextCounts):
     # kv_cache_scheme): a serving framework that inherits it (specs/serving/frameworks.yaml
     # kv_cache_auto) stores the cache in it when the user leaves the KV dtype unset
     hf_kv_cache: dict = field(default_factory=dict, compare=False)
+    # 4-bit weight format a checkpoint stores, by Hugging Face id, where its own config says so
+    # (config.json quantization_config quant_method "mxfp4", as gpt-oss ships its experts; a
+    # ModelOpt quant_algo NVFP4 or MIXED_PRECISION): serving frameworks load those weights as
+    # they are, and quantize no other checkpoint to 4 bits at load time (kernel_tables.framework_kv)
+    hf_weights: dict = field(default_factory=dict, compare=False)
     # the Hugging Face id this spec was loaded by ("" for a catalog name, a file or a dict)
     checkpoint: str = field(default="", compare=False)
     notes: str = field(default="", compare=False)
@@ -149,6 +154,9 @@ class ModelSpec(ContextCounts):
         for i, kv in dict(self.hf_kv_cache).items():
             if i not in self.hf_ids or kv not in DTYPE_BYTES:
                 raise SpecError(self.name, f"hf_kv_cache.{i}", kv, "an id of hf_ids with a dtype of units.DTYPE_BYTES")
+        for i, w in dict(self.hf_weights).items():
+            if i not in self.hf_ids or w not in DTYPE_BYTES:
+                raise SpecError(self.name, f"hf_weights.{i}", w, "an id of hf_ids with a dtype of units.DTYPE_BYTES")
         require(self, ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size",
                        "max_seq_len"), "positive_int")
         require(self, ("n_experts", "n_active_experts", "n_shared_experts", "d_ff_expert", "n_dense_layers",
