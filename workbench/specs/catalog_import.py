@@ -196,16 +196,23 @@ def render(name: str, group: list, version: str) -> str:
     return text
 
 
+def _quantization(folder: Path, hf: str):
+    """(file name, quantization section) of each of a checkpoint's configs that has one: its
+    config.json `quantization_config`, its hf_quant_config.json `quantization` (ModelOpt)."""
+    stem = hf.replace("/", "--")
+    for name, key in ((f"{stem}_config.json", "quantization_config"), (f"{stem}_hf_quant_config.json", "quantization")):
+        q = json.loads((folder / name).read_text()).get(key) if (folder / name).exists() else None
+        if isinstance(q, dict):
+            yield name, q
+
+
 def checkpoint_kv(folder: Path, hf: str) -> tuple:
     """(the KV-cache dtype a checkpoint's quantization config asks for, or None; the files
     that say so): its hf_quant_config.json `kv_cache_quant_algo` (ModelOpt), or its
     config.json `quantization_config` (`kv_cache_quant_algo`, or a `kv_cache_scheme` of 8-bit
     floats)."""
-    stem = hf.replace("/", "--")
     found = []
-    for name, key in ((f"{stem}_config.json", "quantization_config"), (f"{stem}_hf_quant_config.json", "quantization")):
-        q = json.loads((folder / name).read_text()).get(key) if (folder / name).exists() else None
-        q = q if isinstance(q, dict) else {}
+    for name, q in _quantization(folder, hf):
         scheme = q.get("kv_cache_scheme")
         if isinstance(q.get("kv_cache_quant_algo"), str):
             found.append((q["kv_cache_quant_algo"].lower(), name))
@@ -236,14 +243,9 @@ def checkpoint_weights(folder: Path, hf: str) -> tuple:
     """("fp4" or None, the files that say so) for a checkpoint whose own configs declare 4-bit
     weights: config.json `quantization_config.quant_method` "mxfp4" (gpt-oss's experts), or a
     ModelOpt `quant_algo` of FOUR_BIT_ALGOS in config.json or hf_quant_config.json."""
-    stem = hf.replace("/", "--")
-    found = []
-    for name, key in ((f"{stem}_config.json", "quantization_config"), (f"{stem}_hf_quant_config.json", "quantization")):
-        q = json.loads((folder / name).read_text()).get(key) if (folder / name).exists() else None
-        q = q if isinstance(q, dict) else {}
-        if q.get("quant_method") == "mxfp4" or q.get("quant_algo") in FOUR_BIT_ALGOS:
-            found.append(name)
-    return ("fp4" if found else None), sorted(found)
+    found = sorted(name for name, q in _quantization(folder, hf)
+                   if q.get("quant_method") == "mxfp4" or q.get("quant_algo") in FOUR_BIT_ALGOS)
+    return ("fp4" if found else None), found
 
 
 def weights_block(ids: list, version: str) -> str:
