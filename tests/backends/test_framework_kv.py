@@ -6,6 +6,8 @@ of a checkpoint that stores none: the NVFP4 copy's, kv_cache_nvfp4_copy), SGLang
 and each checkpoint's recorded format against the config files it was read from."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from workbench import predict
@@ -74,14 +76,16 @@ def test_fixed_pools_take_the_rule_too():
     assert ds.attrs["kv"] == "fp8"
 
 
-def test_a_recorded_format_must_name_one_of_the_ids_and_a_dtype():
+@pytest.mark.parametrize("key, model, bad", [
+    ("hf_kv_cache", "qwen3_32b", ({"someone/Else-FP8": "fp8"}, {"nvidia/Qwen3-32B-NVFP4": "fp7"})),
+    ("hf_weights", "gpt_oss_120b", ({"someone/Else": "fp4"}, {"openai/gpt-oss-120b": "fp3"}))])
+def test_a_recorded_format_must_name_one_of_the_ids_and_a_dtype(key, model, bad):
     from workbench.specs import build
     from workbench.specs.model import ModelSpec
-    base = {k: v for k, v in vars(load_model("qwen3_32b")).items() if k not in ("hf_kv_cache", "checkpoint")}
-    with pytest.raises(SpecError, match="hf_kv_cache"):
-        build(ModelSpec, {**base, "hf_kv_cache": {"someone/Else-FP8": "fp8"}}, origin="t")
-    with pytest.raises(SpecError, match="hf_kv_cache"):
-        build(ModelSpec, {**base, "hf_kv_cache": {"nvidia/Qwen3-32B-NVFP4": "fp7"}}, origin="t")
+    base = {k: v for k, v in vars(load_model(model)).items() if k not in (key, "checkpoint")}
+    for entry in bad:  # an id the spec does not list; a dtype that does not exist
+        with pytest.raises(SpecError, match=key):
+            build(ModelSpec, {**base, key: entry}, origin="t")
 
 
 def test_every_recorded_format_is_what_its_checkpoint_config_says():
@@ -136,18 +140,12 @@ def test_the_nvfp4_copy_rule_is_what_every_shipped_copy_asks_for():
     entry is what its checkpoint's configs say, every listed id whose configs declare 4-bit weights
     recorded."""
     pytest.importorskip("aiconfigurator_core", reason="aiconfigurator-core (the silicon extra) is not installed")
-    import json
     from workbench.backends.kernel_tables import serving_constants
-    from workbench.specs.catalog_import import checkpoint_kv, checkpoint_weights, hf_id, package_configs
+    from workbench.specs.catalog_import import _quantization, checkpoint_kv, checkpoint_weights, package_configs
     configs, _ = package_configs()
-    nvfp4 = set()
-    for path in configs.glob("*_hf_quant_config.json"):
-        if json.loads(path.read_text()).get("quantization", {}).get("quant_algo") == "NVFP4":
-            nvfp4.add(path.name.replace("_hf_quant_config.json", "").replace("--", "/", 1))
-    for path in configs.glob("*_config.json"):
-        q = json.loads(path.read_text()).get("quantization_config") if not path.name.endswith("_hf_quant_config.json") else None
-        if isinstance(q, dict) and q.get("quant_algo") == "NVFP4":
-            nvfp4.add(hf_id(path))
+    shipped = {re.sub(r"(_hf_quant)?_config\.json$", "", p.name).replace("--", "/", 1)
+               for p in configs.glob("*_config.json")}
+    nvfp4 = {i for i in shipped if any(q.get("quant_algo") == "NVFP4" for _, q in _quantization(configs, i))}
     assert len(nvfp4) >= 19
     assert {i: checkpoint_kv(configs, i)[0] for i in nvfp4} == {i: "fp8" for i in nvfp4}
     assert set(serving_constants()["kv_cache_nvfp4_copy"].values()) == {"fp8"}
@@ -157,12 +155,3 @@ def test_the_nvfp4_copy_rule_is_what_every_shipped_copy_asks_for():
     for i in listed:
         assert checkpoint_weights(configs, i)[0] == recorded.get(i), i
 
-
-def test_a_recorded_weight_format_must_name_one_of_the_ids_and_a_dtype():
-    from workbench.specs import build
-    from workbench.specs.model import ModelSpec
-    base = {k: v for k, v in vars(load_model("gpt_oss_120b")).items() if k not in ("hf_weights", "checkpoint")}
-    with pytest.raises(SpecError, match="hf_weights"):
-        build(ModelSpec, {**base, "hf_weights": {"someone/Else": "fp4"}}, origin="t")
-    with pytest.raises(SpecError, match="hf_weights"):
-        build(ModelSpec, {**base, "hf_weights": {"openai/gpt-oss-120b": "fp3"}}, origin="t")

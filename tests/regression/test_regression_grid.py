@@ -179,46 +179,51 @@ REBASED = {
                        "moves); then a latency per streamed layer (cs2.yaml layer_stream_latency_s, 1.9 ms "
                        "fitted on the CS-2 rows C179-C182, C191, C192): step time +5.7% median, +2.5% to +33%)"),
 }
-for _name in ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_max_batch", "inference_gpu_dp", "training_gpu",
-              "collective_gpu", "serving_moe", "collective_gpu_tables"):  # the latest change first
-    REBASED[_name] = _B200_NCCL + (" (before: " + REBASED[_name] + ")" if _name in REBASED else "")
-for _name in ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_max_batch", "training_gpu", "collective_gpu",
-              "collective_gpu_tables"):
-    REBASED[_name] = _A100_NCCL + " (before: " + REBASED[_name] + ")"
-for _name in ("training_gpu", "inference_gpu_tables", "gemm_gpu_tables"):
-    REBASED[_name] = _WAVE_TAIL + (" (before: " + REBASED[_name] + ")" if _name in REBASED else "")
+
+
+def _rebase(reason: str, names) -> None:
+    """Record `reason` for each grid of `names`, the reason it was re-recorded before kept after it."""
+    for name in names:
+        REBASED[name] = reason + (" (before: " + REBASED[name] + ")" if name in REBASED else "")
+
+
+_rebase(_B200_NCCL, ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_max_batch", "inference_gpu_dp",
+                     "training_gpu", "collective_gpu", "serving_moe",
+                     "collective_gpu_tables"))  # the latest change first
+_rebase(_A100_NCCL, ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_max_batch", "training_gpu",
+                     "collective_gpu", "collective_gpu_tables"))
+_rebase(_WAVE_TAIL, ("training_gpu", "inference_gpu_tables", "gemm_gpu_tables"))
 _MI300X_RCCL = ("issue 15: MI300X's xGMI collective curve is its measured RCCL all-reduce (measurements B28, AMD ROCm "
                 "blog: rccl-tests on 8 MI300X, 66.9-318.0 GB/s busbw from 1 MiB to 8 GiB) with a 0.936 us step (a "
                 "small all-reduce's 13.1 us over 14 ring steps), in place of the A100 ring curve and 1.5 us assumed: "
                 "only mi300x points move (collective time x0.31-x1.07, TPOT x0.60-x1.00, TTFT x0.57-x1.05, training "
                 "steps x0.92-x0.99)")
-for _name in ("collective_gpu", "training_gpu_variants", "inference_gpu_dense", "inference_gpu_moe",
-              "inference_gpu_max_batch"):
-    REBASED[_name] = _MI300X_RCCL + (" (before: " + REBASED[_name] + ")" if _name in REBASED else "")
+_rebase(_MI300X_RCCL, ("collective_gpu", "training_gpu_variants", "inference_gpu_dense", "inference_gpu_moe",
+                       "inference_gpu_max_batch"))
 _EXPERT_REGIONS = ("issue 17: a MoE layer that a wafer region of side P cannot hold whole keeps its routed experts "
                    "in regions of the same side beside it (wafer_layers.layer_memory_per_pe expert_groups; a row's "
                    "experts in the busiest of them, the activations handed over and back), so the grid search also "
                    "weighs smaller regions: only Mixtral 8x7B under gpu_style on 4 systems moves (TPOT x0.18-x0.51, "
                    "TTFT x0.64-x1.28; 4 batch-8 fp16 points now fit; memory per device counts an expert region at "
                    "its own fullest PE); mesh-mapped and dense points unchanged")
-REBASED["inference_wafer_regions"] = _EXPERT_REGIONS + " (before: " + REBASED["inference_wafer_regions"] + ")"
+_rebase(_EXPERT_REGIONS, ("inference_wafer_regions",))
 _ROBUST_GEMM = ("issue 15: GEMM surfaces fitted with Huber weights (calibrate/surface_solve.py: rows timed 2-5x off "
                 "their neighbours no longer bend the surface; pooled held-out GEMM median |err| lower on every GPU, "
                 "B200 4.2% -> 3.5%, p90 15.4% -> 14.6%) and the serving constants refitted to them (workbench "
                 "calibrate fit-serving: TensorRT-LLM host overhead 1.03 -> 1.35 ms per iteration, SGLang 2.51 -> "
                 "3.05 ms + 30 us per MoE layer): GEMM times x0.88-x1.09, training steps x0.98-x1.00, static TPOT "
                 "x0.98-x1.01, fixed-concurrency TPOT x0.95-x1.18, TTFT x0.95-x1.05")
-for _name in ("training_gpu", "training_gpu_variants", "inference_gpu_tables", "gemm_gpu_tables", "serving_h100_8b_tables",
-              "serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp", "disaggregated_fixed_pools"):
-    REBASED[_name] = _ROBUST_GEMM + (" (before: " + REBASED[_name] + ")" if _name in REBASED else "")
+_rebase(_ROBUST_GEMM, ("training_gpu", "training_gpu_variants", "inference_gpu_tables", "gemm_gpu_tables",
+                       "serving_h100_8b_tables", "serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp",
+                       "disaggregated_fixed_pools"))
 
 _NVFP4_COPY_KV = ("issue 16: NVFP4 weights of a checkpoint that stores none are NVIDIA's ModelOpt NVFP4 copy, whose cache is "
                   "FP8 under TensorRT-LLM's and vLLM's 'auto' (frameworks.yaml kv_cache_nvfp4_copy: 19 of the 19 such "
                   "copies in aiconfigurator-core 0.12.0 ask for it), and the serving constants refitted (workbench "
                   "calibrate fit-serving: TensorRT-LLM host overhead 1.35 -> 0.93 ms per iteration, vLLM 1.56 -> 1.00 "
                   "ms + 16 us per MoE layer): fixed-concurrency TPOT x0.91-x1.13, TTFT x0.95-x1.28")
-for _name in ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp", "disaggregated_fixed_pools"):
-    REBASED[_name] = _NVFP4_COPY_KV + " (before: " + REBASED[_name] + ")"
+_rebase(_NVFP4_COPY_KV, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp",
+                         "disaggregated_fixed_pools"))
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"

@@ -221,19 +221,27 @@ def checkpoint_kv(folder: Path, hf: str) -> tuple:
     return (found[0][0] if found else None), sorted(n for _, n in found)
 
 
+def _recorded_block(ids: list, read, field: str, intro: str, rule: str) -> str:
+    """The model YAML lines recording `field`: {hf id: format} for each checkpoint of `ids`
+    ([(hf id, the folder of its configs)]) whose configs `read` (folder, id) -> (format or
+    None, files) finds one in, the files cited between `intro` and `rule`; "" where none."""
+    found = [(i, *read(folder, i)) for i, folder in ids]
+    found = [(i, fmt, files) for i, fmt, files in found if fmt]
+    if not found:
+        return ""
+    files = sorted({f for _, _, fs in found for f in fs})
+    return (intro + "".join(f"#   {f}\n" for f in files) + rule
+            + f"{field}: {{" + ", ".join(f"{i}: {fmt}" for i, fmt, _ in found) + "}\n")
+
+
 def kv_block(ids: list, version: str) -> str:
     """The model YAML lines recording each checkpoint's KV-cache format (`ids`: [(hf id,
     the folder of its configs)]), "" where none asks for one."""
-    kv = [(i, *checkpoint_kv(folder, i)) for i, folder in ids]
-    kv = [(i, d, files) for i, d, files in kv if d]
-    if not kv:
-        return ""
-    files = sorted({f for _, _, fs in kv for f in fs})
-    return ("# KV-cache format each quantized checkpoint asks for (aiconfigurator-core "
-            f"{version} model_configs:\n" + "".join(f"#   {f}\n" for f in files)
-            + "# kv_cache_quant_algo, or quantization_config.kv_cache_scheme of 8-bit floats); TensorRT-LLM and\n"
-            "# vLLM store the cache so when the KV dtype is left unset (specs/serving/frameworks.yaml kv_cache_auto)\n"
-            + "hf_kv_cache: {" + ", ".join(f"{i}: {d}" for i, d, _ in kv) + "}\n")
+    return _recorded_block(
+        ids, checkpoint_kv, "hf_kv_cache",
+        f"# KV-cache format each quantized checkpoint asks for (aiconfigurator-core {version} model_configs:\n",
+        "# kv_cache_quant_algo, or quantization_config.kv_cache_scheme of 8-bit floats); TensorRT-LLM and\n"
+        "# vLLM store the cache so when the KV dtype is left unset (specs/serving/frameworks.yaml kv_cache_auto)\n")
 
 
 FOUR_BIT_ALGOS = ("NVFP4", "MIXED_PRECISION")  # ModelOpt quant_algo of NVIDIA's -NVFP4 checkpoints
@@ -251,15 +259,10 @@ def checkpoint_weights(folder: Path, hf: str) -> tuple:
 def weights_block(ids: list, version: str) -> str:
     """The model YAML lines recording the checkpoints that store 4-bit weights (`ids`: [(hf
     id, the folder of its configs)]), "" where none does."""
-    four = [(i, *checkpoint_weights(folder, i)) for i, folder in ids]
-    four = [(i, w, files) for i, w, files in four if w]
-    if not four:
-        return ""
-    files = sorted({f for _, _, fs in four for f in fs})
-    return ("# 4-bit weights each such checkpoint stores (aiconfigurator-core "
-            f"{version} model_configs:\n" + "".join(f"#   {f}\n" for f in files)
-            + "# quant_method mxfp4, or ModelOpt quant_algo NVFP4 / MIXED_PRECISION)\n"
-            + "hf_weights: {" + ", ".join(f"{i}: {w}" for i, w, _ in four) + "}\n")
+    return _recorded_block(
+        ids, checkpoint_weights, "hf_weights",
+        f"# 4-bit weights each such checkpoint stores (aiconfigurator-core {version} model_configs:\n",
+        "# quant_method mxfp4, or ModelOpt quant_algo NVFP4 / MIXED_PRECISION)\n")
 
 
 def _primary_first(ids: list) -> list:

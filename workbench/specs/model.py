@@ -151,12 +151,10 @@ class ModelSpec(ContextCounts):
             object.__setattr__(self, "hf_ids", tuple(self.hf_ids))
         if not all(isinstance(i, str) and i.count("/") == 1 for i in self.hf_ids):
             raise SpecError(self.name, "hf_ids", self.hf_ids, "a list of Hugging Face ids 'organization/name'")
-        for i, kv in dict(self.hf_kv_cache).items():
-            if i not in self.hf_ids or kv not in DTYPE_BYTES:
-                raise SpecError(self.name, f"hf_kv_cache.{i}", kv, "an id of hf_ids with a dtype of units.DTYPE_BYTES")
-        for i, w in dict(self.hf_weights).items():
-            if i not in self.hf_ids or w not in DTYPE_BYTES:
-                raise SpecError(self.name, f"hf_weights.{i}", w, "an id of hf_ids with a dtype of units.DTYPE_BYTES")
+        for key in ("hf_kv_cache", "hf_weights"):  # per-checkpoint formats
+            for i, dtype in dict(getattr(self, key)).items():
+                if i not in self.hf_ids or dtype not in DTYPE_BYTES:
+                    raise SpecError(self.name, f"{key}.{i}", dtype, "an id of hf_ids with a dtype of units.DTYPE_BYTES")
         require(self, ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size",
                        "max_seq_len"), "positive_int")
         require(self, ("n_experts", "n_active_experts", "n_shared_experts", "d_ff_expert", "n_dense_layers",
