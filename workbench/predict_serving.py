@@ -57,19 +57,31 @@ MOE_MLA_KERNELS = ("composed", "measured")
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
                  framework, hardware_overrides, model_overrides, moe_mla_kernels="composed", draft_model=None,
-                 draft_len=0, acceptance=0.0, attention_weights=None, pp=1, token_budget=None, memory_fraction=None):
+                 draft_len=0, acceptance=0.0, attention_weights=None, pp=1, token_budget=None, memory_fraction=None,
+                 devices=None):
     """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions);
     draft_len > 0 or a draft_model is speculative decoding (the target's MTP head without
-    a draft_model), with the draft length of least TPOT as `best_draft_len` when swept."""
+    a draft_model), with the draft length of least TPOT as `best_draft_len` when swept.
+    Wafers: `devices` CS systems (or "min"), the GPU layout arguments refused by name."""
     for v in values_of(moe_mla_kernels):
         check_choice("moe_mla_kernels", v, MOE_MLA_KERNELS)
     draft = _speculation(draft_model, draft_len, acceptance)
     speculative = draft is not None
     hw_axis, specs = _hardware_axis(hardware)
+    devices_min = isinstance(devices, str)
+    if devices_min and devices != "min":
+        raise InputError(f"devices={brief(devices)} is not allowed; allowed: a positive integer, 'min' or None")
+    if devices is not None and not devices_min:
+        check_positive("devices", devices, integer=True)
     for name, spec in specs.items():
-        if backend_for(spec).kind != "gpu":
-            raise InputError(f"concurrency={brief(concurrency)} is not allowed on {name!r} yet; allowed: GPUs (the "
-                             "wafer service at a fixed concurrency is the next issue's)")
+        be = backend_for(spec)
+        if be.kind == "gpu" and devices is not None:
+            raise InputError(f"devices={brief(devices)} is not allowed with concurrency on {name!r}; allowed: None (a "
+                             "GPU instance is tp x attention_dp x pp devices)")
+        if be.kind != "gpu":
+            be.check_closed_loop(name, tp=tp, ep=ep, attention_dp=attention_dp, pp=pp, activations=activations,
+                                 token_budget=token_budget, memory_fraction=memory_fraction,
+                                 moe_mla_kernels=moe_mla_kernels)
     _check_dtype("weights", weights)
     _check_attention_weights(attention_weights, specs)
     for arg, v in (("activations", activations), ("kv", kv)):
@@ -89,15 +101,16 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
     framework = _check_framework(framework, specs, default="spec")
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)
-    extra = {"draft_model": draft} if speculative else None
-    ds = evaluate(_dispatch("closed_loop", specs, knob_axes, models, extra=extra),
+    extra = {**({"draft_model": draft} if speculative else {}), **({"devices_min": True} if devices_min else {})}
+    ds = evaluate(_dispatch("closed_loop", specs, knob_axes, models, extra=extra or None),
                   categorical={"hardware": hw_axis, **model_axes, "weights": as_axis("weights", weights),
                                "attention_weights": as_axis("attention_weights", attention_weights),
                                "activations": as_axis("activations", activations), "kv": as_axis("kv", kv),
                                "framework": as_axis("framework", framework),
                                "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels)},
+                  hide=() if any(backend_for(s).kind == "gpu" for s in specs.values()) else ("moe_mla_kernels",),
                   numeric={**_axes(concurrency=concurrency, prompt=prompt, generate=generate, tp=tp, ep=ep,
-                                   attention_dp=attention_dp, pp=pp,
+                                   attention_dp=attention_dp, pp=pp, devices=None if devices_min else devices,
                                    **({"draft_len": draft_len, "acceptance": acceptance} if speculative else {}),
                                    **({} if token_budget is None else {"token_budget": token_budget}),
                                    **({} if memory_fraction is None else {"memory_fraction": memory_fraction})),
@@ -159,7 +172,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     import xarray as xr
 
     if concurrency is not None:
-        for arg, v, default in (("arrival_rate", arrival_rate, None), ("devices", devices, None)):
+        for arg, v, default in (("arrival_rate", arrival_rate, None),):
             if v is not default and v != default:
                 raise InputError(f"{arg}={brief(v)} is not allowed with concurrency; allowed: {default} (the "
                                  "closed-loop model has no {arg} yet)".replace("{arg}", arg))
@@ -168,7 +181,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                             framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
                             moe_mla_kernels=moe_mla_kernels, draft_model=draft_model, draft_len=draft_len,
                             acceptance=acceptance, attention_weights=attention_weights, token_budget=token_budget,
-                            memory_fraction=memory_fraction)
+                            memory_fraction=memory_fraction, devices=devices)
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
                             ("model_overrides", model_overrides, None),
                             ("moe_mla_kernels", moe_mla_kernels, "composed"), ("token_budget", token_budget, None),

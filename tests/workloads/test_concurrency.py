@@ -144,8 +144,8 @@ def test_layouts_that_cannot_exist_are_flagged():
 
 
 def test_bad_input():
-    with pytest.raises(InputError, match="not allowed on 'cs3' yet"):
-        predict.serving(hardware="cs3", model="llama_3_1_8b", concurrency=4)
+    with pytest.raises(InputError, match="tp=2 is not allowed on 'cs3'"):  # a wafer is laid out by its systems
+        predict.serving(hardware="cs3", model="llama_3_1_8b", concurrency=4, tp=2)
     with pytest.raises(InputError, match="generate=1 is not allowed with concurrency"):
         predict.serving(hardware="h100_sxm", model="llama_3_1_8b", concurrency=4, generate=1)
     with pytest.raises(InputError, match="arrival_rate=1.0 is not allowed with concurrency"):

@@ -61,6 +61,9 @@ def _numbers(spec, overrides: dict, framework: str = "none") -> WaferNumbers:
 
 
 _WHY = {"zero": "weights stream from MemoryX, where the optimizer runs: there are no ZeRO shards",
+        "token_budget": "a GPU engine's tokens per iteration; the wafer prefills a whole prompt as a pipeline of chunks",
+        "memory_fraction": "a GPU engine's memory share; the wafer's KV cache is the SRAM its layer regions leave",
+        "moe_mla_kernels": "GPU kernel tables; the wafer's layers are its mesh kernels",
         "precision": "the wafer computes bf16 on its fp16 datapath",
         "moe_host_s_per_local_expert": "a wafer runs its compiled program, with no host launch per expert"}
 
@@ -92,6 +95,14 @@ class WaferBackend:
                              "(the PE datapath is FP16/FP32; narrower weights are a storage format)")
         if batch_max and "streaming" in np.atleast_1d(np.asarray(placement, dtype=object)):
             raise InputError("batch='max' is not allowed with placement='streaming'; allowed: a positive integer")
+
+    def check_closed_loop(self, name: str, *, tp, ep, attention_dp, pp, activations, token_budget, memory_fraction,
+                          moe_mla_kernels) -> None:
+        """predict.serving at a fixed concurrency: the GPU layout and engine settings refused by name."""
+        _refuse({"tp": (tp, 1), "ep": (ep, 1), "attention_dp": (attention_dp, 1), "pp": (pp, 1),
+                 "token_budget": (token_budget, None), "memory_fraction": (memory_fraction, None),
+                 "moe_mla_kernels": (moe_mla_kernels, "composed")}, name)
+        self.check_inference(name, tp=1, pp=1, ep=1, activations=activations, batch_max=False, placement="regions")
 
     def check_training(self, name: str, **args) -> None:
         _refuse(args, name)
@@ -146,6 +157,38 @@ class WaferBackend:
             r["generate"] = generate + 0.0 * r["tpot_s"]
         r["devices"] = layout.systems + 0.0 * r["tpot_s"]
         r["activations"] = np.array("fp16", dtype=object)
+        r["kv"] = np.array(kvd, dtype=object)
+        problems += (layout.problems(model, phase="inference")
+                     + context_problems(model, prompt=prompt, generate=generate))
+        return flag_problems(r, problems)
+
+    def closed_loop(self, w: WaferNumbers, model, *, concurrency, prompt, generate, weights, kv, devices=None,
+                    devices_min=False, mapping="mesh", draft_model=None, draft_len=0.0, acceptance=0.0, **_) -> dict:
+        """Fixed-concurrency serving on `devices` CS systems (workloads/wafer_serving.py);
+        `devices_min`: the fewest systems that hold the model at batch 1 (the rest of the
+        requests' caches then bound how many run at once). GPU layout arguments are refused
+        before this (predict.serving)."""
+        from ..backends.kernel_tables import serving_constants
+        from ..workloads.speculative import draft_for
+        from ..workloads.wafer_capacity import wafer_min_devices
+        from ..workloads.wafer_serving import wafer_closed_loop
+        kvd = kv or "fp16"
+        draft = draft_for(model, draft_model) if draft_model is not None and np.any(np.asarray(draft_len) > 0) \
+            else None
+        problems = [Problem(True, {}, lambda: f"weights={weights}: 2:4 structured sparsity is a GPU sparse-tensor-core "
+                                              "format, not modelled on wafers")] if weights in SPARSE_2_4 else []
+        if devices_min:
+            devices = wafer_min_devices(w=w, model=model, batch=1.0, prompt=prompt, generate=generate, weights=weights,
+                                        kv=kvd, mapping=mapping, draft=draft)
+            problems.append(Problem(np.isnan(devices), {}, lambda: f"no number of systems holds a layer of "
+                                    f"{model.name}: a layer is larger than a wafer's largest square region"))
+            devices = np.nan_to_num(devices, nan=1.0)
+        layout = WaferLayout(systems=1.0 if devices is None else devices, pe_grid=None, mapping=mapping,
+                             placement="regions")
+        r = wafer_closed_loop(w=w, model=model, concurrency=concurrency, prompt=prompt, generate=generate,
+                              devices=layout.systems, weights=weights, kv=kvd, mapping=layout.mapping, draft=draft,
+                              draft_len=draft_len, acceptance=acceptance,
+                              waves=serving_constants()["benchmark_waves"])
         r["kv"] = np.array(kvd, dtype=object)
         problems += (layout.problems(model, phase="inference")
                      + context_problems(model, prompt=prompt, generate=generate))

@@ -250,6 +250,61 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     return {key: np.where(random, spread[key], value) for key, value in lockstep.items()}
 
 
+ARRIVALS = ("in_time", "after_decode")  # where a spread schedule's prompts land (prefill_alone_spread)
+
+
+def prefill_alone_spread(step, *, r, prompt, n_prefill, token_budget, steps, decode_iter,
+                         arrivals="in_time") -> tuple:
+    """The "prefill_first_spread" schedule (module doc): prefill batches run alone and
+    stall every decoding request, so a request's TPOT carries the others' (r - 1) / q · N_p
+    batches of q prompts. Where a prompt lands (`arrivals`):
+
+    - "in_time": anywhere in the cycle, with odds each iteration's length: it waits
+      E[T^2] / (2 E[T]) of the iteration it lands in, and q - 1 prompts arrived during the
+      iteration before its batch; q and the arrival rate solved together
+      (FIXED_POINT_ROUNDS). A GPU engine's prefill batches are iterations of the decode
+      ones' order (tests/workloads/test_concurrency_simulation.py: within 5%).
+    - "after_decode": a closed loop's arrivals follow completions, and a request completes
+      at the end of a decode iteration, so its successor lands in the next iteration (the
+      client's round trip, shorter than an iteration). A prompt is batched with those of
+      the others that finished in the same decode iteration, q - 1 = (r - 1) x share /
+      steps, and waits out the iteration it lands in: a decode iteration (half of it), or,
+      with the odds that the one before also ended a request, that successor's prefill.
+      Where a prefill pass lasts many decode iterations (a wafer's pipelined prompt: 30x
+      its decode step) this holds and "in_time" does not (tests/workloads/
+      test_wafer_serving.py: within 6%, where "in_time" gave TTFT 25-100% high).
+
+    `step(decode_batch, prefill_tokens)` -> (parts, seconds, sequences) of one iteration;
+    `steps` decode iterations of `decode_iter` seconds per request. A batch's parts may say
+    how long it holds the server (`stall_s`: a pipeline's busiest stage, while its first
+    token takes the whole pass); else its seconds. Returns (prefill batch seconds, its
+    sequences, prefill batches that stall a request's decoding, TTFT without queueing or
+    request latency, the seconds each stalls). Shared by the GPU closed loop and the
+    wafer's (workloads/wafer_serving.py)."""
+    others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
+    if arrivals == "after_decode":
+        ended = (r - 1.0) * (steps / (steps + n_prefill)) / steps  # others finishing in one decode iteration
+        q = 1.0 + ended  # prompts in a batch: the request and those that finished beside it
+        parts, prefill_iter, prefill_seqs = step(0.0 * r, np.minimum(q * prompt / n_prefill, token_budget))
+        stall = parts.get("stall_s", prefill_iter)
+        behind = np.minimum(ended, 1.0)  # odds the iteration it lands in is an earlier successor's prefill
+        residual = (1.0 - behind) * decode_iter / 2.0 + behind * np.maximum(stall - decode_iter / 2.0, 0.0)
+        return prefill_iter, prefill_seqs, (r - 1.0) / q * n_prefill, residual * others + n_prefill * prefill_iter, \
+            stall
+    q = 1.0 + 0.0 * r  # prompts in a prefill batch: the request and those that arrived with it
+    for _ in range(FIXED_POINT_ROUNDS):
+        parts, prefill_iter, prefill_seqs = step(0.0 * r, np.minimum(q * prompt / n_prefill, token_budget))
+        stall = parts.get("stall_s", prefill_iter)
+        interrupts = (r - 1.0) / q * n_prefill  # the others' prefill batches stall each decoding request
+        # an arrival lands in an iteration with odds its length: it waits E[T^2] / (2 E[T]) of it
+        n_p = interrupts + n_prefill
+        residual = (steps * decode_iter ** 2 + n_p * stall ** 2) / (2.0 * (steps * decode_iter + n_p * stall))
+        service_ttft = residual * others + n_prefill * prefill_iter
+        lam = r / (service_ttft + (interrupts * stall + steps * decode_iter))
+        q = 1.0 + lam * 2.0 * residual * others  # arrivals during the iteration before the batch
+    return prefill_iter, prefill_seqs, interrupts, service_ttft, stall
+
+
 def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp, ep, weights: str, activations: str,
                 kv: str, overhead_s, token_budget, waves=np.inf, imbalance=1.0, schedule="clumped",
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
@@ -330,18 +385,9 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     elif schedule == "prefill_first_spread":  # prefill batches alone, arrivals spread over the cycle
         dec, decode_iter, decode_seqs = step(decoding, 0.0 * r)
         _, burst_iter, _ = step(0.0 * r, clump)  # the first wave's batches: a whole budget each
-        others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
-        q = 1.0 + 0.0 * r  # prompts in a prefill batch: the request and those that arrived with it
-        for _ in range(FIXED_POINT_ROUNDS):
-            _, prefill_iter, prefill_seqs = step(0.0 * r, np.minimum(q * prompt / n_prefill, token_budget))
-            interrupts = (r - 1.0) / q * n_prefill  # the others' prefill batches stall each decoding request
-            # an arrival lands in an iteration with odds its length: it waits E[T^2] / (2 E[T]) of it
-            n_p = interrupts + n_prefill
-            residual = (steps * decode_iter ** 2 + n_p * prefill_iter ** 2) / \
-                (2.0 * (steps * decode_iter + n_p * prefill_iter))
-            service_ttft = residual * others + n_prefill * prefill_iter
-            lam = r / (service_ttft + (interrupts * prefill_iter + steps * decode_iter))
-            q = 1.0 + lam * 2.0 * residual * others  # arrivals during the iteration before the batch
+        prefill_iter, prefill_seqs, interrupts, service_ttft, _ = prefill_alone_spread(
+            step, r=r, prompt=prompt, n_prefill=n_prefill, token_budget=token_budget, steps=steps,
+            decode_iter=decode_iter)
 
         def per_token(prefill_s, decode_s):
             return (interrupts * prefill_s + steps * decode_s) / (generate - 1.0)

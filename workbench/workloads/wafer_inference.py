@@ -269,6 +269,7 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
         "fits": fits, "reason": reason, "bound": bound,
         "decode_compute_s": dec_compute_s, "decode_comm_s": dec_reduce_s, "decode_io_s": io_dec,
         "prefill_unpipelined_s": pipe["unpipelined_s"] + head["cycles"] / clock,
+        "prefill_stage_busy_s": pipe["stage_busy_s"] + head["cycles"] / clock,
         "prefill_compute_bound_s": pipe["compute_bound_s"], "prefill_chunk_tokens": pipe["chunk_tokens"],
         "pe_grid_decode": P_dec, "pe_grid_prefill": P_pre, "n_pes_used": pes_used,
         "pe_memory_used_bytes": place["pe_bytes"],

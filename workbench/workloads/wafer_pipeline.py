@@ -60,13 +60,15 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
                       expert_groups=0.0) -> dict:
     """Seconds from the prompt entering the first layer region to its last token leaving
     the last one, pipelined over chunks (the lm_head and request overheads are not in it).
-    Also the unpipelined time (each layer's whole-prompt pass in turn, as before) and the
-    compute bound (all prefill FLOPs at the peak of every PE holding a layer)."""
+    Also how long the busiest stage is occupied (`stage_busy_s`: every chunk's time there,
+    (n - 1) max(p_mean, x) + max(p_last, x), what a decode step queued behind the prompt
+    waits for), the unpipelined time (each layer's whole-prompt pass in turn, as before)
+    and the compute bound (all prefill FLOPs at the peak of every PE holding a layer)."""
     shape = np.broadcast_shapes(np.shape(P), np.shape(batch), np.shape(prompt), np.shape(devices), w.shape)
     prompt_a = np.broadcast_to(np.asarray(prompt, float), shape)
     crossings = np.asarray(devices, float) - 1.0
     L = model.n_layers
-    best, chunk = np.full(shape, np.inf), np.full(shape, np.nan)
+    best, chunk, busy = np.full(shape, np.inf), np.full(shape, np.nan), np.full(shape, np.nan)
     # One chunk size at a time over every point (a loop over candidates, not points), keeping
     # the running minimum: memory stays that of one evaluation.
     longest = float(np.max(prompt_a)) if prompt_a.size else 0.0
@@ -89,9 +91,11 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
         x = crossing_s(w, rows=np.asarray(batch, float) * c, d_model=model.d_model) * (crossings > 0)
         ttft = (n - 1.0) * np.maximum(p_mean, x) + L * p_last + crossings * x
         chunk = np.where(ttft < best, c, chunk)
+        busy = np.where(ttft < best, (n - 1.0) * np.maximum(p_mean, x) + np.maximum(p_last, x), busy)
         best = np.minimum(ttft, best)
     unpipelined = L * whole["cycles"] / w.clock_hz + crossings * crossing_s(
         w, rows=np.asarray(batch, float) * prompt, d_model=model.d_model)
     pes = L * np.asarray(P, float) ** 2
     bound = L * whole["flops"] / (pes * 2.0 * w.fmas_per_cycle("fp16") * w.clock_hz)
-    return {"ttft_s": best, "chunk_tokens": chunk, "unpipelined_s": unpipelined, "compute_bound_s": bound}
+    return {"ttft_s": best, "chunk_tokens": chunk, "stage_busy_s": busy, "unpipelined_s": unpipelined,
+            "compute_bound_s": bound}
