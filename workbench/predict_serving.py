@@ -264,9 +264,16 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
 def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, prompt, generate, weights, activations,
                  kv, framework, prefill_tp, prefill_ep, prefill_attention_dp, prefill_workers, prefill_batch, decode_tp,
                  decode_ep, decode_attention_dp, decode_workers, draft_model=None, draft_len=0, acceptance=0.0,
-                 attention_weights=None, prefill_pp=1, decode_pp=1):
+                 attention_weights=None, prefill_pp=1, decode_pp=1, decode_devices=None, prefill_devices=None):
     """predict.disaggregated at a fixed concurrency (workloads/pools_closed_loop.disaggregated_closed_loop);
-    draft_len > 0: the decode pool speculates (the target's MTP head without a draft_model)."""
+    draft_len > 0: the decode pool speculates (the target's MTP head without a draft_model).
+    A CS-system decode pool: `decode_workers` instances of `decode_devices` systems each (an
+    integer, or None / "min": the fewest that hold the model)."""
+    if prefill_devices is not None:
+        raise InputError(f"prefill_devices={brief(prefill_devices)} is not allowed with concurrency; allowed: None (a "
+                         "prefill instance is prefill_tp x prefill_attention_dp x prefill_pp GPUs)")
+    if decode_devices is not None and not isinstance(decode_devices, str):
+        check_positive("decode_devices", decode_devices, integer=True)
     import dataclasses
 
     import xarray as xr
@@ -293,49 +300,76 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     _check_attention_weights(attention_weights, {})  # the pools' hardware is checked for GPUs below
     spec = load_model(model)
     pools = {}
-    for side, hw_name in (("prefill", prefill_hardware), ("decode", decode_hardware)):
+    dec_spec = load_hardware(decode_hardware, arg="decode_hardware")
+    dec_be = backend_for(dec_spec)
+    wafer_decode = dec_be.kind != "gpu"  # CS systems decode: GPUs prefill (workloads/wafer_serving.wafer_decode_pool)
+    if wafer_decode:
+        dec_be.check_decode_pool(dec_spec.name, decode_tp=decode_tp, decode_ep=decode_ep,
+                                 decode_attention_dp=decode_attention_dp, decode_pp=decode_pp)
+    elif decode_devices is not None:
+        raise InputError(f"decode_devices={brief(decode_devices)} is not allowed with concurrency on "
+                         f"{dec_spec.name!r}; allowed: None (a GPU decode instance is decode_tp x decode_attention_dp "
+                         "x decode_pp GPUs)")
+    for side, hw_name in (("prefill", prefill_hardware),) + ((("decode", decode_hardware),) if not wafer_decode else ()):
         hw_spec = load_hardware(hw_name, arg=f"{side}_hardware")
         be = backend_for(hw_spec)
         if be.kind != "gpu":
-            raise InputError(f"{side}_hardware={hw_spec.name!r} is not allowed with concurrency yet; allowed: GPUs")
+            raise InputError(f"{side}_hardware={hw_spec.name!r} is not allowed with concurrency; allowed: GPUs (a CS "
+                             "system can be the decode pool)")
         fw = resolve(hw_spec, framework)
         consts = serving_constants()
         hw = dataclasses.replace(be.numbers(hw_spec, {}, fw), graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0))
         pools[side] = (hw, be, {f"{side}_overhead_s": iteration_overhead_s(fw, spec),
                                 f"{side}_overhead_s_per_sequence": consts["iteration_overhead_s_per_sequence"].get(fw, 0.0)},
                        request_latency_s(fw, spec))
-    _, act, att_act, kvd, mixed = part_maths(pools["decode"][0], weights=weights, model=spec,
-                                             attention_weights=attention_weights, activations=activations, kv=kv)
-    for side in ("prefill", "decode"):  # each pool's attention layout as its framework runs it
+    _, act, att_act, kvd, mixed = part_maths(pools["prefill" if wafer_decode else "decode"][0], weights=weights,
+                                             model=spec, attention_weights=attention_weights, activations=activations,
+                                             kv=kv or ("fp16" if wafer_decode else None))
+    for side in ("prefill",) + (("decode",) if not wafer_decode else ()):  # attention as each framework runs it
         hw_side = pools[side][0]
         sizes[f"{side}_tp"], sizes[f"{side}_attention_dp"] = framework_layout(
             framework_of(hw_side), spec, hw_side, sizes[f"{side}_tp"], sizes[f"{side}_attention_dp"])
     prefill_tp, prefill_attention_dp = sizes["prefill_tp"], sizes["prefill_attention_dp"]
     decode_tp, decode_attention_dp = sizes["decode_tp"], sizes["decode_attention_dp"]
     pre_hw, pre_be, pre_h, pre_latency_s = pools["prefill"]
-    dec_hw, _, dec_h, _ = pools["decode"]
-    # the decode pool's draft (a model, or the target's MTP head), its memory and speculation
-    speculating = {} if draft is None else dict(
-        draft_memory(spec, draft, weights=weights, kv=kvd, tp=decode_tp, attention_dp=decode_attention_dp,
-                     prompt=prompt, generate=generate), draft_len=draft_len, acceptance=acceptance)
+    link = pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp)
+    if wafer_decode:  # the CS systems' decode pool: its own draft regions and cache, no host time per step
+        from .workloads.speculative import draft_for
+        dec_hw, dec_h, speculating = None, {"decode_overhead_s": 0.0, "decode_overhead_s_per_sequence": 0.0}, \
+            ({} if draft is None else dict(draft=draft_for(spec, draft), draft_len=draft_len, acceptance=acceptance))
+        w = dec_be.numbers(dec_spec, {}, "none")
+        pool = dec_be.decode_pool(w, spec, per_replica=concurrency / decode_workers, prompt=prompt, generate=generate,
+                                  weights=weights, kv=kvd, devices=decode_devices, **speculating)
+        link = min(link, pool["kv_ingest_bytes_per_s"])  # the slower end of the transfer
+    else:
+        dec_hw, _, dec_h, _ = pools["decode"]
+        # the decode pool's draft (a model, or the target's MTP head), its memory and speculation
+        speculating = {} if draft is None else dict(
+            draft_memory(spec, draft, weights=weights, kv=kvd, tp=decode_tp, attention_dp=decode_attention_dp,
+                         prompt=prompt, generate=generate), draft_len=draft_len, acceptance=acceptance)
     r = disaggregated_closed_loop(
         prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd, **speculating,
         attention_weights=attention_weights, attention_activations=att_act,
         **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
-        request_latency_s=pre_latency_s, kv_link_bytes_per_s=pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp),
+        request_latency_s=pre_latency_s, kv_link_bytes_per_s=link, decode_pool=pool if wafer_decode else None,
         **{k: float(v) for k, v in sizes.items()})
-    problems = [p for side, tp, adp, ep, pp in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep, prefill_pp),
-                                                ("decode", decode_tp, decode_attention_dp, decode_ep, decode_pp))
+    problems = [p for side, tp, adp, ep, pp in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep, prefill_pp),)
+                + ((("decode", decode_tp, decode_attention_dp, decode_ep, decode_pp),) if not wafer_decode else ())
                 for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_", pp=pp)] + mixed
+    if wafer_decode:
+        problems += pool["problems"]
+        r["decode_devices"], r["pe_grid_decode"] = pool["devices"] + 0.0 * r["tpot_s"], pool["pe_grid_decode"]
     r = flag_problems({k: np.asarray(v) for k, v in r.items()}, problems)
     ds = xr.Dataset({k: np.asarray(v).item() for k, v in r.items()})
     for name in ds.data_vars:
         ds[name].attrs.update(unit_attrs(name))
     ds.attrs.update({"function": "predict.disaggregated", "mode": "fixed pools at a fixed concurrency (closed loop)",
-                     "prefill_hardware": pre_hw.label, "decode_hardware": dec_hw.label, "model": spec.name,
+                     "prefill_hardware": pre_hw.label, "decode_hardware": dec_spec.name if wafer_decode else dec_hw.label,
+                     "model": spec.name,
                      "activations": act, "kv": kvd,
                      "prefill_attention_run": f"tp {float(prefill_tp):g} x dp {float(prefill_attention_dp):g}",
-                     "decode_attention_run": f"tp {float(decode_tp):g} x dp {float(decode_attention_dp):g}"})
+                     "decode_attention_run": f"{float(pool['devices']):g} CS systems" if wafer_decode else
+                     f"tp {float(decode_tp):g} x dp {float(decode_attention_dp):g}"})
     return ds
 
 
@@ -374,7 +408,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                             decode_ep=decode_ep, decode_attention_dp=decode_attention_dp,
                             decode_workers=decode_workers, draft_model=draft_model, draft_len=draft_len,
                             acceptance=acceptance, attention_weights=attention_weights, prefill_pp=prefill_pp,
-                            decode_pp=decode_pp)
+                            decode_pp=decode_pp, decode_devices=decode_devices, prefill_devices=prefill_devices)
     for arg, v, default in (("activations", activations, None), ("prefill_ep", prefill_ep, 1),
                             ("draft_model", draft_model, None), ("draft_len", draft_len, 0),
                             ("prefill_attention_dp", prefill_attention_dp, 1), ("prefill_workers", prefill_workers, 1),

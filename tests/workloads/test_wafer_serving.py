@@ -158,3 +158,56 @@ def test_devices_min_and_bad_input():
             predict.serving(**{**CS3_8B, "concurrency": 4, **bad})
     with pytest.raises(InputError, match="devices=2 is not allowed with concurrency on 'h100_sxm'"):
         predict.serving(hardware="h100_sxm", model="llama_3_1_8b", concurrency=4, devices=2)
+
+
+def test_a_wafer_decode_pool_behind_gpu_prefill():
+    """predict.disaggregated at a fixed concurrency with CS systems decoding (8 B200 prefill
+    Llama 3.1 70B in FP8, the fewest CS-3 that hold it decode): at one request TPOT is the
+    static wafer decode step at batch 1 on those systems and TTFT is the prefill batch, the
+    KV transfer over the slower end (the GPUs' NICs or the systems' I/O) and the prefill
+    framework's request latency; at every concurrency the decode pool holds at most its KV
+    cache's room, and TTFT and TPOT never fall; in steady state (no first wave) Little's law
+    closes the loop through the wafer pool."""
+    from workbench.backends import numbers
+    from workbench.specs import load_model
+    kw = dict(prefill_hardware="b200", decode_hardware="cs3", model="llama_3_1_70b", prompt=2048, generate=256,
+              weights="fp8", prefill_tp=8)
+    runs = [predict.disaggregated(concurrency=c, **kw) for c in (1, 8, 64, 256)]
+    one = runs[0]
+    systems = float(one.decode_devices)
+    static = predict.inference(hardware="cs3", model="llama_3_1_70b", batch=1, prompt=2048, generate=256,
+                               weights="fp8", kv="fp16", devices=systems, pe_grid=float(one.pe_grid_decode))
+    assert systems == float(predict.inference(hardware="cs3", model="llama_3_1_70b", batch=1, prompt=2048,
+                                              generate=256, weights="fp8", kv="fp16", devices="min").devices)
+    assert float(one.tpot_s) == pytest.approx(float(static.tpot_s), rel=1e-12)
+    w, b200 = numbers("cs3"), numbers("b200", framework="trtllm")
+    link = min(8 * b200.link("scale_out").unidir_bytes_per_s, w.io_bytes_per_s * systems)
+    kv_bytes = load_model("llama_3_1_70b").kv_cache_bytes(context=2048, dtype="fp16")
+    assert float(one.kv_transfer_s) == pytest.approx(kv_bytes / link, rel=1e-9)
+    assert float(one.devices) == 8 + systems and one.attrs["decode_attention_run"] == f"{systems:g} CS systems"
+    for r in runs:
+        assert bool(r.fits) and float(r.decode_running) <= float(r.decode_max_running) + 1e-9
+    for v in ("ttft_s", "tpot_s"):
+        values = [float(r[v]) for r in runs]
+        assert np.all(np.diff(values) >= -1e-12 * np.array(values[:-1])), v
+    from workbench.workloads.pools_closed_loop import disaggregated_closed_loop
+    from workbench.workloads.wafer_serving import wafer_decode_pool
+    c = np.array([1.0, 8.0, 64.0, 256.0])
+    model = load_model("llama_3_1_70b")
+    pool = wafer_decode_pool(w=w, model=model, per_replica=c, prompt=2048.0, generate=256.0, devices=systems,
+                             weights="fp8", kv="fp16")
+    steady = disaggregated_closed_loop(
+        prefill_hw=b200, decode_hw=None, model=model, concurrency=c, prompt=2048.0, generate=256.0, prefill_tp=8.0,
+        prefill_attention_dp=1.0, prefill_ep=1.0, prefill_workers=1.0, prefill_batch=1.0, decode_tp=1.0,
+        decode_attention_dp=1.0, decode_ep=1.0, decode_workers=1.0, weights="fp8", activations="fp8", kv="fp16",
+        prefill_overhead_s=0.0, decode_overhead_s=0.0, kv_link_bytes_per_s=link, decode_pool=pool)
+    np.testing.assert_allclose(steady["requests_per_s"] * steady["e2e_s"], c, rtol=1e-9)
+    for bad, match in ((dict(decode_tp=2), "decode_tp=2 is not allowed on 'cs3'"),
+                       (dict(decode_devices="most"), "decode_devices='most' is not allowed"),
+                       (dict(prefill_devices=8), "prefill_devices=8 is not allowed with concurrency")):
+        with pytest.raises(InputError, match=match):
+            predict.disaggregated(concurrency=4, **{**kw, **bad})
+    with pytest.raises(InputError, match="decode_devices=2 is not allowed with concurrency on 'b200'"):
+        predict.disaggregated(concurrency=4, **{**kw, "decode_hardware": "b200", "decode_devices": 2})
+    with pytest.raises(InputError, match="prefill_hardware='cs3' is not allowed with concurrency"):
+        predict.disaggregated(concurrency=4, **{**kw, "prefill_hardware": "cs3", "decode_hardware": "b200"})

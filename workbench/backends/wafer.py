@@ -104,6 +104,37 @@ class WaferBackend:
                  "moe_mla_kernels": (moe_mla_kernels, "composed")}, name)
         self.check_inference(name, tp=1, pp=1, ep=1, activations=activations, batch_max=False, placement="regions")
 
+    def check_decode_pool(self, name: str, **layout) -> None:
+        """predict.disaggregated's GPU decode layout arguments refused by name for a CS pool."""
+        _refuse({arg: (v, 1) for arg, v in layout.items()}, name)
+
+    def decode_pool(self, w: WaferNumbers, model, *, per_replica, prompt, generate, weights, kv, devices=None,
+                    draft=None, draft_len=0.0, acceptance=0.0) -> dict:
+        """A decode pool of `devices` systems per instance (None or "min": the fewest that
+        hold the model at batch 1) for the fixed pools (workloads/wafer_serving.wafer_decode_pool),
+        with its layout's problems and the rate it takes KV caches in (each system its
+        own layers' over its own I/O)."""
+        from ..workloads.wafer_capacity import wafer_min_devices
+        from ..workloads.wafer_serving import wafer_decode_pool
+        problems = []
+        if devices is None or isinstance(devices, str):
+            if devices not in (None, "min"):
+                raise InputError(f"decode_devices={brief(devices)} is not allowed; allowed: a positive integer, 'min' "
+                                 "or None")
+            devices = float(wafer_min_devices(w=w, model=model, batch=1.0, prompt=prompt, generate=generate,
+                                              weights=weights, kv=kv, draft=draft))
+            problems.append(Problem(np.isnan(devices), {}, lambda: f"no number of systems holds a layer of "
+                                    f"{model.name}: a layer is larger than a wafer's largest square region"))
+            devices = 1.0 if np.isnan(devices) else devices
+        pool = wafer_decode_pool(w=w, model=model, per_replica=per_replica, prompt=prompt, generate=generate,
+                                 devices=float(devices), weights=weights, kv=kv, draft=draft, draft_len=draft_len,
+                                 acceptance=acceptance)
+        reason = str(np.asarray(pool["reason"]).item())
+        problems += [Problem(~np.asarray(pool["fits"]), {}, lambda: reason)]
+        problems += WaferLayout(systems=float(devices)).problems(model, phase="inference")
+        # each system takes its own layers' caches over its own I/O
+        return {**pool, "problems": problems, "kv_ingest_bytes_per_s": w.io_bytes_per_s * float(devices)}
+
     def check_training(self, name: str, **args) -> None:
         _refuse(args, name)
 

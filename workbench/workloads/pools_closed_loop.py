@@ -27,7 +27,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                               request_latency_s=0.0, prefill_overhead_s_per_sequence=0.0,
                               decode_overhead_s_per_sequence=0.0, draft=None, draft_len=0.0, acceptance=0.0,
                               draft_weights_bytes=0.0, draft_kv_bytes_per_token=0.0, attention_weights=None,
-                              attention_activations=None, prefill_pp=1.0, decode_pp=1.0) -> dict:
+                              attention_activations=None, prefill_pp=1.0, decode_pp=1.0, decode_pool=None) -> dict:
     """Fixed prefill and decode pools under `concurrency` requests in flight.
 
     Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
@@ -57,6 +57,12 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     ships its layers' caches over its own GPUs' links. A decode replica runs its requests as
     min(r, pp) micro-batches, a token of one being every layer at the micro-batch's size plus
     the sends.
+
+    A decode pool of other hardware (CS systems: workloads/wafer_serving.wafer_decode_pool)
+    comes as `decode_pool`: the most requests a replica holds (`cap`), its step (`step(r)`
+    -> (seconds per token, host share, draft share) at r requests per replica) and
+    `devices` per replica; the decode_* layout arguments then describe nothing (1), the
+    loop is the same.
     """
     layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
                                      attention_activations=attention_activations)
@@ -65,11 +71,14 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     replicas_p = prefill_workers * prefill_attention_dp
     replicas_d = decode_workers * decode_attention_dp
     per_decode = concurrency / replicas_d
-    cap, weights_bytes, kv_per_seq = max_running(decode_hw, model, prompt=prompt, generate=generate, tp=decode_tp,
-                                                 attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
-                                                 stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes,
-                                                 attention_w_bytes=layer["w_bytes"],
-                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=decode_pp)
+    if decode_pool is not None:
+        cap = decode_pool["cap"]
+    else:
+        cap, _, _ = max_running(decode_hw, model, prompt=prompt, generate=generate, tp=decode_tp,
+                                attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
+                                stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes,
+                                attention_w_bytes=layer["w_bytes"],
+                                extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=decode_pp)
     room = np.maximum(np.minimum(per_decode, cap), 1.0)  # requests a decode replica can hold
     common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, kv_bytes=kv_bytes, routed=routed,
                   **layer)
@@ -101,6 +110,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
 
     def decode_step(r):
         """(TPOT, host share of it, draft share of a step) with r requests per decode replica."""
+        if decode_pool is not None:
+            return decode_pool["step"](r)
         r = micro_batch(r)
         dec_side = dict(hw=decode_hw, decode_batch=r, prefill_tokens=0.0 * r, tp=decode_tp,
                         attention_dp=decode_attention_dp, ep=decode_ep)
@@ -146,7 +157,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     burst_ttft = np.maximum(request_latency_s + batch_s + (rounds - 1.0) / 2.0 * stage_s + kv_s, steady_ttft)
     ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
     e2e = ttft + (generate - 1.0) * tpot
-    devices = replicas_p * prefill_tp * prefill_pp + replicas_d * decode_tp * decode_pp
+    decode_devices = decode_tp * decode_pp if decode_pool is None else decode_pool["devices"]
+    devices = replicas_p * prefill_tp * prefill_pp + replicas_d * decode_devices
     out_rate = rate * generate
     fits = cap >= 1.0
     reason = choose([(cap < 1.0, "decode weights, activations and the runtime's own memory leave no room for one "
@@ -158,6 +170,6 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
             "output_tokens_per_s_per_user": 1.0 / tpot, "requests_per_s": rate, "decode_running": r,
             "decode_max_running": cap, "devices": devices + 0.0 * tpot, "kernel_tpot_s": tpot - host_tpot,
             "tpot_iterations": 1.0 / tokens_per_step + 0.0 * tpot,
-            "tpot_sequences": micro_batch(r) / tokens_per_step + 0.0 * tpot,
+            "tpot_sequences": (micro_batch(r) if decode_pool is None else r) / tokens_per_step + 0.0 * tpot,
             "tokens_per_step": tokens_per_step + 0.0 * tpot, "decode_draft_s": draft_s + 0.0 * tpot,
             "fits": fits, "reason": reason}

@@ -102,3 +102,31 @@ def wafer_closed_loop(*, w: WaferNumbers, model: ModelSpec, concurrency, prompt,
         "tokens_per_step": tokens_per_step + 0.0 * tpot, "pe_grid_decode": held["pe_grid_decode"],
         "bound": held["bound"], "devices": devices + 0.0 * tpot, "fits": fits, "reason": reason,
     }
+
+
+def wafer_decode_pool(*, w: WaferNumbers, model: ModelSpec, per_replica, prompt, generate, devices, weights: str,
+                      kv: str, mapping: str = "mesh", draft: ModelSpec | None = None, draft_len=0.0,
+                      acceptance=0.0) -> dict:
+    """A decode pool of `devices` CS systems per replica for the fixed prefill and decode
+    pools (workloads/pools_closed_loop.disaggregated_closed_loop's `decode_pool`): the most
+    requests a replica's KV cache holds, and a step of r running requests, the static
+    model's pipelined decode step at the grid that holds min(per_replica, cap) of them
+    (no prefill in it, no host time; a verify step's E tokens per sequence under
+    speculation). Also `fits` and `reason` of that layout."""
+    size = dict(w=w, model=model, devices=devices, prompt=prompt, generate=generate, weights=weights, kv=kv,
+                mapping=mapping)
+    speculating = draft is not None and np.any(np.asarray(draft_len) > 0)
+    spec = dict(draft=draft, draft_len=draft_len, acceptance=acceptance) if speculating else {}
+    cap = wafer_max_batch(draft=draft if speculating else None, **size)
+    held = wafer_inference(batch=np.maximum(np.minimum(per_replica, cap), 1.0), **spec, **size)
+    fixed = dict(size, pe_grid=held["pe_grid_decode"], **spec)
+
+    def step(r):
+        run = wafer_inference(batch=r, **fixed)
+        draft_s = 0.0 * run["tpot_s"]  # the draft's steps are inside the wafer's time per token
+        return run["tpot_s"], 0.0 * run["tpot_s"], draft_s
+    fits = held["fits"] & (cap >= 1.0)
+    reason = np.where(cap < 1.0, "no request's KV cache fits beside the weights in the decode wafers' layer regions",
+                      np.asarray(held["reason"], dtype=object))
+    return {"cap": cap, "step": step, "devices": devices, "fits": fits, "reason": reason,
+            "pe_grid_decode": held["pe_grid_decode"]}
