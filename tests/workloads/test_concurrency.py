@@ -247,9 +247,9 @@ def test_fixed_pools_public_call_and_flags():
     with pytest.raises(InputError, match="decode_workers=2 is not allowed without concurrency"):
         predict.disaggregated(prefill_hardware="h100_sxm", decode_hardware="h200_sxm", model="llama_3_1_8b",
                               decode_workers=2)
-    with pytest.raises(InputError, match="decode_hardware='cs3' is not allowed with concurrency yet"):
-        predict.disaggregated(prefill_hardware="h100_sxm", decode_hardware="cs3", model="llama_3_1_8b",
-                              concurrency=8)
+    with pytest.raises(InputError, match="prefill_hardware='cs3' is not allowed with concurrency"):
+        predict.disaggregated(prefill_hardware="cs3", decode_hardware="h100_sxm", model="llama_3_1_8b",
+                              concurrency=8)  # CS systems decode behind GPUs (test_wafer_serving.py), not prefill
 
 
 def test_fixed_pools_against_the_measured_disaggregated_runs():
