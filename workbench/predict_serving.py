@@ -119,6 +119,9 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
                          "tpot": "(end-to-end - TTFT) / (generate - 1), mean over requests",
                          **({"speculative": f"draft={draft if isinstance(draft, str) else draft.name}"}
                             if speculative else {})})
+    if any(backend_for(s).kind != "gpu" for s in specs.values()):
+        ds.attrs["wafer_scheduler"] = ("ASSUMED (Cerebras' serving scheduler is not public): each prompt a pipelined "
+                                       "pass holding decoding for its busiest stage's share; workloads/wafer_serving.py")
     if "draft_len" in ds.dims:  # swept: the draft length with the least TPOT where it fits
         tpot = ds.tpot_s.where(ds.fits).fillna(np.inf)
         ds["best_draft_len"] = tpot.idxmin("draft_len").where(ds.fits.any("draft_len"))

@@ -108,6 +108,7 @@ def test_one_request_is_the_static_model():
         assert float(r.ttft_s) == pytest.approx(float(s.ttft_s), rel=1e-12)
         assert float(r.tpot_s) == pytest.approx(float(s.tpot_s), rel=1e-12)
         assert float(r.ttft_client_s) - float(r.ttft_s) == pytest.approx(float(s.ttft_client_s - s.ttft_s))
+        assert r.attrs["wafer_scheduler"].startswith("ASSUMED")  # the output says what it rests on
 
 
 def test_littles_law_and_monotone_in_concurrency():
