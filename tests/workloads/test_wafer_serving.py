@@ -212,3 +212,10 @@ def test_a_wafer_decode_pool_behind_gpu_prefill():
         predict.disaggregated(concurrency=4, **{**kw, "decode_hardware": "b200", "decode_devices": 2})
     with pytest.raises(InputError, match="prefill_hardware='cs3' is not allowed with concurrency"):
         predict.disaggregated(concurrency=4, **{**kw, "prefill_hardware": "cs3", "decode_hardware": "b200"})
+
+
+def test_an_unknown_arrival_rule_is_refused():
+    from workbench.workloads.concurrency import prefill_alone_spread
+    with pytest.raises(ValueError, match="arrivals='poisson' is not known; allowed: in_time, after_decode"):
+        prefill_alone_spread(None, r=4.0, prompt=512.0, n_prefill=1.0, token_budget=np.inf, steps=127.0,
+                             decode_iter=1e-3, arrivals="poisson")

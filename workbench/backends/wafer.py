@@ -79,6 +79,22 @@ def _refuse(args: dict, hardware: str) -> None:
                              f"({why})")
 
 
+def _sparse_problems(weights) -> list:
+    """A 2:4 weight format asked of a wafer: one flag (it is a GPU tensor-core format)."""
+    return [Problem(True, {}, lambda: f"weights={weights}: 2:4 structured sparsity is a GPU sparse-tensor-core "
+                                      "format, not modelled on wafers")] if weights in SPARSE_2_4 else []
+
+
+def _fewest_systems(model, **size) -> tuple:
+    """(devices="min": the fewest systems that hold the model at the given sizes, NaN
+    replaced by 1; the flag where no number of systems holds a layer)."""
+    from ..workloads.wafer_capacity import wafer_min_devices
+    devices = wafer_min_devices(model=model, **size)
+    problem = Problem(np.isnan(devices), {}, lambda: f"no number of systems holds a layer of {model.name}: a "
+                      "layer is larger than a wafer's largest square region")
+    return np.nan_to_num(devices, nan=1.0), [problem]
+
+
 class WaferBackend:
     kind = "wafer"
     layout_args = ("devices", "pe_grid", "mapping", "placement")
@@ -114,18 +130,14 @@ class WaferBackend:
         hold the model at batch 1) for the fixed pools (workloads/wafer_serving.wafer_decode_pool),
         with its layout's problems and the rate it takes KV caches in (each system its
         own layers' over its own I/O)."""
-        from ..workloads.wafer_capacity import wafer_min_devices
         from ..workloads.wafer_serving import wafer_decode_pool
         problems = []
         if devices is None or isinstance(devices, str):
             if devices not in (None, "min"):
                 raise InputError(f"decode_devices={brief(devices)} is not allowed; allowed: a positive integer, 'min' "
                                  "or None")
-            devices = float(wafer_min_devices(w=w, model=model, batch=1.0, prompt=prompt, generate=generate,
-                                              weights=weights, kv=kv, draft=draft))
-            problems.append(Problem(np.isnan(devices), {}, lambda: f"no number of systems holds a layer of "
-                                    f"{model.name}: a layer is larger than a wafer's largest square region"))
-            devices = 1.0 if np.isnan(devices) else devices
+            devices, problems = _fewest_systems(w=w, model=model, batch=1.0, prompt=prompt, generate=generate,
+                                                weights=weights, kv=kv, draft=draft)
         pool = wafer_decode_pool(w=w, model=model, per_replica=per_replica, prompt=prompt, generate=generate,
                                  devices=float(devices), weights=weights, kv=kv, draft=draft, draft_len=draft_len,
                                  acceptance=acceptance)
@@ -145,21 +157,18 @@ class WaferBackend:
         the largest that fits; `devices_min`: the fewest systems that hold the model at
         batch (1 when batch is "max") and generate (1 when "max")."""
         from ..workloads.speculative import draft_for
-        from ..workloads.wafer_capacity import wafer_max_batch, wafer_max_generate, wafer_min_devices
+        from ..workloads.wafer_capacity import wafer_max_batch, wafer_max_generate
         from ..workloads.wafer_inference import wafer_inference
         from ..workloads.wafer_streaming import streaming_inference
         kvd = kv or "fp16"
         grid = decode_pe_grid if decode_pe_grid is not None else pe_grid
         draft = draft_for(model, draft_model) if np.any(np.asarray(draft_len) > 0) else None
         size = dict(w=w, model=model, prompt=prompt, weights=weights, kv=kvd, mapping=mapping, draft=draft)
-        problems = [Problem(True, {}, lambda: f"weights={weights}: 2:4 structured sparsity is a GPU sparse-tensor-core "
-                                              "format, not modelled on wafers")] if weights in SPARSE_2_4 else []
+        problems = _sparse_problems(weights)
         if devices_min:
-            devices = wafer_min_devices(batch=1.0 if batch is None else batch, generate=1.0 if generate is None
-                                        else generate, pe_grid=grid, **size)
-            problems.append(Problem(np.isnan(devices), {}, lambda: f"no number of systems holds a layer of "
-                                    f"{model.name}: a layer is larger than a wafer's largest square region"))
-            devices = np.nan_to_num(devices, nan=1.0)
+            devices, flags = _fewest_systems(batch=1.0 if batch is None else batch, generate=1.0 if generate is None
+                                             else generate, pe_grid=grid, **size)
+            problems += flags
         layout = WaferLayout(systems=1.0 + 0.0 * tp if devices is None else devices, pe_grid=grid,
                              mapping=mapping, placement=placement)
         generated_max = generate is None
@@ -201,19 +210,15 @@ class WaferBackend:
         before this (predict.serving)."""
         from ..backends.kernel_tables import serving_constants
         from ..workloads.speculative import draft_for
-        from ..workloads.wafer_capacity import wafer_min_devices
         from ..workloads.wafer_serving import wafer_closed_loop
         kvd = kv or "fp16"
         draft = draft_for(model, draft_model) if draft_model is not None and np.any(np.asarray(draft_len) > 0) \
             else None
-        problems = [Problem(True, {}, lambda: f"weights={weights}: 2:4 structured sparsity is a GPU sparse-tensor-core "
-                                              "format, not modelled on wafers")] if weights in SPARSE_2_4 else []
+        problems = _sparse_problems(weights)
         if devices_min:
-            devices = wafer_min_devices(w=w, model=model, batch=1.0, prompt=prompt, generate=generate, weights=weights,
-                                        kv=kvd, mapping=mapping, draft=draft)
-            problems.append(Problem(np.isnan(devices), {}, lambda: f"no number of systems holds a layer of "
-                                    f"{model.name}: a layer is larger than a wafer's largest square region"))
-            devices = np.nan_to_num(devices, nan=1.0)
+            devices, flags = _fewest_systems(w=w, model=model, batch=1.0, prompt=prompt, generate=generate,
+                                             weights=weights, kv=kvd, mapping=mapping, draft=draft)
+            problems += flags
         layout = WaferLayout(systems=1.0 if devices is None else devices, pe_grid=None, mapping=mapping,
                              placement="regions")
         r = wafer_closed_loop(w=w, model=model, concurrency=concurrency, prompt=prompt, generate=generate,

@@ -281,6 +281,8 @@ def prefill_alone_spread(step, *, r, prompt, n_prefill, token_budget, steps, dec
     sequences, prefill batches that stall a request's decoding, TTFT without queueing or
     request latency, the seconds each stalls). Shared by the GPU closed loop and the
     wafer's (workloads/wafer_serving.py)."""
+    if arrivals not in ARRIVALS:
+        raise ValueError(f"arrivals={arrivals!r} is not known; allowed: {', '.join(ARRIVALS)}")
     others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
     if arrivals == "after_decode":
         ended = (r - 1.0) * (steps / (steps + n_prefill)) / steps  # others finishing in one decode iteration
