@@ -73,6 +73,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
         raise InputError(f"devices={brief(devices)} is not allowed; allowed: a positive integer, 'min' or None")
     if devices is not None and not devices_min:
         check_positive("devices", devices, integer=True)
+    kinds = {backend_for(spec).kind for spec in specs.values()}  # "gpu", "wafer"
     for name, spec in specs.items():
         be = backend_for(spec)
         if be.kind == "gpu" and devices is not None:
@@ -108,7 +109,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
                                "activations": as_axis("activations", activations), "kv": as_axis("kv", kv),
                                "framework": as_axis("framework", framework),
                                "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels)},
-                  hide=() if any(backend_for(s).kind == "gpu" for s in specs.values()) else ("moe_mla_kernels",),
+                  hide=() if "gpu" in kinds else ("moe_mla_kernels",),
                   numeric={**_axes(concurrency=concurrency, prompt=prompt, generate=generate, tp=tp, ep=ep,
                                    attention_dp=attention_dp, pp=pp, devices=None if devices_min else devices,
                                    **({"draft_len": draft_len, "acceptance": acceptance} if speculative else {}),
@@ -119,7 +120,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
                          "tpot": "(end-to-end - TTFT) / (generate - 1), mean over requests",
                          **({"speculative": f"draft={draft if isinstance(draft, str) else draft.name}"}
                             if speculative else {})})
-    if any(backend_for(s).kind != "gpu" for s in specs.values()):
+    if kinds - {"gpu"}:
         ds.attrs["wafer_scheduler"] = ("ASSUMED (Cerebras' serving scheduler is not public): each prompt a pipelined "
                                        "pass holding decoding for its busiest stage's share; workloads/wafer_serving.py")
     if "draft_len" in ds.dims:  # swept: the draft length with the least TPOT where it fits

@@ -17,6 +17,8 @@ from workbench.specs import load_model
 from workbench.workloads import concurrency as cc
 from workbench.workloads.speculative import mtp_draft
 
+from closed_loop_draws import decode_step
+
 DRAFT = mtp_draft(load_model("llama_3_1_8b"))  # stands for any draft: the fixture gives it draft_cost
 
 FIXED_S, PER_DECODE_S, PER_PREFILL_S = 4e-3, 3e-5, 2e-6  # a linear iteration cost
@@ -79,18 +81,8 @@ def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_w
         if draft_len:
             tau += (draft_len * draft_cost(running, 0) if running else 0.0) + (draft_cost(0, chunk) if chunk else 0.0)
         t_end = t + tau
-        still = []
-        for d in decoding:
-            if not stalled:
-                accepted = 0
-                while accepted < draft_len and rng.uniform() < acceptance:
-                    accepted += 1
-                d[2] = min(d[2] + 1 + accepted, d[3])
-            if d[2] >= d[3]:
-                done.append((d[0], d[1], t_end, d[3]))
-                pending.append(t_end + rng.uniform(0.0, tau))  # the client's next request
-            else:
-                still.append(d)
+        still = decode_step(decoding, end_s=t_end, step_s=tau, rng=rng, done=done, pending=pending,
+                            draft_len=draft_len, acceptance=acceptance, advance=not stalled)
         decoding = still + [[q[0], t_end, 1, q[2]] for q in first]
         t = t_end
         arrived = [a for a in pending if a <= t]

@@ -11,6 +11,8 @@ import pytest
 from workbench import predict
 from workbench.errors import InputError
 
+from closed_loop_draws import decode_step
+
 CS3_8B = dict(hardware="cs3", model="llama_3_1_8b", weights="fp16", kv="fp16", devices=1)
 
 
@@ -45,18 +47,8 @@ def simulate(*, concurrency, generate, ready_s, stall_s, step_s, requests=2000, 
         elif decoding:
             tau = step_s(len(decoding))
             t += tau
-            still = []
-            for d in decoding:
-                accepted = 0
-                while accepted < draft_len and rng.uniform() < acceptance:
-                    accepted += 1
-                d[2] = min(d[2] + 1 + accepted, d[3])
-                if d[2] >= d[3]:
-                    done.append((d[0], d[1], t, d[3]))
-                    pending.append(t + rng.uniform(0.0, tau))
-                else:
-                    still.append(d)
-            decoding = still
+            decoding = decode_step(decoding, end_s=t, step_s=tau, rng=rng, done=done, pending=pending,
+                                   draft_len=draft_len, acceptance=acceptance)
         else:  # idle until the next arrival or first token
             t = min([a for a in pending] + [p[1] for p in prefilling])
     kept = done[3 * concurrency:]
@@ -161,7 +153,7 @@ def test_prefill_passes_slow_decoding_and_speculation_speeds_it():
     the one-request TPOT faster, as the static model's."""
     r = predict.serving(concurrency=16, prompt=2048, generate=128, **CS3_8B)
     s = predict.inference(batch=16, prompt=2048, generate=128, pe_grid=float(r.pe_grid_decode),
-                          **{k: v for k, v in CS3_8B.items()})
+                          **CS3_8B)
     assert float(r.tpot_s) > 1.5 * float(s.tpot_s)
     spec = dict(draft_model="llama_3_2_1b", draft_len=4, acceptance=0.8, prompt=512, generate=256)
     base = predict.serving(concurrency=1, prompt=512, generate=256, **CS3_8B)

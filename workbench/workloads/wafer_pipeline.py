@@ -89,9 +89,10 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
             p_mean = chunk_layer_s(w, model, context=(prompt_a + c) / 2.0, **kw)
             p_last = chunk_layer_s(w, model, context=prompt_a, **kw)
         x = crossing_s(w, rows=np.asarray(batch, float) * c, d_model=model.d_model) * (crossings > 0)
-        ttft = (n - 1.0) * np.maximum(p_mean, x) + L * p_last + crossings * x
+        streaming = (n - 1.0) * np.maximum(p_mean, x)  # every chunk but the last through the bottleneck
+        ttft = streaming + L * p_last + crossings * x
         chunk = np.where(ttft < best, c, chunk)
-        busy = np.where(ttft < best, (n - 1.0) * np.maximum(p_mean, x) + np.maximum(p_last, x), busy)
+        busy = np.where(ttft < best, streaming + np.maximum(p_last, x), busy)
         best = np.minimum(ttft, best)
     unpipelined = L * whole["cycles"] / w.clock_hz + crossings * crossing_s(
         w, rows=np.asarray(batch, float) * prompt, d_model=model.d_model)

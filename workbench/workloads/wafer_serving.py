@@ -44,9 +44,25 @@ import numpy as np
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from .concurrency import prefill_alone_spread
-from .speculative import expected_tokens_per_step
 from .wafer_capacity import wafer_max_batch
 from .wafer_inference import wafer_inference
+
+
+NO_ROOM = "no request's KV cache fits beside the weights in the layer regions"
+
+
+def _held(*, per_replica, draft, draft_len, acceptance, **size) -> tuple:
+    """(the most requests whose caches fit, the requests that run, the static model at that
+    batch on the fastest grid that holds them, the arguments of every later step on that
+    grid with the draft, fits, reason) of `size`'s systems offered `per_replica` requests."""
+    speculating = draft is not None and np.any(np.asarray(draft_len) > 0)
+    spec = dict(draft=draft, draft_len=draft_len, acceptance=acceptance) if speculating else {}
+    cap = wafer_max_batch(draft=draft if speculating else None, **size)
+    running = np.maximum(np.minimum(per_replica, cap), 1.0)
+    held = wafer_inference(batch=running, **spec, **size)
+    fits = held["fits"] & (cap >= 1.0)
+    reason = np.where(cap < 1.0, NO_ROOM, np.asarray(held["reason"], dtype=object))
+    return cap, running, held, dict(size, pe_grid=held["pe_grid_decode"], **spec), fits, reason
 
 
 def wafer_closed_loop(*, w: WaferNumbers, model: ModelSpec, concurrency, prompt, generate, devices,
@@ -56,18 +72,14 @@ def wafer_closed_loop(*, w: WaferNumbers, model: ModelSpec, concurrency, prompt,
     requests in flight (module doc; `arrivals`: concurrency.ARRIVALS). Sizes are ndarrays."""
     size = dict(w=w, model=model, devices=devices, prompt=prompt, generate=generate, weights=weights, kv=kv,
                 mapping=mapping)
-    speculating = draft is not None and np.any(np.asarray(draft_len) > 0)
-    spec = dict(draft=draft, draft_len=draft_len, acceptance=acceptance) if speculating else {}
-    cap = wafer_max_batch(draft=draft if speculating else None, **size)  # requests whose caches fit
-    running = np.maximum(np.minimum(concurrency, cap), 1.0)
-    held = wafer_inference(batch=running, **spec, **size)  # the decode grid that holds them all
-    fixed = dict(size, pe_grid=held["pe_grid_decode"])
-    r = running
-    tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=draft_len) if speculating else 1.0
+    cap, running, held, fixed, fits, reason = _held(per_replica=concurrency, draft=draft, draft_len=draft_len,
+                                                    acceptance=acceptance, **size)
+    tokens_per_step = held.get("tokens_per_step", 1.0)  # E per sequence and step under speculation
     steps = (generate - 1.0) / tokens_per_step  # decode steps a request takes after its first token
     share = steps / (steps + 1.0)  # of its life a request spends decoding (one prefill pass)
-    decoding = 1.0 + (r - 1.0) * share  # sequences in a decode step of the tagged request
-    decode_iter = wafer_inference(batch=decoding, **spec, **fixed)["tpot_s"] * tokens_per_step  # one step
+    decoding = 1.0 + (running - 1.0) * share  # sequences in a decode step of the tagged request
+    decode_iter = wafer_inference(batch=decoding, **fixed)["tpot_s"] * tokens_per_step  # one step
+    prefill = {k: v for k, v in fixed.items() if k not in ("draft", "draft_len", "acceptance")}
 
     def step(decode_batch, prefill_tokens):
         """(parts, seconds, sequences) of a prefill pass of prefill_tokens / prompt prompts
@@ -75,13 +87,13 @@ def wafer_closed_loop(*, w: WaferNumbers, model: ModelSpec, concurrency, prompt,
         tokens come after the whole pass, while decoding waits only for the busiest stage's
         share of it (`stall_s`)."""
         q = np.maximum(prefill_tokens / prompt, 1.0)
-        run = wafer_inference(batch=q, **fixed)
+        run = wafer_inference(batch=q, **prefill)
         return {"stall_s": run["prefill_stage_busy_s"]}, run["ttft_s"], q
     prefill_iter, _, interrupts, service_ttft, stall = prefill_alone_spread(
-        step, r=r, prompt=prompt, n_prefill=1.0, token_budget=np.inf, steps=steps, decode_iter=decode_iter,
+        step, r=running, prompt=prompt, n_prefill=1.0, token_budget=np.inf, steps=steps, decode_iter=decode_iter,
         arrivals=arrivals)
     tpot = (interrupts * stall + steps * decode_iter) / (generate - 1.0)
-    burst_s = step(0.0, r * prompt)[1]  # the first wave: every prompt in one pipelined pass
+    burst_s = step(0.0, running * prompt)[1]  # the first wave: every prompt in one pipelined pass
     cycle = service_ttft + (generate - 1.0) * tpot
     rate = running / cycle  # requests completed per second (Little's law on the running ones)
     wait = np.maximum(concurrency - running, 0.0) / rate  # the rest queue for a cache's room
@@ -89,9 +101,6 @@ def wafer_closed_loop(*, w: WaferNumbers, model: ModelSpec, concurrency, prompt,
     ttft = steady_ttft + (burst_s + wait - steady_ttft) / waves
     e2e = ttft + (generate - 1.0) * tpot
     out_rate = rate * generate
-    fits = held["fits"] & (cap >= 1.0)
-    reason = np.where(cap < 1.0, "no request's KV cache fits beside the weights in the layer regions",
-                      np.asarray(held["reason"], dtype=object))
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "queue_s": wait, "first_wave_ttft_s": burst_s + wait,
         "steady_ttft_s": steady_ttft, "ttft_client_s": ttft + w.service_request_latency_s,
@@ -115,18 +124,13 @@ def wafer_decode_pool(*, w: WaferNumbers, model: ModelSpec, per_replica, prompt,
     speculation). Also `fits` and `reason` of that layout."""
     size = dict(w=w, model=model, devices=devices, prompt=prompt, generate=generate, weights=weights, kv=kv,
                 mapping=mapping)
-    speculating = draft is not None and np.any(np.asarray(draft_len) > 0)
-    spec = dict(draft=draft, draft_len=draft_len, acceptance=acceptance) if speculating else {}
-    cap = wafer_max_batch(draft=draft if speculating else None, **size)
-    held = wafer_inference(batch=np.maximum(np.minimum(per_replica, cap), 1.0), **spec, **size)
-    fixed = dict(size, pe_grid=held["pe_grid_decode"], **spec)
+    cap, _, held, fixed, fits, reason = _held(per_replica=per_replica, draft=draft, draft_len=draft_len,
+                                              acceptance=acceptance, **size)
 
     def step(r):
-        run = wafer_inference(batch=r, **fixed)
-        draft_s = 0.0 * run["tpot_s"]  # the draft's steps are inside the wafer's time per token
-        return run["tpot_s"], 0.0 * run["tpot_s"], draft_s
-    fits = held["fits"] & (cap >= 1.0)
-    reason = np.where(cap < 1.0, "no request's KV cache fits beside the weights in the decode wafers' layer regions",
-                      np.asarray(held["reason"], dtype=object))
+        """(seconds per token, host share, draft share): the draft's steps are inside the
+        wafer's time per token, and no host runs a step."""
+        tpot = wafer_inference(batch=r, **fixed)["tpot_s"]
+        return tpot, 0.0 * tpot, 0.0 * tpot
     return {"cap": cap, "step": step, "devices": devices, "fits": fits, "reason": reason,
             "pe_grid_decode": held["pe_grid_decode"]}
