@@ -24,6 +24,17 @@ def test_committed_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_cell_has_a_unique_id(path):
+    """nbformat 4.5 requires a cell id (a missing one is a MissingIDFieldWarning now, "a hard
+    error in future nbformat versions"): a cell added by editing the JSON must carry one."""
+    import json
+    cells = json.loads(path.read_text())["cells"]
+    ids = [c.get("id") for c in cells]
+    assert None not in ids, f"{path.name}: cells {[i for i, c in enumerate(ids) if c is None]} have no id"
+    assert len(set(ids)) == len(ids), f"{path.name}: repeated cell ids"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_one_flat_typed_parameters_cell(path):
     nb = nbformat.read(path, as_version=4)
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
