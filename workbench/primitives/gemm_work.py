@@ -38,7 +38,8 @@ def wave_quantization(m, n, wave_tile_m=0.0, wave_tile_n=0.0, n_sms=0.0):
         return 1.0
     tiles = np.ceil(m / np.where(tm > 0, tm, 1.0)) * np.ceil(n / np.where(tn > 0, tn, 1.0))
     s = np.where(sms > 0, sms, 1.0)
-    return np.where((tm > 0) & (sms > 0) & (tiles > s), np.ceil(tiles / s) * s / tiles, 1.0)
+    # a GEMM of no rows (a part masked to zero tokens) has no tiles: factor 1, not 0 / 0
+    return np.where((tm > 0) & (sms > 0) & (tiles > s), np.ceil(tiles / s) * s / np.maximum(tiles, 1.0), 1.0)
 
 
 def gemm_roofline(*, m, n, k, peak, bandwidth, a_bytes, b_bytes, c_bytes, tile_m=0.0, max_passes=0.0,
