@@ -268,7 +268,8 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
 def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, prompt, generate, weights, activations,
                  kv, framework, prefill_tp, prefill_ep, prefill_attention_dp, prefill_workers, prefill_batch, decode_tp,
                  decode_ep, decode_attention_dp, decode_workers, draft_model=None, draft_len=0, acceptance=0.0,
-                 attention_weights=None, prefill_pp=1, decode_pp=1, decode_devices=None, prefill_devices=None):
+                 attention_weights=None, prefill_pp=1, decode_pp=1, decode_devices=None, prefill_devices=None,
+                 prefill_routing="random"):
     """predict.disaggregated at a fixed concurrency (workloads/pools_closed_loop.disaggregated_closed_loop);
     draft_len > 0: the decode pool speculates (the target's MTP head without a draft_model).
     A CS-system decode pool: `decode_workers` instances of `decode_devices` systems each (an
@@ -288,7 +289,9 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     from .backends import flag_problems
     from .layout import serving_problems
     from .workloads.concurrency import draft_memory
-    from .workloads.pools_closed_loop import disaggregated_closed_loop
+    from .workloads.pools_closed_loop import PREFILL_ROUTINGS, disaggregated_closed_loop
+    if prefill_routing not in PREFILL_ROUTINGS:
+        raise InputError(f"prefill_routing={brief(prefill_routing)} is not known; allowed: {', '.join(PREFILL_ROUTINGS)}")
     sizes = dict(concurrency=concurrency, prompt=prompt, generate=generate, prefill_tp=prefill_tp, prefill_ep=prefill_ep,
                  prefill_attention_dp=prefill_attention_dp, prefill_workers=prefill_workers,
                  prefill_batch=prefill_batch, decode_tp=decode_tp, decode_ep=decode_ep,
@@ -356,7 +359,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         attention_weights=attention_weights, attention_activations=att_act,
         **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
         request_latency_s=pre_latency_s, kv_link_bytes_per_s=link, decode_pool=pool if wafer_decode else None,
-        **{k: float(v) for k, v in sizes.items()})
+        prefill_routing=prefill_routing, **{k: float(v) for k, v in sizes.items()})
     problems = [p for side, tp, adp, ep, pp in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep, prefill_pp),)
                 + ((("decode", decode_tp, decode_attention_dp, decode_ep, decode_pp),) if not wafer_decode else ())
                 for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_", pp=pp)] + mixed
@@ -369,7 +372,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         ds[name].attrs.update(unit_attrs(name))
     ds.attrs.update({"function": "predict.disaggregated", "mode": "fixed pools at a fixed concurrency (closed loop)",
                      "prefill_hardware": pre_hw.label, "decode_hardware": dec_spec.name if wafer_decode else dec_hw.label,
-                     "model": spec.name,
+                     "model": spec.name, "prefill_routing": prefill_routing,
                      "activations": act, "kv": kvd,
                      "prefill_attention_run": f"tp {float(prefill_tp):g} x dp {float(prefill_attention_dp):g}",
                      "decode_attention_run": f"{float(pool['devices']):g} CS systems" if wafer_decode else
@@ -382,7 +385,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                   weights="bf16", kv=None, total_devices=64, framework=None, concurrency=None, activations=None,
                   prefill_ep=1, prefill_attention_dp=1, prefill_workers=1, prefill_batch=1, decode_ep=1,
                   decode_attention_dp=1, decode_workers=1, draft_model=None, draft_len=0, acceptance=0.0,
-                  attention_weights=None, prefill_pp=1, decode_pp=1):
+                  attention_weights=None, prefill_pp=1, decode_pp=1, prefill_routing="random"):
     """Prefill and decode in separate pools.
 
     With `concurrency` (requests in flight, as the serving benchmarks run): fixed pools of
@@ -393,6 +396,9 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     1/pp of the layers. Returns mean ttft_s (prefill queueing + prefill + KV transfer over
     the prefill instance's link), tpot_s, throughput per device and user, fits and reason
     (workloads/pools_closed_loop.disaggregated_closed_loop). One value per argument.
+    `prefill_routing`: "random" (each prompt to a prefill replica drawn at random, as SGLang's
+    PD load balancer does; each replica queues its own) or "shared_queue" (one queue every
+    free replica takes the next prompt from).
 
     Without it (workloads/disaggregated.py): capacities under the SLOs, the balancing
     ratio, goodput per device, the best integer split of `total_devices`, and the
@@ -412,13 +418,15 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                             decode_ep=decode_ep, decode_attention_dp=decode_attention_dp,
                             decode_workers=decode_workers, draft_model=draft_model, draft_len=draft_len,
                             acceptance=acceptance, attention_weights=attention_weights, prefill_pp=prefill_pp,
-                            decode_pp=decode_pp, decode_devices=decode_devices, prefill_devices=prefill_devices)
+                            decode_pp=decode_pp, decode_devices=decode_devices, prefill_devices=prefill_devices,
+                            prefill_routing=prefill_routing)
     for arg, v, default in (("activations", activations, None), ("prefill_ep", prefill_ep, 1),
                             ("draft_model", draft_model, None), ("draft_len", draft_len, 0),
                             ("prefill_attention_dp", prefill_attention_dp, 1), ("prefill_workers", prefill_workers, 1),
                             ("prefill_batch", prefill_batch, 1), ("decode_ep", decode_ep, 1),
                             ("decode_attention_dp", decode_attention_dp, 1), ("decode_workers", decode_workers, 1),
-                            ("prefill_pp", prefill_pp, 1), ("decode_pp", decode_pp, 1)):
+                            ("prefill_pp", prefill_pp, 1), ("decode_pp", decode_pp, 1),
+                            ("prefill_routing", prefill_routing, "random")):
         if v is not default and v != default:
             raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
                              "SLO-balancing analysis sizes the pools itself)")

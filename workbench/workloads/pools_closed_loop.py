@@ -18,6 +18,44 @@ MAX_UTILIZATION = 0.999  # of a prefill pool in the M/D/1 wait (at 1 it is unbou
 # Rounds of the decode pool's occupancy against the rate it sets (Little's law on the decode
 # stage): 16 leave the occupancy within 1e-4 of its fixed point on every serving row (2e-5 at most; 8 left 4e-3).
 DECODE_ROUNDS = 16
+# How prompts reach the prefill replicas (`prefill_routing`):
+# - "random": each prompt to a replica drawn at random, each replica then an M/D/1 queue of
+#   its own prompts (SGLang's PD load balancer: MiniLoadBalancer.select_pair, random.choice of
+#   the prefill servers, sglang/srt/disaggregation/mini_lb.py); the rule for every framework
+#   here, ASSUMED for TensorRT-LLM's and vLLM's disaggregated routers;
+# - "shared_queue": one FIFO queue that every free replica takes the next prompt from (a global
+#   prefill queue, the M/D/c queue): at the same utilization it waits far less once c > 1.
+PREFILL_ROUTINGS = ("random", "shared_queue")
+
+
+def erlang_c(servers, rho):
+    """Probability that a Poisson arrival waits in an M/M/c queue of `servers` at utilization
+    rho (Erlang's C formula), from Erlang's B by its recursion B_k = a B_(k-1) / (k + a B_(k-1)),
+    a = c rho the offered load; c = 1 gives rho."""
+    c = np.asarray(servers, float)
+    a = c * rho
+    b = np.ones(np.broadcast(c, a).shape)
+    for k in range(1, int(np.max(c)) + 1):
+        b = np.where(k <= c, a * b / (k + a * b), b)
+    return b / (1.0 - rho * (1.0 - b))
+
+
+def prefill_wait_s(rho, service_s, servers, routing="random"):
+    """Mean wait of a prompt for a prefill replica: `servers` replicas, each a deterministic
+    server of `service_s`, at utilization rho with Poisson arrivals. "random": each replica an
+    M/D/1 queue, rho D / (2 (1 - rho)) (DistServe, OSDI'24, sec. 3.1). "shared_queue": the
+    M/D/c queue by Cosmetatos' approximation (1976): half the M/M/c wait C(c, c rho) D /
+    (c (1 - rho)) times 1 + (1 - rho)(c - 1)(sqrt(4 + 5c) - 2) / (16 rho c); within 6% of a
+    simulation of the queue wherever the wait is over 1% of D (tests/workloads/
+    test_prefill_routing.py; Allen-Cunneen's plain half, without the correction, was 8-34%
+    short at c = 8). One replica is M/D/1 either way."""
+    if routing not in PREFILL_ROUTINGS:
+        raise ValueError(f"prefill_routing={routing!r} is not known; allowed: {', '.join(PREFILL_ROUTINGS)}")
+    if routing == "random":
+        return rho * service_s / (2.0 * (1.0 - rho))
+    c, r = np.asarray(servers, float), np.maximum(rho, 1e-12)
+    correction = 1.0 + (1.0 - r) * (c - 1.0) * (np.sqrt(4.0 + 5.0 * c) - 2.0) / (16.0 * r * c)
+    return 0.5 * erlang_c(c, r) * service_s / (c * (1.0 - r)) * correction
 
 
 def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prompt, generate, prefill_tp,
@@ -27,7 +65,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                               request_latency_s=0.0, prefill_overhead_s_per_sequence=0.0,
                               decode_overhead_s_per_sequence=0.0, draft=None, draft_len=0.0, acceptance=0.0,
                               draft_weights_bytes=0.0, draft_kv_bytes_per_token=0.0, attention_weights=None,
-                              attention_activations=None, prefill_pp=1.0, decode_pp=1.0, decode_pool=None) -> dict:
+                              attention_activations=None, prefill_pp=1.0, decode_pp=1.0, decode_pool=None,
+                              prefill_routing="random") -> dict:
     """Fixed prefill and decode pools under `concurrency` requests in flight.
 
     Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
@@ -57,6 +96,10 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     ships its layers' caches over its own GPUs' links. A decode replica runs its requests as
     min(r, pp) micro-batches, a token of one being every layer at the micro-batch's size plus
     the sends.
+
+    `prefill_routing` (PREFILL_ROUTINGS): how prompts reach the prefill replicas, "random"
+    (each replica its own M/D/1 queue) or "shared_queue" (one M/D/c queue over every batch
+    slot of the pool).
 
     A decode pool of other hardware (CS systems: workloads/wafer_serving.wafer_decode_pool)
     comes as `decode_pool`: the most requests a replica holds (`cap`), its step (`step(r)`
@@ -100,6 +143,9 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
         (kv_link_bytes_per_s * prefill_pp)  # every stage ships its layers' caches
     stage_s = batch_s / prefill_pp  # a stage's share of a batch: the pipeline admits one batch per stage_s
     capacity = replicas_p * prefill_batch / stage_s  # requests per second the prefill pool admits
+    # a shared queue's servers: every replica's batch slots (exact for batches of one prompt;
+    # a batch that waited to fill would wait more)
+    servers = replicas_p * prefill_batch
     # requests in the loop: every one in flight, unless the decode caches hold fewer (fewer
     # requests than decode replicas leave replicas idle)
     cycling = np.minimum(replicas_d * room, concurrency)
@@ -128,16 +174,15 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
 
     def loop_rate(tpot):
         """The rate solving rate = cycling / (cycle + wait(rate)): a prompt that finds its
-        prefill replica busy waits, an M/D/1 queue of deterministic batches (DistServe,
-        OSDI'24, sec. 3.1: mean wait rho D / (2 (1 - rho)) at utilization rho = lambda D),
-        by bisection (the right side falls as the rate grows); a prefill pool at capacity
+        prefill replica busy waits (prefill_wait_s at the pool's utilization: an M/D/1 queue
+        per replica under random routing, M/D/c under a shared queue), by bisection (the right side falls as the rate grows); a prefill pool at capacity
         queues the rest (Little's law below)."""
         cycle = request_latency_s + batch_s + kv_s + (generate - 1.0) * tpot
         lo, hi = 0.0 * cycle, np.minimum(capacity, cycling / cycle)
         for _ in range(BISECTION_ROUNDS):
             mid = 0.5 * (lo + hi)
             rho = np.minimum(mid / capacity, MAX_UTILIZATION)
-            short = mid < cycling / (cycle + rho * stage_s / (2.0 * (1.0 - rho)))
+            short = mid < cycling / (cycle + prefill_wait_s(rho, stage_s, servers, prefill_routing))
             lo, hi = np.where(short, mid, lo), np.where(short, hi, mid)
         return np.where(hi >= capacity * MAX_UTILIZATION, hi, lo)  # at capacity: the pool's rate, the rest queue
 
@@ -149,7 +194,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     tpot, host_tpot, draft_s = decode_step(r)
     rate = loop_rate(tpot)
     rho = np.minimum(rate / capacity, MAX_UTILIZATION)
-    prefill_wait = rho * stage_s / (2.0 * (1.0 - rho))
+    prefill_wait = prefill_wait_s(rho, stage_s, servers, prefill_routing)
     steady_ttft = np.maximum(concurrency / rate - (generate - 1.0) * tpot,
                              request_latency_s + prefill_wait + batch_s + kv_s)
     rounds = np.ceil(concurrency / (replicas_p * prefill_batch))
