@@ -25,11 +25,13 @@ def _check_slos(*, ttft_slo, tpot_slo, quantile, **sizes) -> None:
     check_range("quantile", quantile, low=0.0, high=1.0, open_low=True, open_high=True, allowed="a number in (0, 1)")
 
 
-def _min_systems(*, hardware, model, devices, prompt, generate, weights, kv, hardware_overrides) -> int:
+def _min_systems(*, hardware, model, devices, prompt, generate, weights, kv, hardware_overrides,
+                 speculation=None) -> int:
     """devices="min" resolved once for a serving instance: the fewest systems that hold the
-    model at batch 1 (predict.inference's rule; GPUs refuse it there by name)."""
+    model at batch 1 (predict.inference's rule; GPUs refuse it there by name), and its draft's
+    regions when `speculation` (draft_model, draft_len, acceptance) is given."""
     ds = inference(hardware=hardware, model=model, devices=devices, batch=1, prompt=prompt, generate=generate,
-                   weights=weights, kv=kv, hardware_overrides=hardware_overrides)
+                   weights=weights, kv=kv, hardware_overrides=hardware_overrides, **(speculation or {}))
     if not bool(ds.fits):
         raise InputError(f"devices='min' is not allowed for {model!r} on {hardware!r}: {ds.reason.item()}")
     return int(ds.devices)
@@ -39,16 +41,20 @@ BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step 
 
 
 def _step_table(hardware, model, layout, prompt, generate, weights, kv, overrides, framework=None,
-                attention_weights=None):
+                attention_weights=None, speculation=None):
     """Decode step time against batch (tabulated, then interpolated), prefill time of one
-    prompt and the largest batch that fits, from the static-batch model."""
+    prompt and the largest batch that fits, from the static-batch model; with `speculation`
+    (draft_model, draft_len, acceptance: CS systems, whose static model places the draft's
+    regions beside the target's) the time per emitted token and the batch left beside the draft."""
     common = dict(hardware=hardware, model=model, prompt=prompt, generate=generate, weights=weights, kv=kv,
-                  hardware_overrides=overrides, framework=framework, attention_weights=attention_weights, **layout)
+                  hardware_overrides=overrides, framework=framework, attention_weights=attention_weights, **layout,
+                  **(speculation or {}))
     grid = inference(batch=BATCH_GRID.tolist(), **common)
     steps = grid.tpot_s.values
     first = inference(batch=1, **dict(common, generate=1))
     most = inference(batch="max", **common)
     max_batch = float(most.batch) if bool(most.fits) else 0.0
+    grid.attrs["why_none_fits"] = "" if bool(most.fits) else str(most.reason.item())
     return grid, steps, float(first.ttft_s), max_batch
 
 
@@ -199,9 +205,14 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     _check_one("serving", hardware=hardware, model=model, devices=devices, tp=tp, pp=pp, prompt=prompt,
                generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights, kv=kv,
                acceptance=acceptance, draft_len=draft_len, draft_model=draft_model, attention_weights=attention_weights)
-    if isinstance(devices, str):  # devices="min" on a wafer: the fewest systems that hold the model
+    on_wafer = backend_for(load_hardware(hardware)).kind != "gpu"
+    # CS systems speculate in their static model (the draft's regions on the same wafers)
+    wafer_speculation = dict(draft_model=draft_model, draft_len=draft_len, acceptance=acceptance) \
+        if on_wafer and draft_len > 0 else None
+    if isinstance(devices, str):  # devices="min" on a wafer: the fewest systems that hold the model (and draft)
         devices = _min_systems(hardware=hardware, model=model, devices=devices, prompt=prompt, generate=generate,
-                               weights=weights, kv=kv, hardware_overrides=hardware_overrides)
+                               weights=weights, kv=kv, hardware_overrides=hardware_overrides,
+                               speculation=wafer_speculation)
     _check_slos(tp=tp, pp=pp, devices=devices, prompt=prompt, generate=generate, ttft_slo=ttft_slo,
                 tpot_slo=tpot_slo, quantile=quantile)
     check_range("acceptance", acceptance, low=0.0, high=1.0, allowed="a probability in [0, 1]")
@@ -217,10 +228,11 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     _check_one("serving", framework=framework)
     _check_framework(framework, {hw.name: hw}, default="spec")
     grid, steps, prefill_s, max_batch = _step_table(hw, model, layout, prompt, generate, weights, kv,
-                                                    hardware_overrides, framework, attention_weights)
+                                                    hardware_overrides, framework, attention_weights,
+                                                    speculation=wafer_speculation)
     per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
 
-    if draft_len > 0:  # the draft: a model, or the target's MTP head (speculative.mtp_draft)
+    if draft_len > 0 and not on_wafer:  # the draft on GPUs: a model, or the target's MTP head (speculative.mtp_draft)
         from .workloads.speculative import MTP_HEAD, draft_for
         d = inference(hardware=hw, model=draft_for(spec, MTP_HEAD if draft_model is None else draft_model),
                       batch=BATCH_GRID.tolist(), prompt=prompt, generate=generate, weights=weights, kv=kv,
@@ -242,6 +254,8 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                   quantile=quantile)
     fits = r["batch"] <= max_batch
     meets = fits & (r["ttft_quantile_s"] <= ttft_slo) & (r["tpot_s"] <= tpot_slo)
+    reason = np.where(fits, "", grid.attrs["why_none_fits"] or
+                      f"the running batch exceeds the largest that fits in memory (max_batch={max_batch:g})")
     out_rate = lam * generate
     ds = xr.Dataset({
         "batch": ("arrival_rate", r["batch"]), "tpot_s": ("arrival_rate", r["tpot_s"]),
@@ -250,7 +264,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
         "output_tokens_per_s": ("arrival_rate", out_rate),
         "output_tokens_per_s_per_device": ("arrival_rate", out_rate / per_device),
         "output_tokens_per_s_per_user": ("arrival_rate", 1.0 / r["tpot_s"]),
-        "fits": ("arrival_rate", fits), "meets_slo": ("arrival_rate", meets),
+        "fits": ("arrival_rate", fits), "reason": ("arrival_rate", reason), "meets_slo": ("arrival_rate", meets),
     }, coords={"arrival_rate": lam})
     best = np.where(meets, out_rate / per_device, 0.0)
     ds["goodput_tokens_per_s_per_device"] = best.max()

@@ -236,3 +236,26 @@ def test_an_unknown_arrival_rule_is_refused():
     with pytest.raises(ValueError, match="arrivals='poisson' is not known; allowed: in_time, after_decode"):
         prefill_alone_spread(None, r=4.0, prompt=512.0, n_prefill=1.0, token_budget=np.inf, steps=127.0,
                              decode_iter=1e-3, arrivals="poisson")
+
+
+def test_open_loop_speculation_on_cs_systems_counts_the_draft():
+    """Open-loop serving (Poisson arrivals) on CS-3 with the MTP head drafting 3 tokens at 0.7:
+    devices="min" counts the draft's regions (predict.inference's rule: 5 systems for Llama
+    3.1 70B where the target alone takes 4), the step per emitted token is the static
+    model's speculative one (it was composed as on GPUs, the 1-layer head spread over 4
+    systems: every point unfit, goodput 0 and no reason), faster than without a draft on as
+    many systems; a draft that does not fit the systems given is flagged with the reason."""
+    kw = dict(hardware="cs3", model="llama_3_1_70b", prompt=2048, generate=256, weights="fp16", kv="fp16")
+    spec = dict(draft_len=3, acceptance=0.7)
+    need = int(predict.inference(devices="min", batch=1, **kw, **spec).devices)
+    assert need == int(predict.inference(devices="min", batch=1, **kw).devices) + 1 == 5
+    ds = predict.serving(devices="min", **kw, **spec)
+    systems = float(ds.output_tokens_per_s[0] / ds.output_tokens_per_s_per_device[0])
+    assert systems == need and float(ds.goodput_tokens_per_s_per_device) > 0 and bool(ds.fits[0])
+    static = predict.inference(devices=need, batch=1, **kw, **spec)
+    assert float(ds.tpot_s[0]) == pytest.approx(float(static.tpot_s), rel=0.05)  # lightest load: batch ~1
+    plain = predict.serving(devices=need, arrival_rate=[float(ds.arrival_rate[0])], **kw)
+    assert float(ds.tpot_s[0]) < 0.6 * float(plain.tpot_s[0])
+    short = predict.serving(devices=need - 1, **kw, **spec)
+    assert not bool(short.fits.any()) and float(short.goodput_tokens_per_s_per_device) == 0.0
+    assert str(short.reason.values[0]) == "the layer regions do not fit on the wafers"
