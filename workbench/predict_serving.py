@@ -177,7 +177,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     head: one more layer of its shape with its lm_head, speculative.mtp_draft) at per-token
     `acceptance`, open or closed loop; at a fixed concurrency draft_len and acceptance
     sweep, `tokens_per_step`, `decode_draft_s` and, when draft_len is swept,
-    `best_draft_len` come back. Scalar categorical
+    `best_draft_len` come back (on CS systems the static wafer model's speculation, the
+    draft's regions beside the target's; devices="min" counts them). An open-loop point that
+    does not fit says why in `reason`. Scalar categorical
     arguments and knobs only (sweep hardware or models by calling once per value)."""
     import xarray as xr
 
