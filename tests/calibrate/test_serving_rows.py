@@ -48,6 +48,23 @@ def test_vllm_moe_tp_beyond_the_attention_tp_is_attention_dp():
     assert serving_rows.layout(dense)[1] == 1
 
 
+def test_a_dense_rows_moe_columns_describe_nothing():
+    """A dense model has no MoE layers, so a MoE split written in its row (the measured rows
+    write 0 or 1; a harness could write the device count) is read as ep = 1, aggregated and
+    disaggregated, and the row is answered instead of refused ("a dense model has no experts")."""
+    rows = serving_rows.load().set_index("id", drop=False)
+    agg = rows[(rows.model_path == "Qwen/Qwen3-32B") & (rows["mode"] == "agg") & (rows.tp_size == 4)].iloc[0].copy()
+    agg["moe_tp_size"], agg["moe_ep_size"] = 1.0, 4.0
+    cfg, why = serving_rows.config(_row(agg))
+    assert why == "" and cfg["ep"] == 1 and cfg["tp"] == 4 and cfg["attention_dp"] == 1
+    dis = rows.loc["qwen3_32b_qwen3_32b_h100_sxm_vllm_disagg_4000x1000_c_tp_epnone_2"].copy()
+    dis["prefill_moe_ep_size"], dis["decode_moe_ep_size"] = 4.0, 4.0
+    cfg, why = serving_rows.config(_row(dis))
+    assert why == "" and cfg["prefill_ep"] == 1 and cfg["decode_ep"] == 1
+    res = serving_rows.predict_rows(pd.DataFrame([agg, dis]))
+    assert (res.not_answered == "").all() and res.tpot_s.notna().all()
+
+
 def test_concurrency_beyond_the_engine_batch_is_spread_over_replicas():
     """A row whose concurrency is a whole multiple (>= 2) of batch_size x attention_dp_size
     ran that many engines (serving_rows.replicas): the three TensorRT-LLM 1.3.0rc5 rows, 32

@@ -85,13 +85,14 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
     if not (r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers):
         return None, "disaggregated row without its workers and batch sizes: says too little to predict"
     hw = system(r.system)
+    moe = _kind(r.model_path) == "moe"  # a dense model's stated MoE split describes nothing that runs
     return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=r.model_path,
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
                 activations=activations, attention_weights=attention_weights(r),
-                framework=r.backend, prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size),
+                framework=r.backend, prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size) if moe else 1,
                 prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
                 prefill_batch=_n(r.prefill_batch_size), decode_tp=_n(r.decode_tp_size),
-                decode_ep=_n(r.decode_moe_ep_size), decode_attention_dp=_n(r.decode_attention_dp_size),
+                decode_ep=_n(r.decode_moe_ep_size) if moe else 1, decode_attention_dp=_n(r.decode_attention_dp_size),
                 decode_workers=_n(r.decode_num_workers), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
                 decode_pp=_n(getattr(r, "decode_pp_size", 1))), ""
 
@@ -110,6 +111,9 @@ def layout(r) -> tuple[int, int, int]:
     layout divided by ep, the MoE layers then EP over the same devices (MoE TP = devices /
     ep).
 
+    A dense model's row reads ep = 1 whatever its MoE columns say (it has no MoE layers; the
+    measured rows write 0 or 1 there).
+
     Other rows of MoE models record no attention-DP while their MoE layers span more
     devices than the attention TP (`..._tp1_epnone_...` with moe_tp_size 2): vLLM shards the
     MoE layers over data-parallel x tensor-parallel ranks (fused_moe/config.py,
@@ -118,6 +122,8 @@ def layout(r) -> tuple[int, int, int]:
     at tp 1 would not hold its 235 GB of weights)."""
     from ..specs import load_hardware
     tp, dp, ep = _n(r.tp_size), _n(r.attention_dp_size), _n(r.moe_ep_size)
+    if _kind(r.model_path) != "moe":  # no MoE layers: a stated MoE split describes nothing that runs
+        ep = 1
     domain = load_hardware(system(r.system)).link("scale_up").domain_size
     moe_tp = _n(r.moe_tp_size)
     if _kind(r.model_path) == "moe" and dp == 1 and moe_tp * ep > tp and (moe_tp * ep) % tp == 0:
