@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .serving_rows import _layer_counts, _rewrite, _section, gpu_note, least_median_shift, predict_rows
+from .serving_rows import (_layer_counts, _rewrite, _section, gpu_note, held_out_median, least_median_shift,
+                           predict_rows)
 
 GRAPH_SAVINGS_S = (0.0, 1e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6, 10e-6, 12e-6, 15e-6, 20e-6)  # candidates of the fit
 # The per-sequence overhead's grid: 1 us steps up to 60 us, above any per-request host cost
@@ -118,7 +119,7 @@ def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
         models = {m: gm.index for m, gm in g.groupby("model")}
 
         def score(s, rows):  # generalisation to an unseen model, the quantity that matters
-            return float(np.nanmedian(np.abs(_held_out(errs[s].loc[rows], per_sequence=False))))
+            return held_out_median(np.abs(_held_out(errs[s].loc[rows], per_sequence=False)))
         loo = {s: score(s, ids) for s in GRAPH_SAVINGS_S}
         best = min(loo, key=loo.get)
         # reported error: each model held out from the choice of the saving as well
@@ -132,8 +133,8 @@ def fit_graph_savings(df: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
         r = errs[best].loc[ids]
         out[fw] = {"kernel_graph_saving_s": best, "rows": int(len(ids)),
                    "median_abs_err": float(np.median(np.abs(_tpot_err(r, _overhead(r, False))))),
-                   "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
-                   "loo_model_median_err": float(np.nanmedian(held)), "by_candidate": loo}
+                   "loo_model_median_abs_err": held_out_median(np.abs(held)),
+                   "loo_model_median_err": held_out_median(held), "by_candidate": loo}
         chosen.append(errs[best].loc[ids].reset_index())
     return out, pd.concat(chosen, ignore_index=True)
 
@@ -156,17 +157,17 @@ def fit_overheads(res: pd.DataFrame) -> dict:
         flat = _held_out(g)
         both_kinds = (g["moe_layers"] > 0).any() and (g["moe_layers"] == 0).any()
         split = _held_out(g, per_moe_layer=True) if both_kinds else np.array([np.nan])
-        loo_flat = float(np.nanmedian(np.abs(flat)))
-        loo_split = float(np.nanmedian(np.abs(split))) if both_kinds else float("nan")
+        loo_flat = held_out_median(np.abs(flat))
+        loo_split = held_out_median(np.abs(split)) if both_kinds else float("nan")
         use_split = both_kinds and loo_split < loo_flat
         h = _overhead(g, per_moe_layer=use_split)
         held = split if use_split else flat
         gpu = _held_out(g, by="system", per_moe_layer=use_split) if "system" in g else np.array([np.nan])
         out[fw] = {**dict(zip(OVERHEAD_KEYS, h)), "rows": int(len(g)),
                    "median_abs_err": float(np.median(np.abs(_tpot_err(g, h)))),
-                   "loo_model_median_abs_err": float(np.nanmedian(np.abs(held))),
-                   "loo_model_median_err": float(np.nanmedian(held)),
-                   "loo_gpu_median_abs_err": float(np.nanmedian(np.abs(gpu))),
+                   "loo_model_median_abs_err": held_out_median(np.abs(held)),
+                   "loo_model_median_err": held_out_median(held),
+                   "loo_gpu_median_abs_err": held_out_median(np.abs(gpu)),
                    "loo_flat_median_abs_err": loo_flat, "loo_split_median_abs_err": loo_split}
     return out
 
