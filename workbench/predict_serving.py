@@ -43,7 +43,7 @@ BATCH_GRID = np.unique(np.round(np.geomspace(1, 4096, 48)))  # batches the step 
 def _step_table(hardware, model, layout, prompt, generate, weights, kv, overrides, framework=None,
                 attention_weights=None, speculation=None):
     """Decode step time against batch (tabulated, then interpolated), prefill time of one
-    prompt and the largest batch that fits, from the static-batch model; with `speculation`
+    prompt, the largest batch that fits and why none does (else ""), from the static-batch model; with `speculation`
     (draft_model, draft_len, acceptance: CS systems, whose static model places the draft's
     regions beside the target's) the time per emitted token and the batch left beside the draft."""
     common = dict(hardware=hardware, model=model, prompt=prompt, generate=generate, weights=weights, kv=kv,
@@ -54,8 +54,7 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
     first = inference(batch=1, **dict(common, generate=1))
     most = inference(batch="max", **common)
     max_batch = float(most.batch) if bool(most.fits) else 0.0
-    grid.attrs["why_none_fits"] = "" if bool(most.fits) else str(most.reason.item())
-    return grid, steps, float(first.ttft_s), max_batch
+    return grid, steps, float(first.ttft_s), max_batch, "" if bool(most.fits) else str(most.reason.item())
 
 
 MOE_MLA_KERNELS = ("composed", "measured")
@@ -79,9 +78,9 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
         raise InputError(f"devices={brief(devices)} is not allowed; allowed: a positive integer, 'min' or None")
     if devices is not None and not devices_min:
         check_positive("devices", devices, integer=True)
-    kinds = {backend_for(spec).kind for spec in specs.values()}  # "gpu", "wafer"
-    for name, spec in specs.items():
-        be = backend_for(spec)
+    backends = {name: backend_for(spec) for name, spec in specs.items()}
+    kinds = {be.kind for be in backends.values()}  # "gpu", "wafer"
+    for name, be in backends.items():
         if be.kind == "gpu" and devices is not None:
             raise InputError(f"devices={brief(devices)} is not allowed with concurrency on {name!r}; allowed: None (a "
                              "GPU instance is tp x attention_dp x pp devices)")
@@ -184,10 +183,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     import xarray as xr
 
     if concurrency is not None:
-        for arg, v, default in (("arrival_rate", arrival_rate, None),):
-            if v is not default and v != default:
-                raise InputError(f"{arg}={brief(v)} is not allowed with concurrency; allowed: {default} (the "
-                                 "closed-loop model has no {arg} yet)".replace("{arg}", arg))
+        if arrival_rate is not None:
+            raise InputError(f"arrival_rate={brief(arrival_rate)} is not allowed with concurrency; allowed: None (the "
+                             "closed-loop model has no arrival_rate yet)")
         return _closed_loop(hardware=hardware, model=model, concurrency=concurrency, prompt=prompt, generate=generate,
                             tp=tp, ep=ep, attention_dp=attention_dp, pp=pp, weights=weights, activations=activations, kv=kv,
                             framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
@@ -207,7 +205,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     _check_one("serving", hardware=hardware, model=model, devices=devices, tp=tp, pp=pp, prompt=prompt,
                generate=generate, ttft_slo=ttft_slo, tpot_slo=tpot_slo, quantile=quantile, weights=weights, kv=kv,
                acceptance=acceptance, draft_len=draft_len, draft_model=draft_model, attention_weights=attention_weights)
-    on_wafer = backend_for(load_hardware(hardware)).kind != "gpu"
+    hw = load_hardware(hardware)
+    be = backend_for(hw)
+    on_wafer = be.kind != "gpu"
     # CS systems speculate in their static model (the draft's regions on the same wafers)
     wafer_speculation = dict(draft_model=draft_model, draft_len=draft_len, acceptance=acceptance) \
         if on_wafer and draft_len > 0 else None
@@ -223,13 +223,11 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
         check_positive("arrival_rate", arrival_rate)
         as_axis("arrival_rate", arrival_rate)
     spec = load_model(model)
-    hw = load_hardware(hardware)
     _knob_axes(hardware_overrides, {hw.name: hw}, scalar_only=True)
-    be = backend_for(hw)
     layout = be.serving_layout(tp=tp, pp=pp, devices=devices, hardware=hw.name)
     _check_one("serving", framework=framework)
     _check_framework(framework, {hw.name: hw}, default="spec")
-    grid, steps, prefill_s, max_batch = _step_table(hw, model, layout, prompt, generate, weights, kv,
+    grid, steps, prefill_s, max_batch, why_none_fits = _step_table(hw, model, layout, prompt, generate, weights, kv,
                                                     hardware_overrides, framework, attention_weights,
                                                     speculation=wafer_speculation)
     per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
@@ -256,7 +254,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                   quantile=quantile)
     fits = r["batch"] <= max_batch
     meets = fits & (r["ttft_quantile_s"] <= ttft_slo) & (r["tpot_s"] <= tpot_slo)
-    reason = np.where(fits, "", grid.attrs["why_none_fits"] or
+    reason = np.where(fits, "", why_none_fits or
                       f"the running batch exceeds the largest that fits in memory (max_batch={max_batch:g})")
     out_rate = lam * generate
     ds = xr.Dataset({
@@ -306,8 +304,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     from .layout import serving_problems
     from .workloads.concurrency import draft_memory
     from .workloads.pools_closed_loop import PREFILL_ROUTINGS, disaggregated_closed_loop
-    if prefill_routing not in PREFILL_ROUTINGS:
-        raise InputError(f"prefill_routing={brief(prefill_routing)} is not known; allowed: {', '.join(PREFILL_ROUTINGS)}")
+    check_choice("prefill_routing", prefill_routing, PREFILL_ROUTINGS)
     sizes = dict(concurrency=concurrency, prompt=prompt, generate=generate, prefill_tp=prefill_tp, prefill_ep=prefill_ep,
                  prefill_attention_dp=prefill_attention_dp, prefill_workers=prefill_workers,
                  prefill_batch=prefill_batch, decode_tp=decode_tp, decode_ep=decode_ep,
@@ -472,7 +469,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                          f"(one prefill instance of {dev_p:g} devices and one decode instance of {dev_d:g})")
     first = inference(hardware=pre_hw, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
                       kv=kv, framework=fw_p, attention_weights=attention_weights, **pre_layout)
-    grid, steps, _, max_batch = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None, fw_d,
+    grid, steps, _, max_batch, _ = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None, fw_d,
                                             attention_weights)
     kv_bytes = spec.kv_cache_bytes(context=prompt, dtype=kv or "bf16")
     kv_s = kv_bytes / pre_be.kv_link_bytes_per_s(pre_be.numbers(pre_hw, {}), tp=prefill_tp, devices=prefill_devices)

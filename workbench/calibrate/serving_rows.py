@@ -121,12 +121,12 @@ def layout(r) -> tuple[int, int, int]:
     moe_tp x ep / tp attention replicas; it is read that way (Qwen3-235B-FP8 on one H200
     at tp 1 would not hold its 235 GB of weights)."""
     from ..specs import load_hardware
-    tp, dp, ep = _n(r.tp_size), _n(r.attention_dp_size), _n(r.moe_ep_size)
-    if _kind(r.model_path) != "moe":  # no MoE layers: a stated MoE split describes nothing that runs
-        ep = 1
+    moe = _kind(r.model_path) == "moe"
+    tp, dp = _n(r.tp_size), _n(r.attention_dp_size)
+    ep = _n(r.moe_ep_size) if moe else 1  # no MoE layers: a stated MoE split describes nothing that runs
     domain = load_hardware(system(r.system)).link("scale_up").domain_size
     moe_tp = _n(r.moe_tp_size)
-    if _kind(r.model_path) == "moe" and dp == 1 and moe_tp * ep > tp and (moe_tp * ep) % tp == 0:
+    if moe and dp == 1 and moe_tp * ep > tp and (moe_tp * ep) % tp == 0:
         dp = moe_tp * ep // tp
     if ep > 1 and moe_tp > 1 and domain and tp * dp > domain >= tp * dp // ep and moe_tp * ep == tp * dp:
         if dp % ep == 0:
