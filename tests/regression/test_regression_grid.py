@@ -226,6 +226,15 @@ _rebase(_NVFP4_COPY_KV, ("serving_fixed_concurrency_tables", "serving_fixed_conc
                          "disaggregated_fixed_pools"))
 
 
+_INSTINCT_MEASURED = ("AMD Instinct efficiencies from measurements in place of assumptions (measurements.csv B33-B41): "
+                      "MI300X FP8 GEMM 0.511 -> 0.4868 (AMD's MAF, B34), HBM plateau 0.796 -> 0.772 (Azure's "
+                      "BabelStream triad, B35), FlashAttention-2 0.35 -> 0.2725 (Azure's FA2 forward, B37); MI300X "
+                      "GEMM time x1.036-x1.050, attention x1.02-x1.28, static TTFT x1.00-x1.09, TPOT x1.00-x1.04, "
+                      "training step x1.01-x1.10; only the MI300X points of these calls move")
+_rebase(_INSTINCT_MEASURED, ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_max_batch",
+                             "training_gpu_variants", "gemm_gpu", "attention_gpu"))
+
+
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
 # Labels changed on purpose: (call, column) -> (the points, as a mask of the reference; their new label; why).
 # The numbers of those points are unchanged and checked to RTOL like every other.
