@@ -227,9 +227,9 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     layout = be.serving_layout(tp=tp, pp=pp, devices=devices, hardware=hw.name)
     _check_one("serving", framework=framework)
     _check_framework(framework, {hw.name: hw}, default="spec")
-    grid, steps, prefill_s, max_batch, why_none_fits = _step_table(hw, model, layout, prompt, generate, weights, kv,
-                                                    hardware_overrides, framework, attention_weights,
-                                                    speculation=wafer_speculation)
+    grid, steps, prefill_s, max_batch, why_none_fits = _step_table(
+        hw, model, layout, prompt, generate, weights, kv, hardware_overrides, framework, attention_weights,
+        speculation=wafer_speculation)
     per_device = be.instance_devices(tp=tp, pp=pp, devices=devices)
 
     if draft_len > 0 and not on_wafer:  # the draft on GPUs: a model, or the target's MTP head (speculative.mtp_draft)
@@ -470,7 +470,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     first = inference(hardware=pre_hw, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
                       kv=kv, framework=fw_p, attention_weights=attention_weights, **pre_layout)
     grid, steps, _, max_batch, _ = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None, fw_d,
-                                            attention_weights)
+                                               attention_weights)
     kv_bytes = spec.kv_cache_bytes(context=prompt, dtype=kv or "bf16")
     kv_s = kv_bytes / pre_be.kv_link_bytes_per_s(pre_be.numbers(pre_hw, {}), tp=prefill_tp, devices=prefill_devices)
     lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)

@@ -121,8 +121,8 @@ def test_mi355x_fp8_is_amds_hipblaslt_square():
 
 
 def _attention_tflops(hardware):
-    """FlashAttention-2 forward as Azure's harness runs it (B37, B38, B41: flash-attention's benchmark
-    script, fp16, B=2, S=8192, 32 heads of 64, non-causal)."""
+    """FlashAttention-2 forward as Azure's harness runs it (B37, B38, B41-B43: flash-attention's
+    benchmark script, fp16, B=2, S=8192, 32 heads of 64, non-causal)."""
     ds = predict.attention(hardware=hardware, batch=2, seq_len=8192, n_heads=32, head_dim=64, dtype="fp16",
                            causal=False, kernel="flash2", framework="none")
     return float(ds.flops_per_s) / 1e12

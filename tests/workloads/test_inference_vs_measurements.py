@@ -142,6 +142,7 @@ def test_mi300x_70b_batch_1_with_vllms_engine_time():
                          weights="fp8", kv="fp8", framework="vllm")
     kernels_only = _mi300x_e2e_s("llama_3_1_70b", 1, 128, 2048, kv="fp8")
     measured = row("C25")["value_si"]
-    print(f"C25 batch 1: vLLM engine {float(ds.e2e_s):.2f} s, kernels only {kernels_only:.2f} s, measured {measured:.2f} s")
+    print(f"C25 batch 1: vLLM engine {float(ds.e2e_s):.2f} s, kernels only {kernels_only:.2f} s, "
+          f"measured {measured:.2f} s")
     assert float(ds.e2e_s) == pytest.approx(measured, rel=0.05)
     assert float(ds.framework_overhead_s) > 0 and kernels_only < float(ds.e2e_s)

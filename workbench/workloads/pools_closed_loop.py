@@ -176,8 +176,9 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     def loop_rate(tpot):
         """The rate solving rate = cycling / (cycle + wait(rate)): a prompt that finds its
         prefill replica busy waits (prefill_wait_s at the pool's utilization: an M/D/1 queue
-        per replica under random routing, M/D/c under a shared queue), by bisection (the right side falls as the rate grows); a prefill pool at capacity
-        queues the rest (Little's law below)."""
+        per replica under random routing, M/D/c under a shared queue), by bisection (the right
+        side falls as the rate grows); a prefill pool at capacity queues the rest (Little's law
+        below)."""
         cycle = request_latency_s + batch_s + kv_s + (generate - 1.0) * tpot
         lo, hi = 0.0 * cycle, np.minimum(capacity, cycling / cycle)
         for _ in range(BISECTION_ROUNDS):
