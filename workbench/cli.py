@@ -314,6 +314,13 @@ def _kernel_reference(ns) -> int:
     return 0
 
 
+def _import_recipes(ns) -> int:
+    """`workbench calibrate import-recipes --inferencex PATH` (calibrate/recipes.py)."""
+    from .calibrate import recipes
+    print(f"wrote {recipes.write(recipes.import_recipes(ns.inferencex), ns.out)}")
+    return 0
+
+
 def _fit_serving(ns) -> int:
     """`workbench calibrate fit-serving` (calibrate/serving_overheads.fit_serving)."""
     from .calibrate import serving_overheads
@@ -471,6 +478,9 @@ def parser(table: dict) -> argparse.ArgumentParser:
                                                   "measured neighbours (a model-free reference for the surfaces)")
     kn.add_argument("--tables", required=True, help="the --out folder of import-kernels")
     kn.add_argument("--out", default=None, help="CSV to write (default: workbench/specs/kernels/roughness.csv)")
+    ir = csub.add_parser("import-recipes", help="the disaggregated deployments InferenceX published (git history)")
+    ir.add_argument("--inferencex", required=True, help="a clone of github.com/SemiAnalysisAI/InferenceX")
+    ir.add_argument("--out", default=None, help="CSV to write (default: calibrate/reference/disagg_recipes.csv)")
     csub.add_parser("fit-serving", help="fit each serving framework's per-iteration overhead to the measured "
                                         "serving runs (specs/serving/frameworks.yaml), leave-one-out scored")
     return p
@@ -483,7 +493,7 @@ def main(argv=None) -> int:
         if ns.command == "predict":
             return _predict(ns.kind, table[ns.kind], ns)
         if ns.command == "calibrate":
-            return {"fit-kernels": _fit_kernels, "fit-serving": _fit_serving,
+            return {"fit-kernels": _fit_kernels, "fit-serving": _fit_serving, "import-recipes": _import_recipes,
                     "kernel-repeatability": _kernel_reference,
                     "kernel-roughness": _kernel_reference}.get(ns.calibrate_command, _import_kernels)(ns)
         if ns.command == "microbench":

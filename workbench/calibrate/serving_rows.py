@@ -23,6 +23,7 @@ import pandas as pd
 
 from .. import predict
 from ..errors import InputError
+from . import recipes
 
 ROWS = Path(__file__).resolve().parent / "reference" / "serving_silicon.csv"
 
@@ -82,20 +83,26 @@ def _n(v, default=1):
 
 def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | None, str]:
     """predict.disaggregated arguments of a disaggregated row (its pools' sizes stated)."""
-    if not (r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers):
-        return None, "disaggregated row without its workers and batch sizes: says too little to predict"
     hw = system(r.system)
     moe = _kind(r.model_path) == "moe"  # a dense model's stated MoE split describes nothing that runs
+    if r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers:
+        pools = dict(prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size) if moe else 1,
+                     prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
+                     decode_tp=_n(r.decode_tp_size), decode_ep=_n(r.decode_moe_ep_size) if moe else 1,
+                     decode_attention_dp=_n(r.decode_attention_dp_size), decode_workers=_n(r.decode_num_workers))
+    else:  # the workers from the deployment the benchmark published for the row (calibrate/recipes.py)
+        pools, why = recipes.pools(r)
+        if pools is None:
+            return None, why
+        if pools.pop("spec_decoding") != "none" or pools.pop("draft_len"):
+            return None, (f"the benchmark's configuration ran this deployment with MTP speculative decoding, "
+                          "whose acceptance on its prompts is not published")
+        pools.update(prefill_ep=pools["prefill_ep"] if moe else 1, decode_ep=pools["decode_ep"] if moe else 1)
     return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=r.model_path,
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
-                activations=activations, attention_weights=attention_weights(r),
-                framework=r.backend, prefill_tp=_n(r.prefill_tp_size),
-                prefill_ep=_n(r.prefill_moe_ep_size) if moe else 1,
-                prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
-                prefill_batch=_n(r.prefill_batch_size), decode_tp=_n(r.decode_tp_size),
-                decode_ep=_n(r.decode_moe_ep_size) if moe else 1, decode_attention_dp=_n(r.decode_attention_dp_size),
-                decode_workers=_n(r.decode_num_workers), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
-                decode_pp=_n(getattr(r, "decode_pp_size", 1))), ""
+                activations=activations, attention_weights=attention_weights(r), framework=r.backend,
+                prefill_batch=_n(r.prefill_batch_size), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
+                decode_pp=_n(getattr(r, "decode_pp_size", 1)), **pools), ""
 
 
 def layout(r) -> tuple[int, int, int]:
