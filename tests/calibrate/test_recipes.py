@@ -15,6 +15,7 @@ import yaml
 from workbench.calibrate import recipes, serving_rows
 from workbench.errors import InputError
 from workbench.specs import catalog_name, list_gpus, load_model
+from workbench.workloads.speculative import MTP_ACCEPTANCE
 
 ENTRY = {  # one disaggregated deployment as the file writes it (nvidia-master.yaml, 2026-03)
     "model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "runner": "b200-multinode",
@@ -28,15 +29,29 @@ ENTRY = {  # one disaggregated deployment as the file writes it (nvidia-master.y
          "decode": {"num-worker": 3, "tp": 8, "ep": 8, "dp-attn": False}}]}]}
 
 
+AGGREGATED = {  # an aggregated entry as the file writes it: a range of concurrencies per layout
+    "model": "deepseek-ai/DeepSeek-R1-0528", "runner": "b200", "precision": "fp8", "framework": "trt",
+    "image": "nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3",
+    "seq-len-configs": [{"isl": 1024, "osl": 1024, "search-space": [
+        {"tp": 8, "ep": 1, "conc-start": 4, "conc-end": 100, "spec-decoding": "mtp"},
+        {"tp": 8, "ep": 8, "dp-attn": True, "conc-start": 256, "conc-end": 256, "spec-decoding": "mtp"}]}]}
+
+
 def test_entries_expand_every_concurrency_with_its_pools():
-    config = {"dsr1-fp8-b200-dynamo-trt": ENTRY, "dsr1-fp8-b200-trt": dict(ENTRY, disagg=False)}
+    config = {"dsr1-fp8-b200-dynamo-trt": ENTRY, "dsr1-fp8-b200-trt-mtp": AGGREGATED}
     got = pd.DataFrame(recipes.entries(config))
-    assert len(got) == 3  # the aggregated entry is not a disaggregated deployment
-    mtp = got[got.concurrency == 1184].iloc[0]
+    dis, agg = got[got["mode"] == "disagg"], got[got["mode"] == "agg"]
+    assert len(dis) == 3
+    # 4 to 100 doubling with the end clamped in (generate_sweep_configs.py), then 256
+    assert list(agg.concurrency) == [4, 8, 16, 32, 64, 100, 256]
+    # MTP depth of the single-node TensorRT-LLM scripts: 3, or 1 with attention DP
+    assert list(agg.draft_len) == [3] * 6 + [1] and set(agg.image_tag) == {"1.2.0rc6.post3"}
+    assert (agg.prefill_workers == 0).all() and (agg.decode_workers == 1).all()
+    mtp = dis[dis.concurrency == 1184].iloc[0]
     assert (mtp.model, mtp.gpu, mtp.framework, mtp.spec_decoding, mtp.draft_len) == \
         ("deepseek_r1", "b200", "trtllm", "mtp", 3)
     assert (mtp.decode_workers, mtp.decode_tp, mtp.decode_dp_attention) == (3, 8, True)
-    plain = got[got.concurrency == 8].iloc[0]
+    plain = dis[dis.concurrency == 8].iloc[0]
     assert (plain.spec_decoding, plain.draft_len, plain.decode_dp_attention) == ("none", 0, False)
 
 
@@ -83,7 +98,7 @@ def test_the_shipped_recipes_keep_their_provenance():
     assert (dated.until_date >= dated.first_date).all()
     assert set(df.gpu) <= set(list_gpus()) and set(df.framework) <= set(recipes.FRAMEWORKS.values())
     assert all(load_model(m) is not None for m in set(df.model))
-    assert (df[df.spec_decoding == "none"].draft_len == 0).all()
+    assert (df[df.spec_decoding == "none"].draft_len == 0).all() and set(df["mode"]) == {"agg", "disagg"}
 
 
 def test_recipes_agree_with_the_rows_that_state_their_workers():
@@ -103,19 +118,28 @@ def test_recipes_agree_with_the_rows_that_state_their_workers():
     assert agree >= 20
 
 
+def _row(rid: str):
+    """One serving row as predict_rows reads them (a named tuple: `mode` is its column)."""
+    rows = serving_rows.load()
+    return next(rows[rows.id == rid].itertuples())
+
+
 def test_rows_without_workers_take_the_published_pools_or_say_why():
-    rows = serving_rows.load().set_index("id", drop=False)
+    rows = serving_rows.load()
     # GB200, TensorRT-LLM FP8, 1k/1k at 27 in flight: the row `..._cfg386` states the same
     # run with 3 decode workers of TP8 and one prefill worker
     cfg, why = serving_rows.config(
-        rows.loc["2026_03_25_deepseek_r1_gb200_trtllm_fp8_disagg_1024x1024_c27_tp8_0_ep8_0_1057"])
-    stated = rows.loc["dsr1_gb200_trtllm_fp8_disagg_1024x1024_c27_cfg386"]
+        _row("2026_03_25_deepseek_r1_gb200_trtllm_fp8_disagg_1024x1024_c27_tp8_0_ep8_0_1057"))
+    stated = _row("dsr1_gb200_trtllm_fp8_disagg_1024x1024_c27_cfg386")
     assert why == "" and cfg["function"] == "disaggregated"
     assert (cfg["decode_workers"], cfg["decode_tp"], cfg["prefill_workers"]) == \
         (stated.decode_num_workers, stated.decode_tp_size, stated.prefill_num_workers) == (3, 8, 1)
+    # B200 FP8 at 1,184 in flight: the file's only deployment there decoded with MTP, its recipe
+    # ctx1_gen3_dep8_batch384_eplb0_mtp3_1184.yaml three tokens deep
     mtp, why = serving_rows.config(
-        rows.loc["2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_disagg_1024x1024_c1184_tp8_0_ep8_0_356"])
-    assert mtp is None and "MTP speculative decoding" in why
+        _row("2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_disagg_1024x1024_c1184_tp8_0_ep8_0_356"))
+    assert why == "" and (mtp["decode_workers"], mtp["decode_attention_dp"], mtp["draft_len"]) == (3, 8, 3)
+    assert mtp["acceptance"] == MTP_ACCEPTANCE
     answered = serving_rows.predict_rows(rows[rows.id.str.startswith("2026_0") & (rows["mode"] != "agg")])
     assert answered.not_answered.str.contains("ambiguous").any()
 
@@ -132,3 +156,27 @@ def test_rows_answered_from_the_recipes_against_their_measurements():
     assert len(res) >= 70
     assert np.median(np.abs(res.tpot_err)) <= 0.12
     assert catalog_name("deepseek-ai/DeepSeek-R1") in set(res.model.map(catalog_name))
+
+
+def test_aggregated_rows_decode_with_mtp_where_their_version_ran_it():
+    """The benchmark's MTP and plain entries for DeepSeek-R1 on 8 B200 list the same
+    concurrencies and differ by image: TensorRT-LLM 1.2.0rc6.post3 ran MTP, post2 did not."""
+    post3 = _row("2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_8192x1024_c4_tp8_0_ep1_0_1014")
+    post2 = _row("2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_8192x1024_c8_tp8_0_ep1_0_1192")
+    assert (post3.backend_version, post2.backend_version) == ("1.2.0rc6.post3", "1.2.0rc6.post2")
+    assert recipes.speculation(post3) == (3, "") and recipes.speculation(post2) == (0, "")
+    cfg, _ = serving_rows.config(post3)
+    assert (cfg["draft_len"], cfg["acceptance"]) == (3, MTP_ACCEPTANCE)
+
+
+def test_runs_that_decoded_with_mtp_against_their_measurements():
+    """Every answered row whose run decoded with MTP per the benchmark's configuration (39 when
+    this was written: 22 aggregated on B200 / GB200 / H200, 17 disaggregated), at the cited
+    acceptance (speculative.MTP_ACCEPTANCE, never fitted): TPOT median |error| 11.8%, against
+    50% (aggregated) and 83% (disaggregated, depth stated) slow predicted as plain decoding;
+    tolerance 15%."""
+    rows = serving_rows.load()
+    drafted = [r.id for r in rows.itertuples() if (serving_rows.config(r)[0] or {}).get("draft_len")]
+    res = serving_rows.predict_rows(rows[rows.id.isin(drafted)]).dropna(subset=["tpot_s"])
+    assert len(res) >= 35 and set(res["mode"]) == {"agg", "disagg"}
+    assert np.median(np.abs(res.tpot_err)) <= 0.15

@@ -1,30 +1,34 @@
-"""The disaggregated deployments InferenceX (SemiAnalysis' open serving benchmark, formerly
-InferenceMAX, github.com/SemiAnalysisAI/InferenceX, Apache-2.0) ran, as its configuration
-file published them: for each model, GPU, framework, prompt and output length and
-concurrency, the prefill and decode workers, each pool's GPUs per worker (`*_tp`: the file's
-`tp`, the attention's TP or, with `*_dp_attention`, its data-parallel width), expert
-parallelism, and whether decode ran DeepSeek's multi-token-prediction head (MTP) and how deep
-(`draft_len`, 0 where the file does not say).
+"""The deployments InferenceX (SemiAnalysis' open serving benchmark, formerly InferenceMAX,
+github.com/SemiAnalysisAI/InferenceX, Apache-2.0) ran, as its configuration file published
+them: for each model, GPU, framework image, prompt and output length and concurrency, the
+prefill and decode workers of a disaggregated run (`mode` "disagg"; `*_tp` the GPUs per
+worker: the file's `tp`, the attention's TP or, with `*_dp_attention`, its data-parallel
+width), the one instance of an aggregated run (`mode` "agg", in the decode columns), expert
+parallelism, and whether decode ran the model's multi-token-prediction head (MTP) and how
+deep (`draft_len`, 0 where nothing says).
 
     workbench calibrate import-recipes --inferencex PATH    # a clone of the repository (its git history)
 
 Why: 286 disaggregated rows of reference/serving_silicon.csv state each pool's layout and the
 concurrency but not how many workers each pool had, and the decode batch (concurrency /
-decode workers) sets TPOT. The benchmark's configuration file
-(`.github/configs/nvidia-master.yaml`, later `configs/nvidia-master.yaml`) names them for
-every concurrency it ran; the importer reads every version of it in the repository's history
-and keeps each deployment with the dates it was in the file (`first_date`, and `until_date`:
-the first version without it, empty while it stayed to the end), so a row is matched
-against the deployments the benchmark was configured to run on its `measured` date.
+decode workers) sets TPOT; and no row says whether its run decoded with MTP, which makes
+decode 1.25-2x faster. The benchmark's configuration file (`.github/configs/nvidia-master.yaml`,
+from 2026-07 `configs/nvidia-master.yaml`) names both for every concurrency it ran; the
+importer reads every version of it in the repository's history and keeps each deployment
+with the dates it was in the file (`first_date`, and `until_date`: the first version
+without it, empty while it stayed to the end), so a row is matched against what the
+benchmark was configured to run on its `measured` date.
 
 A row matches a deployment with its model's architecture (the rows name runs of
 DeepSeek-R1-0528 DeepSeek-V3 or -R1, one spec), weight precision, GPU, framework, prompt,
-output and concurrency, and the same GPUs per prefill and per decode worker (the rows record
-TP x attention-DP). It is answered from the recipe when every deployment it matches on that
-date names the same pools; two that differ (the file ran both MTP and plain decoding at the
-same concurrency and layout, say) leave it unanswered with the reason. The rule is checked
-where both sources speak: of the disaggregated rows that state their workers, every one the
-recipes match (22) gets the workers and layout it states (tests/calibrate/test_recipes.py).
+output and concurrency, and its GPUs (per prefill and per decode worker; an aggregated row's
+TP x attention-DP, and its framework version equal to the entry's image tag, the one thing
+that tells the benchmark's MTP and plain entries apart). Pools: `pools`; MTP depth:
+`speculation` (aggregated) or `pools` (disaggregated). Where the matches disagree (the file
+ran MTP and plain decoding at the same concurrency, layout and image) the row stays
+unanswered with the reason. The rule is checked where both sources speak: of the
+disaggregated rows that state their workers, every one the recipes match (22) gets the
+workers and layout it states (tests/calibrate/test_recipes.py).
 """
 from __future__ import annotations
 
@@ -37,19 +41,22 @@ import pandas as pd
 
 from ..errors import InputError
 
-RECIPES_CSV = Path(__file__).resolve().parent / "reference" / "disagg_recipes.csv"
+RECIPES_CSV = Path(__file__).resolve().parent / "reference" / "inferencex_deployments.csv"
 CONFIG_PATHS = (".github/configs/nvidia-master.yaml", "configs/nvidia-master.yaml")
 # The configuration's `framework` -> the serving framework the rows name (dynamo serving each).
-FRAMEWORKS = {"dynamo-trt": "trtllm", "dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang", "dynamo-vllm": "vllm"}
+FRAMEWORKS = {"dynamo-trt": "trtllm", "dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang", "dynamo-vllm": "vllm",
+              "trt": "trtllm", "sglang": "sglang", "vllm": "vllm"}
 # `model-prefix` -> catalog model, where the file's `model` names no catalog entry
 # ("deepseek-r1-fp4", a local name of the early files; "MiniMaxAI/MiniMax-M3-MXFP8").
 PREFIXES = {"dsr1": "deepseek_r1", "gptoss": "gpt_oss_120b", "minimaxm3": "minimax_m3"}
 # A runner's GPU where its name alone is ambiguous: the H100 runners are DGX Cloud and
 # CoreWeave HGX nodes (configs/runners.yaml: h100-dgxc-slurm_*, h100-cw_*), SXM parts.
-RUNNERS = {"h100": "h100_sxm"}
+# The RTX PRO 6000 runners ("rtx6000pro-lat") are the server edition the catalog holds.
+RUNNERS = {"h100": "h100_sxm", "rtx6000pro": "rtx_pro_6000"}
 POOL = ("workers", "tp", "ep", "dp_attention")
 DEPLOYMENT = ("spec_decoding", "draft_len", *(f"{p}_{k}" for p in ("prefill", "decode") for k in POOL))
-KEY = ("config", "model", "precision", "gpu", "framework", "isl", "osl", "concurrency", *DEPLOYMENT)
+KEY = ("config", "mode", "model", "precision", "gpu", "framework", "image_tag", "isl", "osl", "concurrency",
+       *DEPLOYMENT)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -87,31 +94,68 @@ def _architecture(model: str) -> str:
 @functools.lru_cache(maxsize=None)
 def _gpu(runner: str) -> str | None:
     from ..specs import hardware_names, list_gpus
-    name = runner.split("-")[0]
+    name = runner.split(":")[-1].split("-")[0]  # "cluster:b200-dgxc" -> b200
     return RUNNERS.get(name) or hardware_names.resolve(name, list_gpus())
 
 
+def concurrencies(space: dict) -> list[int]:
+    """A search space's concurrencies: its `conc-list`, or `conc-start` to `conc-end` doubling,
+    the end included (utils/matrix_logic/generate_sweep_configs.py: conc *= step_size, 2
+    unless its caller says otherwise, clamped to the end)."""
+    if space.get("conc-list"):
+        return [int(c) for c in space["conc-list"]]
+    c, end, out = int(space.get("conc-start", 0)), int(space.get("conc-end", 0)), []
+    while 0 < c <= end:
+        out.append(c)
+        c = end if c < end < 2 * c else 2 * c if c < end else end + 1
+    return out
+
+
+def aggregated_draft_len(framework: str, dp_attention: bool) -> int:
+    """MTP depth of an aggregated run whose entry does not state it: the benchmark's
+    single-node TensorRT-LLM scripts set num_nextn_predict_layers to 3, or 1 with attention
+    DP (benchmarks/single_node/dsr1_fp8_b200_trt_mtp.sh, dsr1_fp4_b200_trt_mtp.sh,
+    dsr1_fp8_h200_trt_mtp.sh, 2026-03); other frameworks: 0 (not stated)."""
+    return (1 if dp_attention else 3) if framework == "trtllm" else 0
+
+
+def _aggregated(space: dict, framework: str) -> dict:
+    """An aggregated entry's one instance, written in the decode columns (no prefill pool)."""
+    dp = bool(space.get("dp-attn"))
+    spec = space.get("spec-decoding", "none")
+    depth = (draft_len(space) or aggregated_draft_len(framework, dp)) if spec == "mtp" else 0
+    return dict(spec_decoding=spec, draft_len=depth, prefill_workers=0, prefill_tp=0, prefill_ep=0,
+                prefill_dp_attention=False, decode_workers=1, decode_tp=int(space.get("tp", 1)),
+                decode_ep=int(space.get("ep", 1)), decode_dp_attention=dp)
+
+
 def entries(config: dict) -> list[dict]:
-    """Every disaggregated (deployment, concurrency) of one version of the file."""
+    """Every (deployment, concurrency) of one version of the file: disaggregated pools, and
+    aggregated instances (`mode` "agg": the instance in the decode columns, 0 prefill workers)."""
     out = []
     for name, e in config.items():
-        if not (isinstance(e, dict) and e.get("disagg") and e.get("framework") in FRAMEWORKS):
+        framework = FRAMEWORKS.get(e.get("framework")) if isinstance(e, dict) else None
+        if framework is None:
             continue
         model = _model(str(e.get("model", "")), e.get("model-prefix", name.split("-")[0]))
-        base = dict(config=name, model=model, precision=e.get("precision"),
-                    gpu=_gpu(str(e.get("runner", ""))), framework=FRAMEWORKS[e["framework"]])
+        base = dict(config=name, mode="disagg" if e.get("disagg") else "agg", model=model,
+                    precision=e.get("precision"), gpu=_gpu(str(e.get("runner", ""))), framework=framework,
+                    image_tag=str(e.get("image", "")).rsplit(":", 1)[-1])
         # the fixed prompt / output lengths: `seq-len-configs`, from 2026-05 `scenarios: fixed-seq-len`
         for seq in e.get("seq-len-configs") or (e.get("scenarios") or {}).get("fixed-seq-len") or []:
             for s in seq.get("search-space") or []:
-                if not ("prefill" in s and "decode" in s):
+                if base["mode"] == "agg":
+                    pools = _aggregated(s, framework)
+                elif "prefill" in s and "decode" in s:
+                    spec = s.get("spec-decoding", "none")
+                    pools = {f"{p}_{k}": (bool(s[p].get("dp-attn")) if k == "dp_attention" else
+                                          int(s[p].get("num-worker" if k == "workers" else k, 1)))
+                             for p in ("prefill", "decode") for k in POOL}
+                    pools.update(spec_decoding=spec, draft_len=draft_len(s) if spec == "mtp" else 0)
+                else:
                     continue
-                spec = s.get("spec-decoding", "none")
-                pools = {f"{p}_{k}": (bool(s[p].get("dp-attn")) if k == "dp_attention" else
-                                      int(s[p].get("num-worker" if k == "workers" else k, 1)))
-                         for p in ("prefill", "decode") for k in POOL}
-                for c in s.get("conc-list") or []:
-                    out.append(dict(base, isl=int(seq["isl"]), osl=int(seq["osl"]), concurrency=int(c),
-                                    spec_decoding=spec, draft_len=draft_len(s) if spec == "mtp" else 0, **pools))
+                for c in concurrencies(s):
+                    out.append(dict(base, isl=int(seq["isl"]), osl=int(seq["osl"]), concurrency=c, **pools))
     return out
 
 
@@ -158,26 +202,43 @@ def load(path: Path = RECIPES_CSV) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False, na_values={"model": [""], "gpu": [""]})
 
 
+INDEX = ("mode", "gpu", "framework", "precision", "isl", "osl", "concurrency")  # what a row names exactly
+
+
+@functools.lru_cache(maxsize=4)
+def _index(path: Path = RECIPES_CSV) -> dict:
+    """load() with each deployment's model architecture (`arch`), grouped by INDEX: read once."""
+    df = load(path)
+    return {k: g for k, g in df.assign(arch=df.model.map(_architecture)).groupby(list(INDEX))}
+
+
+def _matching(row, mode: str, recipes: pd.DataFrame | None) -> pd.DataFrame:
+    """The deployments of `mode` the file held on the row's `measured` date for its model's
+    architecture, GPU, framework, precision, lengths and concurrency."""
+    from .serving_rows import system
+    index = _index() if recipes is None else \
+        {k: g for k, g in recipes.assign(arch=recipes.model.map(_architecture)).groupby(list(INDEX))}
+    key = (mode, system(row.system), row.backend, row.precision, int(row.isl), int(row.osl), int(row.concurrency))
+    df = index.get(key)
+    if df is None:
+        return pd.DataFrame(columns=[*KEY, "arch", "first_commit", "first_date", "until_date"])
+    day = str(getattr(row, "measured", "") or "")
+    return df[(df.arch == _architecture(row.model_path)) & (df.first_date <= day) &
+              ((df.until_date == "") | (df.until_date > day))]
+
+
 def pools(row, recipes: pd.DataFrame | None = None) -> tuple[dict | None, str]:
     """The pools of a disaggregated row that leaves its workers out, from the deployment the
     benchmark's file named for it on its `measured` date (its model matched by architecture:
-    the rows name DeepSeek-R1 runs DeepSeek-V3 or -R1, one spec): ({prefill,decode}_{workers, tp, ep,
-    attention_dp}, draft_len), or (None, why)."""
-    from .serving_rows import system
-    df = load() if recipes is None else recipes
-    day = str(getattr(row, "measured", "") or "")
-    arch = _architecture(row.model_path)
-    same = df.model.map(lambda m: _architecture(m) == arch)
-    m = df[same & (df.gpu == system(row.system)) &
-           (df.framework == row.backend) & (df.precision == row.precision) & (df.isl == row.isl) &
-           (df.osl == row.osl) & (df.concurrency == row.concurrency) &
-           (df.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
-           (df.decode_tp == row.decode_tp_size * row.decode_attention_dp_size) &
-           (df.first_date <= day) & ((df.until_date == "") | (df.until_date > day))]
+    the rows name DeepSeek-R1 runs DeepSeek-V3 or -R1, one spec): ({prefill,decode}_{workers,
+    tp, ep, attention_dp}, spec_decoding, draft_len), or (None, why)."""
+    m = _matching(row, "disagg", recipes)
+    m = m[(m.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
+          (m.decode_tp == row.decode_tp_size * row.decode_attention_dp_size)]
     found = m.drop_duplicates(list(DEPLOYMENT))
     if found.empty:
         return None, ("disaggregated row without its workers, and no deployment of the benchmark's published "
-                      "configuration (calibrate/reference/disagg_recipes.csv) matches it on its date")
+                      f"configuration ({RECIPES_CSV.name}) matches it on its date")
     if len(found) > 1:
         return None, (f"disaggregated row without its workers, and {len(found)} deployments of the benchmark's "
                       f"configuration match it ({', '.join(sorted(set(found.spec_decoding)))} decoding): ambiguous")
@@ -188,3 +249,28 @@ def pools(row, recipes: pd.DataFrame | None = None) -> tuple[dict | None, str]:
         out.update({f"{p}_workers": int(d[f"{p}_workers"]), f"{p}_tp": 1 if dp else gpus,
                     f"{p}_attention_dp": gpus if dp else 1, f"{p}_ep": int(d[f"{p}_ep"])})
     return out, ""
+
+
+def speculation(row, recipes: pd.DataFrame | None = None) -> tuple[int | None, str]:
+    """(MTP depth, "") of an aggregated row from the entries of the file that ran its
+    framework version (`image_tag` = the row's backend_version) at its concurrency on its
+    GPUs: 0 where they ran plain decoding or none matches, the depth where they ran MTP, or
+    (None, why) where they disagree or ran MTP at a depth not stated. The benchmark's MTP and
+    plain entries list the same concurrencies and differ by image (TensorRT-LLM 1.2.0rc6.post3
+    against post2 for DeepSeek-R1 on B200), so the version tells them apart."""
+    m = _matching(row, "agg", recipes)
+    m = m[(m.image_tag == str(row.backend_version)) &
+          (m.decode_tp == _n(row.tp_size) * _n(row.attention_dp_size))]
+    found = m.drop_duplicates(["spec_decoding", "draft_len"])
+    if found.empty or set(found.spec_decoding) == {"none"}:
+        return 0, ""
+    if len(found) > 1:
+        return None, (f"the benchmark's configuration ran {', '.join(sorted(set(found.spec_decoding)))} decoding "
+                      "at this deployment: ambiguous")
+    if int(found.draft_len.iloc[0]) == 0:
+        return None, "the benchmark's configuration ran this deployment with speculative decoding of unstated depth"
+    return int(found.draft_len.iloc[0]), ""
+
+
+def _n(v) -> int:
+    return int(v) if v == v and v else 1

@@ -94,15 +94,23 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
         pools, why = recipes.pools(r)
         if pools is None:
             return None, why
-        if pools.pop("spec_decoding") != "none" or pools.pop("draft_len"):
-            return None, (f"the benchmark's configuration ran this deployment with MTP speculative decoding, "
-                          "whose acceptance on its prompts is not published")
-        pools.update(prefill_ep=pools["prefill_ep"] if moe else 1, decode_ep=pools["decode_ep"] if moe else 1)
+        spec, depth = pools.pop("spec_decoding"), pools.pop("draft_len")
+        if spec != "none" and not depth:
+            return None, "the benchmark's configuration ran this deployment with MTP of unstated depth"
+        pools.update(prefill_ep=pools["prefill_ep"] if moe else 1, decode_ep=pools["decode_ep"] if moe else 1,
+                     **_mtp(depth))
     return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=r.model_path,
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
                 activations=activations, attention_weights=attention_weights(r), framework=r.backend,
                 prefill_batch=_n(r.prefill_batch_size), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
                 decode_pp=_n(getattr(r, "decode_pp_size", 1)), **pools), ""
+
+
+def _mtp(depth: int) -> dict:
+    """predict.* arguments of a run that decoded with the model's MTP head `depth` tokens
+    ahead (none for 0), at the acceptance DeepSeek-V3's report gives (speculative.MTP_ACCEPTANCE)."""
+    from ..workloads.speculative import MTP_ACCEPTANCE
+    return {"draft_len": depth, "acceptance": MTP_ACCEPTANCE} if depth else {}
 
 
 def layout(r) -> tuple[int, int, int]:
@@ -175,10 +183,13 @@ def config(r) -> tuple[dict | None, str]:
     if r.mode != "agg":
         return _disaggregated(r, *fmt)
     tp, attention_dp, ep = layout(r)
+    depth, why = recipes.speculation(r)  # MTP, where the benchmark's configuration ran the row's version with it
+    if depth is None:
+        return None, why
     return dict(hardware=system(r.system), model=r.model_path, tp=tp, pp=_n(getattr(r, "pp_size", 1)),
                 attention_dp=attention_dp, ep=ep, concurrency=_n(r.concurrency) / replicas(r),
                 prompt=_n(r.isl), generate=_n(r.osl), weights=fmt[0], activations=fmt[1],
-                attention_weights=attention_weights(r), framework=r.backend), ""
+                attention_weights=attention_weights(r), framework=r.backend, **_mtp(depth)), ""
 
 
 def _kind(model_path: str) -> str:
