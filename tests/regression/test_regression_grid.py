@@ -235,6 +235,14 @@ _rebase(_INSTINCT_MEASURED, ("inference_gpu_dense", "inference_gpu_moe", "infere
                              "training_gpu_variants", "gemm_gpu", "attention_gpu"))
 
 
+_MTP_RUNS_REFIT = ("issue 16: the serving rows whose runs decoded with MTP (the InferenceX configuration, "
+                   "calibrate/recipes.py) are predicted with it, and the serving constants refitted to them (workbench "
+                   "calibrate fit-serving: TensorRT-LLM host overhead 0.93 -> 1.05 ms per iteration): only "
+                   "TensorRT-LLM points move, fixed-concurrency TPOT x1.000-x1.019, TTFT x1.000-x1.002")
+_rebase(_MTP_RUNS_REFIT, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp",
+                          "disaggregated_fixed_pools"))
+
+
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
 # Labels changed on purpose: (call, column) -> (the points, as a mask of the reference; their new label; why).
 # The numbers of those points are unchanged and checked to RTOL like every other.

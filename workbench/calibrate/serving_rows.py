@@ -232,7 +232,9 @@ def _one(cfg: dict) -> tuple[dict, str]:
 
 
 def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Every row with its prediction (NaN and the reason where not answered). Aggregated rows
+    """Every row with its prediction (NaN and the reason where not answered), `pools_from`
+    ("row", or "recipe" where the benchmark's configuration gave a disaggregated row's
+    workers) and `draft_len` (the MTP depth its run decoded with, 0 for none). Aggregated rows
     of one hardware, model, weight format and framework are one vectorized call."""
     out, groups = [], {}
     for r in df.itertuples():
@@ -240,7 +242,11 @@ def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
         out.append({"id": r.id, "backend": r.backend, "system": r.system, "model": r.model_path, "mode": r.mode,
                     "concurrency": r.concurrency, "isl": r.isl, "osl": r.osl,
                     "measured_ttft_s": r.silicon_ttft_ms / 1e3, "measured_tpot_s": r.silicon_tpot_ms / 1e3,
-                    "moe": _kind(r.model_path), "not_answered": why})
+                    "moe": _kind(r.model_path), "not_answered": why,
+                    # where the deployment came from: the row, or for what it leaves out the
+                    # benchmark's configuration (calibrate/recipes.py); the MTP depth it decoded with
+                    "pools_from": "recipe" if r.mode != "agg" and r.decode_num_workers != r.decode_num_workers
+                    else "row", "draft_len": (cfg or {}).get("draft_len", 0)})
         if cfg is None:
             continue
         if "function" in cfg:  # fixed disaggregated pools: one value per argument
