@@ -235,10 +235,11 @@ _rebase(_INSTINCT_MEASURED, ("inference_gpu_dense", "inference_gpu_moe", "infere
                              "training_gpu_variants", "gemm_gpu", "attention_gpu"))
 
 
-_MTP_RUNS_REFIT = ("issue 16: the serving rows whose runs decoded with MTP (the InferenceX configuration, "
-                   "calibrate/recipes.py) are predicted with it, and the serving constants refitted to them (workbench "
-                   "calibrate fit-serving: TensorRT-LLM host overhead 0.93 -> 1.05 ms per iteration): only "
-                   "TensorRT-LLM points move, fixed-concurrency TPOT x1.000-x1.019, TTFT x1.000-x1.002")
+_MTP_RUNS_REFIT = ("issue 16: the serving rows whose runs decoded with MTP, and the disaggregated rows' workers, "
+                   "taken from the InferenceX configuration (calibrate/recipes.py), and the serving constants "
+                   "refitted to them (workbench calibrate fit-serving: TensorRT-LLM host overhead 0.93 -> 1.01 ms "
+                   "per iteration, 7 -> 8 us per sequence): only TensorRT-LLM points move, fixed-concurrency TPOT "
+                   "x1.000-x1.015, TTFT x1.000-x1.004, the fixed pools' TPOT x1.006")
 _rebase(_MTP_RUNS_REFIT, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp",
                           "disaggregated_fixed_pools"))
 

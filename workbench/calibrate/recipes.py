@@ -65,10 +65,12 @@ def _git(repo: Path, *args: str) -> str:
 
 def draft_len(entry: dict) -> int:
     """The MTP depth of a search-space entry: DECODE_MTP_SIZE=k in its settings, else the
-    `_mtp<k>_` of its recipe file's name; 0 where neither says (or no MTP)."""
+    `_mtp<k>` of its recipe file's name (`..._eplb0_mtp3_1184.yaml`, `..._mtp1.yaml`), else
+    SGLang's speculative-num-steps; 0 where none says (or no MTP)."""
     text = " ".join(str(s) for pool in ("prefill", "decode")
                     for s in entry.get(pool, {}).get("additional-settings") or [])
-    m = re.search(r"DECODE_MTP_SIZE=(\d+)", text) or re.search(r"_mtp(\d+)_", text)
+    m = (re.search(r"DECODE_MTP_SIZE=(\d+)", text) or re.search(r"_mtp(\d+)[_.]", text) or
+         re.search(r"SPECULATIVE_NUM_STEPS=(\d+)", text) or re.search(r"speculative-num-steps[= ](\d+)", text))
     return int(m.group(1)) if m else 0
 
 
