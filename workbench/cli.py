@@ -478,9 +478,9 @@ def parser(table: dict) -> argparse.ArgumentParser:
                                                   "measured neighbours (a model-free reference for the surfaces)")
     kn.add_argument("--tables", required=True, help="the --out folder of import-kernels")
     kn.add_argument("--out", default=None, help="CSV to write (default: workbench/specs/kernels/roughness.csv)")
-    ir = csub.add_parser("import-recipes", help="the disaggregated deployments InferenceX published (git history)")
+    ir = csub.add_parser("import-recipes", help="the deployments InferenceX's configuration ran (its git history)")
     ir.add_argument("--inferencex", required=True, help="a clone of github.com/SemiAnalysisAI/InferenceX")
-    ir.add_argument("--out", default=None, help="CSV to write (default: calibrate/reference/disagg_recipes.csv)")
+    ir.add_argument("--out", default=None, help="CSV (default: calibrate/reference/inferencex_deployments.csv)")
     csub.add_parser("fit-serving", help="fit each serving framework's per-iteration overhead to the measured "
                                         "serving runs (specs/serving/frameworks.yaml), leave-one-out scored")
     return p

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from workbench.calibrate import recipes, serving_rows
+from workbench.cli import main
 from workbench.errors import InputError
 from workbench.specs import catalog_name, list_gpus, load_model
 from workbench.workloads.speculative import MTP_ACCEPTANCE
@@ -91,6 +92,10 @@ def test_import_dates_each_deployment_by_the_versions_that_held_it(tmp_path):
     assert (df.loc[1184, "spec_decoding"], df.loc[1184, "draft_len"]) == ("mtp", 3)
     with pytest.raises(InputError, match="inferencex=.* is not a git repository"):
         recipes.import_recipes(tmp_path / "nowhere")
+    out = tmp_path / "deployments.csv"  # the command writes what the function returns
+    assert main(["calibrate", "import-recipes", "--inferencex", str(tmp_path), "--out", str(out)]) == 0
+    assert len(recipes.load(out)) == len(df)
+    assert main(["calibrate", "import-recipes", "--inferencex", str(tmp_path / "nowhere")]) == 2
 
 
 def test_the_shipped_recipes_keep_their_provenance():

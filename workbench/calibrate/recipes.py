@@ -260,6 +260,7 @@ def speculation(row, recipes: pd.DataFrame | None = None) -> tuple[int | None, s
     (None, why) where they disagree or ran MTP at a depth not stated. The benchmark's MTP and
     plain entries list the same concurrencies and differ by image (TensorRT-LLM 1.2.0rc6.post3
     against post2 for DeepSeek-R1 on B200), so the version tells them apart."""
+    from .serving_rows import _n
     m = _matching(row, "agg", recipes)
     m = m[(m.image_tag == str(row.backend_version)) &
           (m.decode_tp == _n(row.tp_size) * _n(row.attention_dp_size))]
@@ -272,7 +273,3 @@ def speculation(row, recipes: pd.DataFrame | None = None) -> tuple[int | None, s
     if int(found.draft_len.iloc[0]) == 0:
         return None, "the benchmark's configuration ran this deployment with speculative decoding of unstated depth"
     return int(found.draft_len.iloc[0]), ""
-
-
-def _n(v) -> int:
-    return int(v) if v == v and v else 1

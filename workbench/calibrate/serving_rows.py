@@ -82,7 +82,9 @@ def _n(v, default=1):
 
 
 def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | None, str]:
-    """predict.disaggregated arguments of a disaggregated row (its pools' sizes stated)."""
+    """predict.disaggregated arguments of a disaggregated row: its pools as it states them, or
+    where it leaves the workers out, as the benchmark's configuration ran them (recipes.pools,
+    with the MTP head where that run decoded with it)."""
     hw = system(r.system)
     moe = _kind(r.model_path) == "moe"  # a dense model's stated MoE split describes nothing that runs
     if r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers:
