@@ -106,11 +106,12 @@ def concurrencies(space: dict) -> list[int]:
     unless its caller says otherwise, clamped to the end)."""
     if space.get("conc-list"):
         return [int(c) for c in space["conc-list"]]
-    c, end, out = int(space.get("conc-start", 0)), int(space.get("conc-end", 0)), []
-    while 0 < c <= end:
+    start, end = int(space.get("conc-start", 0)), int(space.get("conc-end", 0))
+    out, c = [], start
+    while 0 < c < end:
         out.append(c)
-        c = end if c < end < 2 * c else 2 * c if c < end else end + 1
-    return out
+        c *= 2
+    return out + [end] if 0 < start <= end else out
 
 
 def aggregated_draft_len(framework: str, dp_attention: bool) -> int:
@@ -201,7 +202,8 @@ def write(df: pd.DataFrame, out: Path | str | None = None) -> Path:
 
 
 def load(path: Path = RECIPES_CSV) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=False, na_values={"model": [""], "gpu": [""]})
+    """The deployments CSV; `until_date` stays "" (text) where a deployment stayed to the end."""
+    return pd.read_csv(path, keep_default_na=False)
 
 
 INDEX = ("mode", "gpu", "framework", "precision", "isl", "osl", "concurrency")  # what a row names exactly
@@ -214,14 +216,12 @@ def _index(path: Path = RECIPES_CSV) -> dict:
     return {k: g for k, g in df.assign(arch=df.model.map(_architecture)).groupby(list(INDEX))}
 
 
-def _matching(row, mode: str, recipes: pd.DataFrame | None) -> pd.DataFrame:
+def _matching(row, mode: str) -> pd.DataFrame:
     """The deployments of `mode` the file held on the row's `measured` date for its model's
     architecture, GPU, framework, precision, lengths and concurrency."""
     from .serving_rows import system
-    index = _index() if recipes is None else \
-        {k: g for k, g in recipes.assign(arch=recipes.model.map(_architecture)).groupby(list(INDEX))}
     key = (mode, system(row.system), row.backend, row.precision, int(row.isl), int(row.osl), int(row.concurrency))
-    df = index.get(key)
+    df = _index().get(key)
     if df is None:
         return pd.DataFrame(columns=[*KEY, "arch", "first_commit", "first_date", "until_date"])
     day = str(getattr(row, "measured", "") or "")
@@ -229,12 +229,12 @@ def _matching(row, mode: str, recipes: pd.DataFrame | None) -> pd.DataFrame:
               ((df.until_date == "") | (df.until_date > day))]
 
 
-def pools(row, recipes: pd.DataFrame | None = None) -> tuple[dict | None, str]:
+def pools(row) -> tuple[dict | None, str]:
     """The pools of a disaggregated row that leaves its workers out, from the deployment the
     benchmark's file named for it on its `measured` date (its model matched by architecture:
     the rows name DeepSeek-R1 runs DeepSeek-V3 or -R1, one spec): ({prefill,decode}_{workers,
     tp, ep, attention_dp}, spec_decoding, draft_len), or (None, why)."""
-    m = _matching(row, "disagg", recipes)
+    m = _matching(row, "disagg")
     m = m[(m.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
           (m.decode_tp == row.decode_tp_size * row.decode_attention_dp_size)]
     found = m.drop_duplicates(list(DEPLOYMENT))
@@ -253,7 +253,7 @@ def pools(row, recipes: pd.DataFrame | None = None) -> tuple[dict | None, str]:
     return out, ""
 
 
-def speculation(row, recipes: pd.DataFrame | None = None) -> tuple[int | None, str]:
+def speculation(row) -> tuple[int | None, str]:
     """(MTP depth, "") of an aggregated row from the entries of the file that ran its
     framework version (`image_tag` = the row's backend_version) at its concurrency on its
     GPUs: 0 where they ran plain decoding or none matches, the depth where they ran MTP, or
@@ -261,7 +261,7 @@ def speculation(row, recipes: pd.DataFrame | None = None) -> tuple[int | None, s
     plain entries list the same concurrencies and differ by image (TensorRT-LLM 1.2.0rc6.post3
     against post2 for DeepSeek-R1 on B200), so the version tells them apart."""
     from .serving_rows import _n
-    m = _matching(row, "agg", recipes)
+    m = _matching(row, "agg")
     m = m[(m.image_tag == str(row.backend_version)) &
           (m.decode_tp == _n(row.tp_size) * _n(row.attention_dp_size))]
     found = m.drop_duplicates(["spec_decoding", "draft_len"])

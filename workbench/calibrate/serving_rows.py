@@ -87,7 +87,7 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
     with the MTP head where that run decoded with it)."""
     hw = system(r.system)
     moe = _kind(r.model_path) == "moe"  # a dense model's stated MoE split describes nothing that runs
-    if r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers:
+    if _states_workers(r):
         pools = dict(prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size) if moe else 1,
                      prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
                      decode_tp=_n(r.decode_tp_size), decode_ep=_n(r.decode_moe_ep_size) if moe else 1,
@@ -106,6 +106,11 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
                 activations=activations, attention_weights=attention_weights(r), framework=r.backend,
                 prefill_batch=_n(r.prefill_batch_size), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
                 decode_pp=_n(getattr(r, "decode_pp_size", 1)), **pools), ""
+
+
+def _states_workers(r) -> bool:
+    """Whether a disaggregated row states both pools' worker counts (NaN where it does not)."""
+    return r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers
 
 
 def _mtp(depth: int) -> dict:
@@ -247,8 +252,8 @@ def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
                     "moe": _kind(r.model_path), "not_answered": why,
                     # where the deployment came from: the row, or for what it leaves out the
                     # benchmark's configuration (calibrate/recipes.py); the MTP depth it decoded with
-                    "pools_from": "recipe" if r.mode != "agg" and r.decode_num_workers != r.decode_num_workers
-                    else "row", "draft_len": (cfg or {}).get("draft_len", 0)})
+                    "pools_from": "row" if r.mode == "agg" or _states_workers(r) else "recipe",
+                    "draft_len": (cfg or {}).get("draft_len", 0)})
         if cfg is None:
             continue
         if "function" in cfg:  # fixed disaggregated pools: one value per argument
