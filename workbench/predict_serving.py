@@ -166,9 +166,10 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     TensorRT-LLM's free_gpu_memory_fraction of what the weights, activations and runtime
     leave free (None: 0.9, workloads/inference.MEMORY_UTILIZATION).
     `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM
-    tables, MLA decode analytical: what the measured serving runs favour, leave-one-model-out)
-    or "measured" (the framework's measured MoE-layer, MLA-decode and EP dispatch / combine
-    kernel tables).
+    tables: what the measured serving runs favour, leave-one-model-out) or "measured" (the
+    framework's measured MoE-layer and EP dispatch / combine kernel tables). MLA decode reads
+    the framework's measured MLA kernel tables under both, where it has them (analytical
+    with absorbed weights where not).
 
     Without it, open loop: Poisson arrivals (workloads/serving.py). `arrival_rate` in
     requests/s per instance (a list sweeps it; default: a grid up to saturation). With
@@ -283,7 +284,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                  kv, framework, prefill_tp, prefill_ep, prefill_attention_dp, prefill_workers, prefill_batch, decode_tp,
                  decode_ep, decode_attention_dp, decode_workers, draft_model=None, draft_len=0, acceptance=0.0,
                  attention_weights=None, prefill_pp=1, decode_pp=1, decode_devices=None, prefill_devices=None,
-                 prefill_routing="random"):
+                 prefill_routing="random", decode_max_batch=None):
     """predict.disaggregated at a fixed concurrency (workloads/pools_closed_loop.disaggregated_closed_loop);
     draft_len > 0: the decode pool speculates (the target's MTP head without a draft_model).
     A CS-system decode pool: `decode_workers` instances of `decode_devices` systems each (an
@@ -305,6 +306,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     from .workloads.concurrency import draft_memory
     from .workloads.pools_closed_loop import PREFILL_ROUTINGS, disaggregated_closed_loop
     check_choice("prefill_routing", prefill_routing, PREFILL_ROUTINGS)
+    if decode_max_batch is not None:
+        check_positive("decode_max_batch", decode_max_batch, integer=True)
     sizes = dict(concurrency=concurrency, prompt=prompt, generate=generate, prefill_tp=prefill_tp, prefill_ep=prefill_ep,
                  prefill_attention_dp=prefill_attention_dp, prefill_workers=prefill_workers,
                  prefill_batch=prefill_batch, decode_tp=decode_tp, decode_ep=decode_ep,
@@ -355,6 +358,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     link = pre_be.kv_link_bytes_per_s(pre_hw, tp=prefill_tp * prefill_attention_dp)
     if wafer_decode:  # the CS systems' decode pool: its own draft regions and cache, no host time per step
         from .workloads.speculative import draft_for
+        kv_memory_of = "total"  # the wafer pool's room is its own (decode_pool["cap"])
         dec_hw, dec_h, speculating = None, {"decode_overhead_s": 0.0, "decode_overhead_s_per_sequence": 0.0}, \
             ({} if draft is None else dict(draft=draft_for(spec, draft), draft_len=draft_len, acceptance=acceptance))
         w = dec_be.numbers(dec_spec, {}, "none")
@@ -363,6 +367,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         link = min(link, pool["kv_ingest_bytes_per_s"])  # the slower end of the transfer
     else:
         dec_hw, _, dec_h, _ = pools["decode"]
+        kv_memory_of = serving_constants()["kv_memory_of"].get(framework_of(dec_hw), "total")
         # the decode pool's draft (a model, or the target's MTP head), its memory and speculation
         speculating = {} if draft is None else dict(
             draft_memory(spec, draft, weights=weights, kv=kvd, tp=decode_tp, attention_dp=decode_attention_dp,
@@ -372,7 +377,9 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         attention_weights=attention_weights, attention_activations=att_act,
         **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
         request_latency_s=pre_latency_s, kv_link_bytes_per_s=link, decode_pool=pool if wafer_decode else None,
-        prefill_routing=prefill_routing, **{k: float(v) for k, v in sizes.items()})
+        prefill_routing=prefill_routing, kv_memory_of=kv_memory_of,
+        decode_max_batch=np.inf if decode_max_batch is None else float(decode_max_batch),
+        **{k: float(v) for k, v in sizes.items()})
     problems = [p for side, tp, adp, ep, pp in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep, prefill_pp),)
                 + ((("decode", decode_tp, decode_attention_dp, decode_ep, decode_pp),) if not wafer_decode else ())
                 for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_", pp=pp)] + mixed
@@ -398,7 +405,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                   weights="bf16", kv=None, total_devices=64, framework=None, concurrency=None, activations=None,
                   prefill_ep=1, prefill_attention_dp=1, prefill_workers=1, prefill_batch=1, decode_ep=1,
                   decode_attention_dp=1, decode_workers=1, draft_model=None, draft_len=0, acceptance=0.0,
-                  attention_weights=None, prefill_pp=1, decode_pp=1, prefill_routing="random"):
+                  attention_weights=None, prefill_pp=1, decode_pp=1, prefill_routing="random", decode_max_batch=None):
     """Prefill and decode in separate pools.
 
     With `concurrency` (requests in flight, as the serving benchmarks run): fixed pools of
@@ -411,7 +418,9 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     (workloads/pools_closed_loop.disaggregated_closed_loop). One value per argument.
     `prefill_routing`: "random" (each prompt to a prefill replica drawn at random, as SGLang's
     PD load balancer does; each replica queues its own) or "shared_queue" (one queue every
-    free replica takes the next prompt from).
+    free replica takes the next prompt from). `decode_max_batch`: the decode engine's most
+    running requests per attention replica (max_batch_size, max-running-requests,
+    max_num_seqs; None: what its KV cache holds); the requests beyond wait before prefill.
 
     Without it (workloads/disaggregated.py): capacities under the SLOs, the balancing
     ratio, goodput per device, the best integer split of `total_devices`, and the
@@ -432,14 +441,14 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                             decode_workers=decode_workers, draft_model=draft_model, draft_len=draft_len,
                             acceptance=acceptance, attention_weights=attention_weights, prefill_pp=prefill_pp,
                             decode_pp=decode_pp, decode_devices=decode_devices, prefill_devices=prefill_devices,
-                            prefill_routing=prefill_routing)
+                            prefill_routing=prefill_routing, decode_max_batch=decode_max_batch)
     for arg, v, default in (("activations", activations, None), ("prefill_ep", prefill_ep, 1),
                             ("draft_model", draft_model, None), ("draft_len", draft_len, 0),
                             ("prefill_attention_dp", prefill_attention_dp, 1), ("prefill_workers", prefill_workers, 1),
                             ("prefill_batch", prefill_batch, 1), ("decode_ep", decode_ep, 1),
                             ("decode_attention_dp", decode_attention_dp, 1), ("decode_workers", decode_workers, 1),
                             ("prefill_pp", prefill_pp, 1), ("decode_pp", decode_pp, 1),
-                            ("prefill_routing", prefill_routing, "random")):
+                            ("prefill_routing", prefill_routing, "random"), ("decode_max_batch", decode_max_batch, None)):
         if v is not default and v != default:
             raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
                              "SLO-balancing analysis sizes the pools itself)")

@@ -244,6 +244,19 @@ _rebase(_MTP_RUNS_REFIT, ("serving_fixed_concurrency_tables", "serving_fixed_con
                           "disaggregated_fixed_pools"))
 
 
+_DECODE_CAP_MLA = ("issue 16: MLA decodes absorbed (layers.decode_attention: 2 x (512 + 64 + 512) FLOPs per head "
+                   "and key, DeepSeek-V2 sec. 2.1.2) from the framework's measured MLA tables wherever it has them, "
+                   "a verify step's positions folding into its heads; disaggregated decode pools hold at most "
+                   "decode_max_batch requests and size their KV cache by the decode framework's memory rule; "
+                   "SGLang and vLLM prefill MLA over 16-bit keys and values; the serving constants refitted "
+                   "(TensorRT-LLM 1.01 -> 1.04 ms per iteration, 8 -> 10 us per sequence; SGLang 3.09 -> 3.13 ms, "
+                   "22 -> 27 us, 34 -> 52 us per MoE layer, graph saving 8 -> 20 us): DeepSeek-V3 static TPOT "
+                   "x1.000-x1.012 (framework none), fixed-concurrency TPOT x0.908-x1.071 and TTFT x0.960-x1.222, "
+                   "MTP TPOT x0.971-x1.077, the fixed pools' TPOT x1.071 and TTFT x0.986")
+_rebase(_DECODE_CAP_MLA, ("inference_gpu_moe", "serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp",
+                          "disaggregated_fixed_pools"))
+
+
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
 # Labels changed on purpose: (call, column) -> (the points, as a mask of the reference; their new label; why).
 # The numbers of those points are unchanged and checked to RTOL like every other.

@@ -189,12 +189,14 @@ class GpuBackend:
         """Speculative decoding on the same GPUs: the draft's step at the batch, and the
         target verifying k+1 positions per sequence, its matmuls at batch x (k+1) rows while
         each sequence's KV cache is read once (the step at that many rows, its attention
-        replaced by the batch's); speculative.with_speculation does the rest."""
+        replaced by the batch's with k+1 queries per sequence: layers.decode_attention, where
+        MLA computes every position's heads); speculative.with_speculation does the rest."""
         from ..workloads import inference as _inf
         from ..workloads.speculative import with_speculation
         k = np.asarray(draft_len, float)
         wide = _inf.inference(batch=batch * (k + 1.0), **common)
-        verify = wide["tpot_s"] - wide["decode_attention_s"] + r["decode_attention_s"]
+        folded = _inf.inference(batch=batch, queries=k + 1.0, **common) if common["model"].is_mla else r
+        verify = wide["tpot_s"] - wide["decode_attention_s"] + folded["decode_attention_s"]
         draft = _inf.inference(batch=batch, **dict(common, model=draft_model))
         extra = (draft["weights_per_device_bytes"] + draft["kv_cache_per_device_bytes"]) * (k > 0)
         return with_speculation(r, draft_step_s=draft["tpot_s"], verify_step_s=verify, draft_len=k,

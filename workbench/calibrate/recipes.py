@@ -56,7 +56,7 @@ RUNNERS = {"h100": "h100_sxm", "rtx6000pro": "rtx_pro_6000"}
 POOL = ("workers", "tp", "ep", "dp_attention")
 DEPLOYMENT = ("spec_decoding", "draft_len", *(f"{p}_{k}" for p in ("prefill", "decode") for k in POOL))
 KEY = ("config", "mode", "model", "precision", "gpu", "framework", "image_tag", "isl", "osl", "concurrency",
-       *DEPLOYMENT)
+       *DEPLOYMENT, "decode_max_batch")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -71,6 +71,20 @@ def draft_len(entry: dict) -> int:
                     for s in entry.get(pool, {}).get("additional-settings") or [])
     m = (re.search(r"DECODE_MTP_SIZE=(\d+)", text) or re.search(r"_mtp(\d+)[_.]", text) or
          re.search(r"SPECULATIVE_NUM_STEPS=(\d+)", text) or re.search(r"speculative-num-steps[= ](\d+)", text))
+    return int(m.group(1)) if m else 0
+
+
+def decode_max_batch(entry: dict) -> int:
+    """The decode engine's most running requests per attention replica of a disaggregated
+    search-space entry: DECODE_MAX_BATCH_SIZE=n in its settings, else the `_batch<n>` of its
+    recipe file's name (`ctx2_gen1_dep16_batch256_eplb0_mtp0.yaml`, whose decode
+    `max_batch_size` is 256 per attention-DP rank: the srt-slurm recipes the file names, e.g.
+    recipes/trtllm/h100-fp8/1k1k/stp/ctx1_gen3_tep16_batch2_eplb0_mtp0.yaml and
+    recipes/dsr1-128k8k/gb200/ctx3_ctx_pp8_gen1_dep16_batch8_eplb0_mtp2.yaml, max_batch_size
+    2 and 8); 0 where none says (the KV cache is then the only bound)."""
+    text = " ".join(str(s) for pool in ("prefill", "decode")
+                    for s in entry.get(pool, {}).get("additional-settings") or [])
+    m = re.search(r"DECODE_MAX_BATCH_SIZE=(\d+)", text) or re.search(r"_batch(\d+)[_.]", text)
     return int(m.group(1)) if m else 0
 
 
@@ -129,7 +143,7 @@ def _aggregated(space: dict, framework: str) -> dict:
     depth = (draft_len(space) or aggregated_draft_len(framework, dp)) if spec == "mtp" else 0
     return dict(spec_decoding=spec, draft_len=depth, prefill_workers=0, prefill_tp=0, prefill_ep=0,
                 prefill_dp_attention=False, decode_workers=1, decode_tp=int(space.get("tp", 1)),
-                decode_ep=int(space.get("ep", 1)), decode_dp_attention=dp)
+                decode_ep=int(space.get("ep", 1)), decode_dp_attention=dp, decode_max_batch=0)
 
 
 def entries(config: dict) -> list[dict]:
@@ -154,7 +168,8 @@ def entries(config: dict) -> list[dict]:
                     pools = {f"{p}_{k}": (bool(s[p].get("dp-attn")) if k == "dp_attention" else
                                           int(s[p].get("num-worker" if k == "workers" else k, 1)))
                              for p in ("prefill", "decode") for k in POOL}
-                    pools.update(spec_decoding=spec, draft_len=draft_len(s) if spec == "mtp" else 0)
+                    pools.update(spec_decoding=spec, draft_len=draft_len(s) if spec == "mtp" else 0,
+                                 decode_max_batch=decode_max_batch(s))
                 else:
                     continue
                 for c in concurrencies(s):
@@ -233,7 +248,8 @@ def pools(row) -> tuple[dict | None, str]:
     """The pools of a disaggregated row that leaves its workers out, from the deployment the
     benchmark's file named for it on its `measured` date (its model matched by architecture:
     the rows name DeepSeek-R1 runs DeepSeek-V3 or -R1, one spec): ({prefill,decode}_{workers,
-    tp, ep, attention_dp}, spec_decoding, draft_len), or (None, why)."""
+    tp, ep, attention_dp}, spec_decoding, draft_len, decode_max_batch: 0 where unstated or
+    the matches differ in it), or (None, why)."""
     m = _matching(row, "disagg")
     m = m[(m.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
           (m.decode_tp == row.decode_tp_size * row.decode_attention_dp_size)]
@@ -245,7 +261,9 @@ def pools(row) -> tuple[dict | None, str]:
         return None, (f"disaggregated row without its workers, and {len(found)} deployments of the benchmark's "
                       f"configuration match it ({', '.join(sorted(set(found.spec_decoding)))} decoding): ambiguous")
     d = found.iloc[0]
-    out = {"draft_len": int(d.draft_len), "spec_decoding": d.spec_decoding}
+    batches = set(m.decode_max_batch)  # versions of one deployment may differ in it: then unknown
+    out = {"draft_len": int(d.draft_len), "spec_decoding": d.spec_decoding,
+           "decode_max_batch": batches.pop() if len(batches) == 1 else 0}
     for p in ("prefill", "decode"):
         gpus, dp = int(d[f"{p}_tp"]), bool(d[f"{p}_dp_attention"])
         out.update({f"{p}_workers": int(d[f"{p}_workers"]), f"{p}_tp": 1 if dp else gpus,

@@ -81,6 +81,15 @@ def _n(v, default=1):
     return int(v) if v == v and v else default
 
 
+# The KV cache of the benchmark's disaggregated TensorRT-LLM and SGLang deployments: FP8, as
+# their recipes set it (InferenceX benchmarks/multi_node/srt-slurm-recipes: kv_cache_config
+# dtype fp8 in each of the 94 TensorRT-LLM recipe files, kv-cache-dtype fp8_e4m3 in each of the
+# 13 SGLang DeepSeek-R1 ones; the srt-slurm recipes its early configuration names, e.g.
+# recipes/trtllm/h100-fp8/1k1k/stp/ctx1_gen3_tep16_batch2_eplb0_mtp0.yaml, the same), where the
+# frameworks' own default ("auto") would keep a block-FP8 checkpoint's cache in 16 bits.
+DISAGGREGATED_KV = {"trtllm": "fp8", "sglang": "fp8"}
+
+
 def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | None, str]:
     """predict.disaggregated arguments of a disaggregated row: its pools as it states them, or
     where it leaves the workers out, as the benchmark's configuration ran them (recipes.pools,
@@ -92,19 +101,25 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
                      prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
                      decode_tp=_n(r.decode_tp_size), decode_ep=_n(r.decode_moe_ep_size) if moe else 1,
                      decode_attention_dp=_n(r.decode_attention_dp_size), decode_workers=_n(r.decode_num_workers))
+        # the decode engine's batch cap, where the benchmark's deployment is this one
+        recipe, _ = recipes.pools(r)
+        same = ("prefill_workers", "decode_workers", "decode_tp", "decode_attention_dp")
+        if recipe and recipe.get("decode_max_batch") and all(recipe[k] == pools[k] for k in same):
+            pools["decode_max_batch"] = recipe["decode_max_batch"]
     else:  # the workers from the deployment the benchmark published for the row (calibrate/recipes.py)
         pools, why = recipes.pools(r)
         if pools is None:
             return None, why
         spec, depth = pools.pop("spec_decoding"), pools.pop("draft_len")
+        most = pools.pop("decode_max_batch")
         if spec != "none" and not depth:
             return None, "the benchmark's configuration ran this deployment with MTP of unstated depth"
         pools.update(prefill_ep=pools["prefill_ep"] if moe else 1, decode_ep=pools["decode_ep"] if moe else 1,
-                     **_mtp(depth))
+                     **_mtp(depth), **({"decode_max_batch": most} if most else {}))
     return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=r.model_path,
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
                 activations=activations, attention_weights=attention_weights(r), framework=r.backend,
-                prefill_batch=_n(r.prefill_batch_size), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
+                kv=DISAGGREGATED_KV.get(r.backend), prefill_batch=_n(r.prefill_batch_size), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
                 decode_pp=_n(getattr(r, "decode_pp_size", 1)), **pools), ""
 
 

@@ -223,10 +223,11 @@ def gathered_attention(*, hw: GpuNumbers, queries, pairs, keys_read, n_heads, he
 
 def mla_decode(*, hw: GpuNumbers, batch, context, n_heads, latent, rope, dtype: str = "bf16", kv_bytes=2.0):
     """MLA decode attention from the framework's measured MLA kernels (absorbed weights:
-    kernel_fits.mla_decode_roofline), or None where the numbers carry no such surface or
-    were not asked to use them (hw.measured_moe_mla)."""
-    if not hw.measured_moe_mla:
-        return None
+    kernel_fits.mla_decode_roofline), or None where the numbers carry no such surface (the
+    caller then composes it analytically). Kernel data wherever it exists: at 128 heads on a
+    GPU (attention DP) the kernel is compute-bound and the tables time it 1.6-3x faster than
+    the analytic flash efficiency would (GB200 TensorRT-LLM, 234 sequences at 8.7k keys: 436 us
+    in BF16, 244 us over an FP8 cache, against 713 us composed)."""
     grid, fixed_s = _fitted(hw, "mla_decode", dtype, kv_bytes)
     if grid is None:
         return None

@@ -76,9 +76,9 @@ class GpuNumbers:
     # max(table time - this, its roofline time). Set for a serving engine's iterations
     # (predict.serving at a fixed concurrency); 0 for a kernel asked for alone.
     graph_saving_s: object = 0.0
-    # MoE layers and MLA decode from the framework's measured MoE-layer and MLA kernels
-    # (primitives/moe.py, attention.mla_decode) instead of grouped GEMMs on the GEMM tables
-    # and the analytical MLA kernel: predict.serving(moe_mla_kernels="measured")
+    # MoE layers and expert-parallel dispatch from the framework's measured MoE-layer and EP
+    # kernels (primitives/moe.py) instead of grouped GEMMs on the GEMM tables:
+    # predict.serving(moe_mla_kernels="measured"); MLA decode reads its measured tables either way
     measured_moe_mla: bool = False
     # A serving engine's host time per iteration (scheduling, sampling, Python between graph
     # replays), when given as a knob; None: the serving framework's fitted constant

@@ -146,11 +146,12 @@ def max_batch(hw: GpuNumbers, model: ModelSpec, **kw):
 
 def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, generate,
               weights: str, activations: str, kv: str, ep=1.0, imbalance=1.0, attention_weights=None,
-              attention_activations=None) -> dict:
+              attention_activations=None, queries=1.0) -> dict:
     """Prefill + static-batch decode. Returns the public outputs and their named parts.
     `weights` / `activations`: the routed experts' format and math, and every other
     matmul's unless `attention_weights` / `attention_activations` say otherwise
-    (ops.part_formats)."""
+    (ops.part_formats). `queries`: positions per sequence in a decode step's attention (a
+    speculative verify step's k + 1; layers.decode_attention)."""
     layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
                                      attention_activations=attention_activations)
     math, w_bytes, a_bytes, kv_bytes = layer["math"], layer["w_bytes"], layer["a_bytes"], DTYPE_BYTES[kv]
@@ -164,7 +165,7 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
 
     micro = batch / np.minimum(batch, pp)
     context = prompt + generate / 2.0
-    dec = _model_pass(layer_decode, hw, model, batch=micro, context=context, **common)
+    dec = _model_pass(layer_decode, hw, model, batch=micro, context=context, queries=queries, **common)
     dec = add_into(dec, _lm_head(hw, model, rows=micro, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
                    pp_transfer(hw, model, tokens=micro, tp=tp, pp=pp, stream_bytes=stream_bytes))
 

@@ -203,6 +203,8 @@ def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) 
             kv_bytes=kv_bytes, window=w))
         return _with_linear(att, hw, model, tokens=batch * prompt, sequences=batch, tp=tp, math=math,
                             a_bytes=a_bytes)
+    if model.is_mla and not model.is_dsa and _mla_prefill_16bit_kv(hw):
+        kv_bytes = 2.0  # keys and values up-projected from the latent this iteration, whatever the cache holds
     att = attention_prefill(hw=hw, batch=batch, seq_len=prompt, n_heads=model.n_heads / tp,
                             head_dim=model.head_dim, v_head_dim=model.v_dim,
                             n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
@@ -213,6 +215,18 @@ def prefill_attention(hw, model, *, batch, prompt, tp, math, a_bytes, kv_bytes) 
                   _indexer(hw, model, queries=batch * prompt, pairs=batch * prompt * (prompt + 1.0) / 2.0,
                            cached_keys=batch * prompt, kv_bytes=kv_bytes))
     return _with_linear(att, hw, model, tokens=batch * prompt, sequences=batch, tp=tp, math=math, a_bytes=a_bytes)
+
+
+@lru_cache(maxsize=None)
+def _mla_frameworks() -> frozenset:
+    from ..backends.kernel_tables import serving_constants
+    return frozenset(serving_constants().get("mla_prefill_16bit_kv", []))
+
+
+def _mla_prefill_16bit_kv(hw) -> bool:
+    """Whether the framework whose engine `hw` runs prefills MLA over 16-bit keys and values
+    up-projected this iteration (specs/serving/frameworks.yaml mla_prefill_16bit_kv)."""
+    return getattr(hw, "framework", None) in _mla_frameworks()
 
 
 def _sparse_share(prompt, k):
@@ -231,13 +245,23 @@ def _indexer(hw, model, *, queries, pairs, cached_keys, kv_bytes) -> dict:
                scale=model.index_share)
 
 
-def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
+def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes, queries=1.0) -> dict:
     """One query per sequence over its cache on one TP rank; MLA's latent (one per layer,
     shared by all heads, not split by TP: every rank reads it) instead of KV heads; a
     hybrid's linear layers read and rewrite their state instead; sliding-window layers read
     their window, each kind of layer its own shape; DeepSeek-V4's compressed layers in
     workloads/compressed.py. Its arrays are new ones, held by nothing else (layer_decode
-    sums the layer into them)."""
+    sums the layer into them).
+
+    MLA decodes with absorbed weights, as every serving kernel runs it (FlashMLA,
+    TensorRT-LLM's and SGLang's MLA generation kernels; DeepSeek-V2, arXiv 2405.04434,
+    sec. 2.1.2: W_UK absorbed into the query, W_UV into the output): each head scores the
+    latent plus its rope part (kv_lora_rank + rope) and sums latents (kv_lora_rank), the
+    FLOPs kernel_fits.mla_decode_roofline counts for the measured MLA tables. `queries`
+    positions per sequence (a speculative verify step's 1 + k) fold into MLA's heads: the
+    latent is read once and every position's heads compute over it (with 128 heads on a GPU
+    the kernel is compute-bound, so they do not ride free); other attention reads the cache
+    once for them (a memory-bound kernel's few extra queries)."""
     if model.is_compressed:
         return compressed_decode(hw, model, batch=batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
     if model.n_sliding_layers and not model.is_mla:
@@ -249,19 +273,22 @@ def decode_attention(hw, model, *, batch, context, tp, math, kv_bytes) -> dict:
     ctx = model.attended_keys(held)  # DSA: the top-k of them
     indexer = _indexer(hw, model, queries=batch, pairs=batch * held, cached_keys=batch * held,
                        kv_bytes=kv_bytes) if model.is_dsa else None
+    heads = model.n_heads / tp * (queries if model.is_mla else 1.0)
     if model.is_mla:
-        fitted = mla_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, latent=model.kv_lora_rank,
+        fitted = mla_decode(hw=hw, batch=batch, context=ctx, n_heads=heads, latent=model.kv_lora_rank,
                             rope=model.qk_rope_head_dim, dtype=attention_math(math), kv_bytes=kv_bytes)
         if fitted is not None:  # the framework's measured MLA kernels
             fitted = fitted if indexer is None else add(fitted, indexer)
             return _with_linear(fitted, hw, model, tokens=batch, sequences=batch, tp=tp, math=math, a_bytes=2.0)
         kv_heads = 1.0 + 0.0 * tp
         kv_el = model.kv_lora_rank + model.qk_rope_head_dim + 0.0 * tp
+        qk_dim, v_dim = model.kv_lora_rank + model.qk_rope_head_dim, model.kv_lora_rank  # absorbed
     else:
         kv_heads = np.maximum(model.n_kv_heads / tp, 1.0)
         kv_el = kv_heads * (model.head_dim + model.v_dim)
-    att = attention_decode(hw=hw, batch=batch, context=ctx, n_heads=model.n_heads / tp, head_dim=model.head_dim,
-                           n_kv_heads=kv_heads, v_head_dim=model.v_dim, kv_elements_per_token=kv_el,
+        qk_dim, v_dim = model.head_dim, model.v_dim
+    att = attention_decode(hw=hw, batch=batch, context=ctx, n_heads=heads, head_dim=qk_dim,
+                           n_kv_heads=kv_heads, v_head_dim=v_dim, kv_elements_per_token=kv_el,
                            dtype=attention_math(math), kv_bytes=kv_bytes)
     att = att if indexer is None else add(att, indexer)
     return _with_linear(att, hw, model, tokens=batch, sequences=batch, tp=tp, math=math, a_bytes=2.0)
@@ -352,13 +379,14 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
 
 
 def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
-                 imbalance=1.0, routed=None) -> dict:
+                 imbalance=1.0, routed=None, queries=1.0) -> dict:
     """One decode step of one layer: `batch` new tokens, each attending to `context`
-    (`routed`: the routed experts' format where it differs, ops.part_formats)."""
+    (`routed`: the routed experts' format where it differs, ops.part_formats; `queries`
+    positions per sequence in its attention, decode_attention)."""
     block = attention_block(hw, model, phase="decode", batch=batch, new=1.0, prefix=context, tp=tp, math=math,
                             w_bytes=w_bytes, kv_bytes=kv_bytes, a_bytes=a_bytes)
     att = block if block is not None else decode_attention(hw, model, batch=batch, context=context, tp=tp, math=math,
-                                                           kv_bytes=kv_bytes)
+                                                           kv_bytes=kv_bytes, queries=queries)
     parts = [_classed(layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
                                   moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe),
                                   routed=routed), "matmul"),
@@ -381,8 +409,8 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
     MoE layer gathers every replica's tokens and runs over all tp·attention_dp devices,
     experts split `ep`-way (MoE TP = tp·attention_dp / ep). A verify step's matmuls,
     norms and collectives see every position; its decode attention reads each sequence's
-    cache once (speculative.time_per_token_s's rule: the few extra queries of a
-    memory-bound kernel ride on the same KV read). `routed`: the routed experts' format
+    cache once (decode_attention: MLA computes every position's heads over it, other
+    kernels' few extra queries ride on the same KV read). `routed`: the routed experts' format
     where it differs from the rest's (ops.part_formats)."""
     decode_tokens = decode_batch * verify
     tokens = decode_tokens + prefill_tokens
@@ -403,7 +431,7 @@ def layer_iteration(hw, model, *, decode_batch, context, prefill_tokens, prompt,
     mlp = layer_gemms(hw, model, tokens=tokens * replicas, tp=tp * replicas, moe=moe, ep=ep, imbalance=imbalance,
                       matmuls=ops.mlp_matmuls(model, moe=moe), routed=routed, **g)
     dec = dec_block if dec_block is not None else decode_attention(
-        hw, model, batch=decode_batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes)
+        hw, model, batch=decode_batch, context=context, tp=tp, math=math, kv_bytes=kv_bytes, queries=verify)
     pre = pre_block if pre_block is not None else prefill_attention(
         hw, model, batch=prefill_tokens / prompt, prompt=prompt, tp=tp, math=math, a_bytes=a_bytes,
         kv_bytes=kv_bytes)

@@ -67,7 +67,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                               decode_overhead_s_per_sequence=0.0, draft=None, draft_len=0.0, acceptance=0.0,
                               draft_weights_bytes=0.0, draft_kv_bytes_per_token=0.0, attention_weights=None,
                               attention_activations=None, prefill_pp=1.0, decode_pp=1.0, decode_pool=None,
-                              prefill_routing="random") -> dict:
+                              prefill_routing="random", decode_max_batch=np.inf, kv_memory_of="total") -> dict:
     """Fixed prefill and decode pools under `concurrency` requests in flight.
 
     Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
@@ -98,6 +98,11 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     min(r, pp) micro-batches, a token of one being every layer at the micro-batch's size plus
     the sends.
 
+    A decode replica holds at most `decode_max_batch` requests (the engine's max_batch_size,
+    max-running-requests or max_num_seqs per attention replica) and what its KV cache admits
+    (`kv_memory_of`: what the decode framework's memory fraction applies to,
+    concurrency.max_running); the requests beyond queue before their prefill.
+
     `prefill_routing` (PREFILL_ROUTINGS): how prompts reach the prefill replicas, "random"
     (each replica its own M/D/1 queue) or "shared_queue" (one M/D/c queue over every batch
     slot of the pool).
@@ -122,7 +127,9 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                                 attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                 stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes,
                                 attention_w_bytes=layer["w_bytes"],
-                                extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=decode_pp)
+                                extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=decode_pp,
+                                kv_memory_of=kv_memory_of)
+    cap = np.minimum(cap, decode_max_batch)
     room = np.maximum(np.minimum(per_decode, cap), 1.0)  # requests a decode replica can hold
     common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, kv_bytes=kv_bytes, routed=routed,
                   **layer)
