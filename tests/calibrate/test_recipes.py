@@ -252,3 +252,59 @@ def test_disaggregated_runs_that_decoded_with_mtp_within_15_percent(mtp_runs):
     dis = mtp_runs[mtp_runs["mode"] == "disagg"]
     assert len(dis) >= 35
     assert np.median(np.abs(dis.tpot_err)) <= 0.15
+
+
+def test_vendored_recipes_give_the_decode_batch_depth_and_cache():
+    """The srt-slurm recipes the repository vendors (benchmarks/multi_node/srt-slurm-recipes/,
+    from 2026-05), in each framework's keys: TensorRT-LLM's trtllm_config.decode (max_batch_size,
+    speculative_config max_draft_len, kv_cache_config dtype), vLLM's vllm_config.decode
+    (max-num-seqs, speculative-config num_speculative_tokens, kv-cache-dtype), SGLang's
+    sglang_config.decode (max-running-requests, speculative-num-steps, kv-cache-dtype
+    fp8_e4m3), as the vendored trtllm/deepseek-v4/agentx-gb300-20260811, vllm/deepseek-v4/8k1k
+    and sglang/dsr1/b200-fp4 recipes write them; an aggregated recipe's `aggregated` section."""
+    trt = {"backend": {"type": "trtllm", "trtllm_config": {"decode": {
+        "max_batch_size": 4, "speculative_config": {"decoding_type": "MTP", "max_draft_len": 3},
+        "kv_cache_config": {"dtype": "fp8", "free_gpu_memory_fraction": 0.7}}}}}
+    vllm = {"backend": {"type": "vllm", "vllm_config": {"decode": {
+        "max-num-seqs": 256, "kv-cache-dtype": "fp8",
+        "speculative-config": '{"method":"mtp","num_speculative_tokens":3}'}}}}
+    sglang = {"backend": {"type": "sglang", "sglang_config": {"decode": {
+        "max-running-requests": 512, "kv-cache-dtype": "fp8_e4m3", "speculative-num-steps": 2}}}}
+    agg = {"backend": {"vllm_config": {"aggregated": {"max-num-seqs": 64, "kv-cache-dtype": "auto"}}}}
+    assert recipes.recipe_settings(trt, "disagg") == {"decode_max_batch": 4, "draft_len": 3, "decode_kv": "fp8"}
+    assert recipes.recipe_settings(vllm, "disagg") == {"decode_max_batch": 256, "draft_len": 3, "decode_kv": "fp8"}
+    assert recipes.recipe_settings(sglang, "disagg") == {"decode_max_batch": 512, "draft_len": 2, "decode_kv": "fp8"}
+    assert recipes.recipe_settings(agg, "agg") == {"decode_max_batch": 64, "draft_len": 0, "decode_kv": ""}
+    assert recipes.recipe_settings({}, "disagg") == {"decode_max_batch": 0, "draft_len": 0, "decode_kv": ""}
+
+
+def test_synthetic_acceptance_length_and_the_acceptance_that_gives_it():
+    """From 2026-07 the benchmark enforces the SPEED-Bench acceptance length of each model and
+    depth (SYNTHETIC_ACCEPTANCE_LENGTH, runners/inject_synthetic_acceptance.py; DeepSeek-V4-Pro
+    MTP with thinking on: 1.79 / 2.27 / 2.49 at depth 1 / 2 / 3, golden_al_distribution/
+    dsv4_mtp.yaml). A row of such a run is predicted at the per-token acceptance that emits that
+    many tokens per step (speculative.acceptance_for_tokens_per_step)."""
+    from workbench.workloads.speculative import acceptance_for_tokens_per_step, expected_tokens_per_step
+    on = {"prefill": {"additional-settings": ["SYNTHETIC_ACCEPTANCE=true", "SYNTHETIC_ACCEPTANCE_LENGTH=2.49"]}}
+    off = {"prefill": {"additional-settings": ["SYNTHETIC_ACCEPTANCE_LENGTH=2.49"]}}
+    assert recipes.acceptance_length(on) == 2.49 and recipes.acceptance_length(off) == 0.0
+    lengths, depth = np.array([1.79, 2.27, 2.49]), np.array([1.0, 2.0, 3.0])
+    a = acceptance_for_tokens_per_step(lengths, draft_len=depth)
+    np.testing.assert_allclose(expected_tokens_per_step(acceptance=a, draft_len=depth), lengths, rtol=1e-12)
+    assert a[0] == pytest.approx(0.79, rel=1e-9)  # depth 1: E = 1 + a
+    table = recipes.load()
+    dsv4 = table[(table.config == "dsv4-fp4-b200-dynamo-vllm-mtp") & (table.concurrency == 8)].iloc[0]
+    # the depth from the vendored recipe (num_speculative_tokens 3), the length from the file's settings
+    assert (dsv4.draft_len, dsv4.acceptance_length, dsv4.decode_kv) == (3, 2.49, "fp8")
+    # a row of that run: its pools, its cache, and the acceptance giving 2.49 tokens per step
+    template = _row("2026_03_25_deepseek_r1_h100_sxm_trtllm_fp8_disagg_1024x1024_c4916_tp16_0_ep16_0_873")
+    row = template._replace(id="dsv4-b200-mtp-c8", model_path="deepseek-ai/DeepSeek-V4-Pro", system="b200_sxm",
+                            backend="vllm", precision="fp4", gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4",
+                            isl=8192, osl=1024, concurrency=8.0, measured="2026-08-20", prefill_tp_size=1.0,
+                            prefill_attention_dp_size=8.0, prefill_moe_ep_size=8.0, decode_tp_size=8.0,
+                            decode_attention_dp_size=1.0, decode_moe_ep_size=1.0)
+    cfg, why = serving_rows.config(row)
+    assert why == "" and (cfg["draft_len"], cfg["kv"], cfg["decode_max_batch"]) == (3, "fp8", 256)
+    assert float(expected_tokens_per_step(acceptance=cfg["acceptance"], draft_len=3)) == pytest.approx(2.49)
+    # the new schema's DEP8 prefill (tp 1, ep 8, dp-attn): 8 GPUs per worker
+    assert (cfg["prefill_tp"], cfg["prefill_attention_dp"], cfg["prefill_ep"]) == (1, 8, 8)

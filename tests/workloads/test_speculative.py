@@ -118,3 +118,18 @@ def test_serving_takes_an_eagle3_head():
               weights="fp8", framework="trtllm")
     assert float(predict.serving(draft_model="eagle", draft_len=3, acceptance=0.7, **kw).tpot_s) < \
         float(predict.serving(**kw).tpot_s)
+
+
+def test_deepseek_v4_mtp_layer_is_its_sliding_window_alone():
+    """DeepSeek-V4-Pro's config.json lists 62 compress ratios for 61 layers, the MTP layer's 0:
+    its draft is one layer of the target's shape attending over the 128-token window only,
+    neither compressed nor indexed; DeepSeek-V3's stays one full MLA layer."""
+    from workbench.workloads.speculative import mtp_draft
+    v4 = mtp_draft(load_model("deepseek_v4_pro"))
+    assert (v4.n_layers, v4.n_sliding_layers, v4.n_csa_layers, v4.n_hca_layers, v4.index_topk) == (1, 1, 0, 0, 0)
+    assert not v4.is_compressed and not v4.is_dsa and v4.sliding_window == 128
+    v3 = mtp_draft(load_model("deepseek_v3"))
+    assert (v3.n_layers, v3.n_sliding_layers, v3.is_mla, v3.is_moe) == (1, 0, True, True)
+    r = predict.serving(hardware="b200", model="deepseek_v4_pro", tp=8, concurrency=8, prompt=8192,
+                        generate=1024, weights="fp4", framework="vllm", draft_len=3, acceptance=0.69)
+    assert bool(r.fits) and float(r.tokens_per_step) == pytest.approx(1 + 0.69 + 0.69 ** 2 + 0.69 ** 3)

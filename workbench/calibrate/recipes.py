@@ -3,9 +3,14 @@ github.com/SemiAnalysisAI/InferenceX, Apache-2.0) ran, as its configuration file
 them: for each model, GPU, framework image, prompt and output length and concurrency, the
 prefill and decode workers of a disaggregated run (`mode` "disagg"; `*_tp` the GPUs per
 worker: the file's `tp`, the attention's TP or, with `*_dp_attention`, its data-parallel
-width), the one instance of an aggregated run (`mode` "agg", in the decode columns), expert
-parallelism, and whether decode ran the model's multi-token-prediction head (MTP) and how
-deep (`draft_len`, 0 where nothing says).
+width, or its `ep` where that is wider: entries from 2026 write a DEP8 pool as tp 1, ep 8,
+dp-attn, as the recipe they name runs it, e.g. vllm/deepseek-v4/8k1k/disagg-b200-1p1d-dep8-
+tp8-mtp.yaml: tensor-parallel-size 1, data-parallel-size 8, gpus_per_prefill 8), the one
+instance of an aggregated run (`mode` "agg", in the decode columns), expert parallelism,
+whether decode ran the model's multi-token-prediction head (MTP) and how deep (`draft_len`,
+0 where nothing says), the decode engine's batch cap (`decode_max_batch`), the acceptance
+length a run enforced (`acceptance_length`) and, where the repository vendors the recipe an
+entry names, the decode cache's format (`decode_kv`; 0 or "" where unstated).
 
     workbench calibrate import-recipes --inferencex PATH    # a clone of the repository (its git history)
 
@@ -56,7 +61,7 @@ RUNNERS = {"h100": "h100_sxm", "rtx6000pro": "rtx_pro_6000"}
 POOL = ("workers", "tp", "ep", "dp_attention")
 DEPLOYMENT = ("spec_decoding", "draft_len", *(f"{p}_{k}" for p in ("prefill", "decode") for k in POOL))
 KEY = ("config", "mode", "model", "precision", "gpu", "framework", "image_tag", "isl", "osl", "concurrency",
-       *DEPLOYMENT, "decode_max_batch")
+       *DEPLOYMENT, "decode_max_batch", "acceptance_length", "decode_kv")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -86,6 +91,73 @@ def decode_max_batch(entry: dict) -> int:
                     for s in entry.get(pool, {}).get("additional-settings") or [])
     m = re.search(r"DECODE_MAX_BATCH_SIZE=(\d+)", text) or re.search(r"_batch(\d+)[_.]", text)
     return int(m.group(1)) if m else 0
+
+
+# The srt-slurm recipes the file's CONFIG_FILE settings name, as the repository vendors them
+# from 2026-05 (recipes/<path> -> benchmarks/multi_node/srt-slurm-recipes/<path>).
+VENDORED = "benchmarks/multi_node/srt-slurm-recipes/"
+
+
+def recipe_settings(recipe: dict, mode: str) -> dict:
+    """What a vendored srt-slurm recipe sets for the decode pool (`mode` "disagg") or the one
+    instance ("agg"): decode_max_batch (TensorRT-LLM max_batch_size, SGLang max-running-
+    requests, vLLM max-num-seqs), draft_len (TensorRT-LLM's speculative_config max_draft_len
+    or num_nextn_predict_layers, vLLM's speculative-config num_speculative_tokens, SGLang's
+    speculative-num-steps) and decode_kv (its KV-cache dtype, "fp8" or "bf16"); 0 / "" where
+    it says nothing."""
+    import json
+    backend = (recipe or {}).get("backend") or {}
+    frameworks = [v for k, v in backend.items() if k.endswith("_config") and isinstance(v, dict)]
+    section = next((f.get(k) for f in frameworks for k in (("decode",) if mode == "disagg" else ("aggregated", "agg"))
+                    if isinstance(f.get(k), dict)), None) or {}
+    batch = next((section[k] for k in ("max_batch_size", "max-running-requests", "max-num-seqs") if k in section), 0)
+    spec = section.get("speculative_config") or {}
+    vllm_spec = section.get("speculative-config") or "{}"
+    try:
+        vllm_spec = json.loads(vllm_spec) if isinstance(vllm_spec, str) else dict(vllm_spec)
+    except ValueError:
+        vllm_spec = {}
+    depth = (spec.get("max_draft_len") or spec.get("num_nextn_predict_layers") if isinstance(spec, dict) else 0) or \
+        vllm_spec.get("num_speculative_tokens") or section.get("speculative-num-steps") or 0
+    kv = str((section.get("kv_cache_config") or {}).get("dtype", "") if isinstance(section.get("kv_cache_config"), dict)
+             else "") or str(section.get("kv-cache-dtype", ""))
+    kv = "fp8" if kv.startswith("fp8") else ("bf16" if kv in ("bf16", "bfloat16") else "")  # "auto": unstated
+    return {"decode_max_batch": int(batch or 0), "draft_len": int(depth or 0), "decode_kv": kv}
+
+
+def _config_file(entry: dict) -> str:
+    """The recipe path an entry's CONFIG_FILE setting names (without a `:override` suffix), or ""."""
+    for pool in ("prefill", "decode"):
+        for s in entry.get(pool, {}).get("additional-settings") or []:
+            m = re.match(r"CONFIG_FILE=(\S+)", str(s))
+            if m:
+                return m.group(1).split(":", 1)[0]
+    return ""
+
+
+def _with_recipe(pools: dict, entry: dict, recipe_of, mode: str) -> dict:
+    """The entry's pools completed by its vendored recipe (recipe_of(path) -> parsed recipe or
+    None): the decode batch and MTP depth where the file's settings and names leave them out,
+    and the cache's format."""
+    path = _config_file(entry)
+    found = recipe_of(path) if recipe_of and path.startswith("recipes/") else None
+    if not found:
+        return dict(pools, decode_kv="")
+    r = recipe_settings(found, mode)
+    return dict(pools, decode_max_batch=pools["decode_max_batch"] or r["decode_max_batch"], decode_kv=r["decode_kv"],
+                draft_len=pools["draft_len"] or (r["draft_len"] if pools["spec_decoding"] == "mtp" else 0))
+
+
+def acceptance_length(entry: dict) -> float:
+    """The mean acceptance length (tokens per verify step) a speculating entry enforced with
+    synthetic acceptance (SYNTHETIC_ACCEPTANCE=true and SYNTHETIC_ACCEPTANCE_LENGTH=L in its
+    settings, the benchmark's runners/inject_synthetic_acceptance.py, from 2026-07: the
+    golden SPEED-Bench coding value for the model and depth, golden_al_distribution/*.yaml),
+    0 where the run accepted what its drafts earned."""
+    text = " ".join(str(s) for pool in ("prefill", "decode")
+                    for s in entry.get(pool, {}).get("additional-settings") or [])
+    m = re.search(r"SYNTHETIC_ACCEPTANCE_LENGTH=(\d+(?:\.\d+)?)", text)
+    return float(m.group(1)) if m and re.search(r"SYNTHETIC_ACCEPTANCE=true", text, re.I) else 0.0
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,12 +215,15 @@ def _aggregated(space: dict, framework: str) -> dict:
     depth = (draft_len(space) or aggregated_draft_len(framework, dp)) if spec == "mtp" else 0
     return dict(spec_decoding=spec, draft_len=depth, prefill_workers=0, prefill_tp=0, prefill_ep=0,
                 prefill_dp_attention=False, decode_workers=1, decode_tp=int(space.get("tp", 1)),
-                decode_ep=int(space.get("ep", 1)), decode_dp_attention=dp, decode_max_batch=0)
+                decode_ep=int(space.get("ep", 1)), decode_dp_attention=dp, decode_max_batch=0,
+                acceptance_length=acceptance_length(space) if depth else 0.0)
 
 
-def entries(config: dict) -> list[dict]:
+def entries(config: dict, recipe_of=None) -> list[dict]:
     """Every (deployment, concurrency) of one version of the file: disaggregated pools, and
-    aggregated instances (`mode` "agg": the instance in the decode columns, 0 prefill workers)."""
+    aggregated instances (`mode` "agg": the instance in the decode columns, 0 prefill workers);
+    `recipe_of(path)`: the parsed srt-slurm recipe a CONFIG_FILE names, where the version
+    vendors it (_with_recipe)."""
     out = []
     for name, e in config.items():
         framework = FRAMEWORKS.get(e.get("framework")) if isinstance(e, dict) else None
@@ -168,10 +243,14 @@ def entries(config: dict) -> list[dict]:
                     pools = {f"{p}_{k}": (bool(s[p].get("dp-attn")) if k == "dp_attention" else
                                           int(s[p].get("num-worker" if k == "workers" else k, 1)))
                              for p in ("prefill", "decode") for k in POOL}
+                    for p in ("prefill", "decode"):  # GPUs per worker: an ep wider than tp spans ep GPUs
+                        pools[f"{p}_tp"] = max(pools[f"{p}_tp"], pools[f"{p}_ep"])
                     pools.update(spec_decoding=spec, draft_len=draft_len(s) if spec == "mtp" else 0,
-                                 decode_max_batch=decode_max_batch(s))
+                                 decode_max_batch=decode_max_batch(s),
+                                 acceptance_length=acceptance_length(s) if spec == "mtp" else 0.0)
                 else:
                     continue
+                pools = _with_recipe(pools, s, recipe_of, base["mode"])
                 for c in concurrencies(s):
                     out.append(dict(base, isl=int(seq["isl"]), osl=int(seq["osl"]), concurrency=c, **pools))
     return out
@@ -193,11 +272,27 @@ def import_recipes(repo: Path | str) -> pd.DataFrame:
             versions.append((pd.Timestamp(when).tz_convert("UTC"), sha, path))
     if not versions:
         raise InputError(f"inferencex={str(repo)!r} has no {' or '.join(CONFIG_PATHS)} in its history")
-    open_, rows = {}, []
+    open_, rows, blobs = {}, [], {}
+
+    def vendored(sha):
+        """recipe_of for one version: path -> parsed recipe, each blob read once."""
+        listing = _git(repo, "ls-tree", "-r", sha, "--", VENDORED).splitlines()
+        at = {line.split("\t", 1)[1][len(VENDORED):]: line.split()[2] for line in listing if "\t" in line}
+
+        def recipe_of(path):
+            blob = at.get(path[len("recipes/"):])
+            if blob is not None and blob not in blobs:
+                try:
+                    blobs[blob] = yaml.load(_git(repo, "cat-file", "-p", blob), Loader=loader)
+                except yaml.YAMLError:
+                    blobs[blob] = None
+            return blobs.get(blob)
+        return recipe_of
+
     for when, sha, path in sorted(versions):
         try:
             text = _git(repo, "show", f"{sha}:{path}")
-            now = {tuple(d[k] for k in KEY) for d in entries(yaml.load(text, Loader=loader) or {})}
+            now = {tuple(d[k] for k in KEY) for d in entries(yaml.load(text, Loader=loader) or {}, vendored(sha))}
         except (yaml.YAMLError, subprocess.CalledProcessError, KeyError, TypeError, ValueError):
             continue  # a version that does not parse is skipped; the next one carries on
         for key in set(open_) - now:
@@ -261,14 +356,31 @@ def pools(row) -> tuple[dict | None, str]:
         return None, (f"disaggregated row without its workers, and {len(found)} deployments of the benchmark's "
                       f"configuration match it ({', '.join(sorted(set(found.spec_decoding)))} decoding): ambiguous")
     d = found.iloc[0]
-    batches = set(m.decode_max_batch)  # versions of one deployment may differ in it: then unknown
+    # versions of one deployment may differ in what their recipes set: then unknown
+    batches, lengths, kvs = set(m.decode_max_batch), set(m.acceptance_length), set(m.decode_kv)
     out = {"draft_len": int(d.draft_len), "spec_decoding": d.spec_decoding,
-           "decode_max_batch": batches.pop() if len(batches) == 1 else 0}
+           "decode_max_batch": int(batches.pop()) if len(batches) == 1 else 0,
+           "acceptance_length": float(lengths.pop()) if len(lengths) == 1 else 0.0,
+           "decode_kv": kvs.pop() if len(kvs) == 1 else ""}
     for p in ("prefill", "decode"):
         gpus, dp = int(d[f"{p}_tp"]), bool(d[f"{p}_dp_attention"])
         out.update({f"{p}_workers": int(d[f"{p}_workers"]), f"{p}_tp": 1 if dp else gpus,
                     f"{p}_attention_dp": gpus if dp else 1, f"{p}_ep": int(d[f"{p}_ep"])})
     return out, ""
+
+
+def _aggregated_matches(row) -> pd.DataFrame:
+    """The aggregated entries that ran the row's framework version at its concurrency on its GPUs."""
+    from .serving_rows import _n
+    m = _matching(row, "agg")
+    return m[(m.image_tag == str(row.backend_version)) & (m.decode_tp == _n(row.tp_size) * _n(row.attention_dp_size))]
+
+
+def stated_acceptance_length(row) -> float:
+    """The acceptance length an aggregated row's run enforced (acceptance_length), 0 where its
+    entries state none or differ."""
+    lengths = set(_aggregated_matches(row).acceptance_length)
+    return float(lengths.pop()) if len(lengths) == 1 else 0.0
 
 
 def speculation(row) -> tuple[int | None, str]:
@@ -278,11 +390,7 @@ def speculation(row) -> tuple[int | None, str]:
     (None, why) where they disagree or ran MTP at a depth not stated. The benchmark's MTP and
     plain entries list the same concurrencies and differ by image (TensorRT-LLM 1.2.0rc6.post3
     against post2 for DeepSeek-R1 on B200), so the version tells them apart."""
-    from .serving_rows import _n
-    m = _matching(row, "agg")
-    m = m[(m.image_tag == str(row.backend_version)) &
-          (m.decode_tp == _n(row.tp_size) * _n(row.attention_dp_size))]
-    found = m.drop_duplicates(["spec_decoding", "draft_len"])
+    found = _aggregated_matches(row).drop_duplicates(["spec_decoding", "draft_len"])
     if found.empty or set(found.spec_decoding) == {"none"}:
         return 0, ""
     if len(found) > 1:

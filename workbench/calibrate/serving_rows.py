@@ -81,7 +81,8 @@ def _n(v, default=1):
     return int(v) if v == v and v else default
 
 
-# The KV cache of the benchmark's disaggregated TensorRT-LLM and SGLang deployments: FP8, as
+# The KV cache of the benchmark's disaggregated TensorRT-LLM and SGLang deployments where
+# the recipe it ran is not at hand (recipes.recipe_settings reads it where it is): FP8, as
 # their recipes set it (InferenceX benchmarks/multi_node/srt-slurm-recipes: kv_cache_config
 # dtype fp8 in each of the 94 TensorRT-LLM recipe files, kv-cache-dtype fp8_e4m3 in each of the
 # 13 SGLang DeepSeek-R1 ones; the srt-slurm recipes its early configuration names, e.g.
@@ -96,6 +97,7 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
     with the MTP head where that run decoded with it)."""
     hw = system(r.system)
     moe = _kind(r.model_path) == "moe"  # a dense model's stated MoE split describes nothing that runs
+    kv = DISAGGREGATED_KV.get(r.backend)
     if _states_workers(r):
         pools = dict(prefill_tp=_n(r.prefill_tp_size), prefill_ep=_n(r.prefill_moe_ep_size) if moe else 1,
                      prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
@@ -104,22 +106,24 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
         # the decode engine's batch cap, where the benchmark's deployment is this one
         recipe, _ = recipes.pools(r)
         same = ("prefill_workers", "decode_workers", "decode_tp", "decode_attention_dp")
-        if recipe and recipe.get("decode_max_batch") and all(recipe[k] == pools[k] for k in same):
-            pools["decode_max_batch"] = recipe["decode_max_batch"]
+        if recipe and all(recipe[k] == pools[k] for k in same):
+            pools.update({"decode_max_batch": recipe["decode_max_batch"]} if recipe["decode_max_batch"] else {})
+            kv = recipe["decode_kv"] or kv
     else:  # the workers from the deployment the benchmark published for the row (calibrate/recipes.py)
         pools, why = recipes.pools(r)
         if pools is None:
             return None, why
         spec, depth = pools.pop("spec_decoding"), pools.pop("draft_len")
-        most = pools.pop("decode_max_batch")
+        most, length = pools.pop("decode_max_batch"), pools.pop("acceptance_length")
+        kv = pools.pop("decode_kv") or kv  # the cache format the recipe set, else the rule
         if spec != "none" and not depth:
             return None, "the benchmark's configuration ran this deployment with MTP of unstated depth"
         pools.update(prefill_ep=pools["prefill_ep"] if moe else 1, decode_ep=pools["decode_ep"] if moe else 1,
-                     **_mtp(depth), **({"decode_max_batch": most} if most else {}))
+                     **_mtp(depth, length), **({"decode_max_batch": most} if most else {}))
     return dict(function="disaggregated", prefill_hardware=hw, decode_hardware=hw, model=r.model_path,
                 concurrency=_n(r.concurrency), prompt=_n(r.isl), generate=_n(r.osl), weights=weights,
                 activations=activations, attention_weights=attention_weights(r), framework=r.backend,
-                kv=DISAGGREGATED_KV.get(r.backend), prefill_batch=_n(r.prefill_batch_size), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
+                kv=kv, prefill_batch=_n(r.prefill_batch_size), prefill_pp=_n(getattr(r, "prefill_pp_size", 1)),
                 decode_pp=_n(getattr(r, "decode_pp_size", 1)), **pools), ""
 
 
@@ -128,11 +132,16 @@ def _states_workers(r) -> bool:
     return r.prefill_num_workers == r.prefill_num_workers and r.decode_num_workers == r.decode_num_workers
 
 
-def _mtp(depth: int) -> dict:
+def _mtp(depth: int, length: float = 0.0) -> dict:
     """predict.* arguments of a run that decoded with the model's MTP head `depth` tokens
-    ahead (none for 0), at the acceptance DeepSeek-V3's report gives (speculative.MTP_ACCEPTANCE)."""
-    from ..workloads.speculative import MTP_ACCEPTANCE
-    return {"draft_len": depth, "acceptance": MTP_ACCEPTANCE} if depth else {}
+    ahead (none for 0): at the acceptance that gives the mean acceptance `length` the run
+    enforced (synthetic acceptance, recipes.acceptance_length), else at the acceptance
+    DeepSeek-V3's report gives (speculative.MTP_ACCEPTANCE)."""
+    from ..workloads.speculative import MTP_ACCEPTANCE, acceptance_for_tokens_per_step
+    if not depth:
+        return {}
+    a = float(acceptance_for_tokens_per_step(length, draft_len=depth)) if length else MTP_ACCEPTANCE
+    return {"draft_len": depth, "acceptance": a}
 
 
 def layout(r) -> tuple[int, int, int]:
@@ -211,7 +220,8 @@ def config(r) -> tuple[dict | None, str]:
     return dict(hardware=system(r.system), model=r.model_path, tp=tp, pp=_n(getattr(r, "pp_size", 1)),
                 attention_dp=attention_dp, ep=ep, concurrency=_n(r.concurrency) / replicas(r),
                 prompt=_n(r.isl), generate=_n(r.osl), weights=fmt[0], activations=fmt[1],
-                attention_weights=attention_weights(r), framework=r.backend, **_mtp(depth)), ""
+                attention_weights=attention_weights(r), framework=r.backend,
+                **_mtp(depth, recipes.stated_acceptance_length(r) if depth else 0.0)), ""
 
 
 def _kind(model_path: str) -> str:

@@ -19,6 +19,20 @@ def expected_tokens_per_step(*, acceptance, draft_len):
     return np.where(a < 1.0, (1.0 - safe ** (k + 1.0)) / (1.0 - safe), k + 1.0)
 
 
+def acceptance_for_tokens_per_step(tokens, *, draft_len, rounds: int = 60):
+    """The per-token acceptance a at which k = `draft_len` drafted tokens emit `tokens` per
+    verify step on average (expected_tokens_per_step inverted, by bisection: it rises with
+    a); `tokens` between 1 and k + 1. A run that states its mean acceptance length (tokens
+    per step, as synthetic acceptance enforces it) is predicted at this a."""
+    t, k = np.asarray(tokens, float), np.asarray(draft_len, float)
+    lo, hi = np.zeros(np.broadcast(t, k).shape), np.ones(np.broadcast(t, k).shape)
+    for _ in range(rounds):
+        mid = 0.5 * (lo + hi)
+        short = expected_tokens_per_step(acceptance=mid, draft_len=k) < t
+        lo, hi = np.where(short, mid, lo), np.where(short, hi, mid)
+    return 0.5 * (lo + hi)
+
+
 MTP_HEAD = "mtp"  # draft_model value meaning the target's own multi-token-prediction head
 # Acceptance of a token drafted by DeepSeek-V3's MTP module: "the acceptance rate of the
 # second token prediction ranges between 85% and 90% across various generation topics"
@@ -53,10 +67,15 @@ def eagle_draft(model):
 def mtp_draft(model):
     """The draft of multi-token prediction (DeepSeek-V3's MTP module): one more layer of the
     target's shape (a MoE layer for a MoE target) with the target's embedding and lm_head,
-    run once per drafted token."""
+    run once per drafted token. Its attention is full softmax attention, except in a target
+    whose every layer is windowed: DeepSeek-V4's MTP layer is its sliding window alone, neither
+    compressed (compress_ratios has 62 entries for 61 layers and the MTP layer's is 0,
+    DeepSeek-V4-Pro and -Flash config.json) nor indexed."""
     import dataclasses
+    windowed = model.n_sliding_layers == model.n_layers and model.is_compressed
     return dataclasses.replace(model, name=f"{model.name} MTP", n_layers=1, n_dense_layers=min(model.n_dense_layers, 1)
-                               if not model.is_moe else 0, n_linear_layers=0, n_sliding_layers=0)
+                               if not model.is_moe else 0, n_linear_layers=0, n_sliding_layers=1 if windowed else 0,
+                               n_csa_layers=0, n_hca_layers=0, index_topk=0 if windowed else model.index_topk)
 
 
 def with_speculation(r: dict, *, draft_step_s, verify_step_s, draft_len, acceptance, generate, out_tokens,
