@@ -104,24 +104,24 @@ def recipe_settings(recipe: dict, mode: str) -> dict:
     requests, vLLM max-num-seqs), draft_len (TensorRT-LLM's speculative_config max_draft_len
     or num_nextn_predict_layers, vLLM's speculative-config num_speculative_tokens, SGLang's
     speculative-num-steps) and decode_kv (its KV-cache dtype, "fp8" or "bf16"); 0 / "" where
-    it says nothing."""
+    it says nothing (a cache dtype "auto" included)."""
     import json
-    backend = (recipe or {}).get("backend") or {}
-    frameworks = [v for k, v in backend.items() if k.endswith("_config") and isinstance(v, dict)]
-    section = next((f.get(k) for f in frameworks for k in (("decode",) if mode == "disagg" else ("aggregated", "agg"))
-                    if isinstance(f.get(k), dict)), None) or {}
-    batch = next((section[k] for k in ("max_batch_size", "max-running-requests", "max-num-seqs") if k in section), 0)
-    spec = section.get("speculative_config") or {}
-    vllm_spec = section.get("speculative-config") or "{}"
+    sections = [v for k, v in ((recipe or {}).get("backend") or {}).items()
+                if k.endswith("_config") and isinstance(v, dict)]  # trtllm_config, sglang_config, vllm_config
+    names = ("decode",) if mode == "disagg" else ("aggregated", "agg")
+    pool = next((f[k] for f in sections for k in names if isinstance(f.get(k), dict)), {})
+    batch = next((pool[k] for k in ("max_batch_size", "max-running-requests", "max-num-seqs") if k in pool), 0)
+    trt_spec = pool.get("speculative_config") if isinstance(pool.get("speculative_config"), dict) else {}
+    raw = pool.get("speculative-config") or "{}"  # JSON text, or a YAML mapping
     try:
-        vllm_spec = json.loads(vllm_spec) if isinstance(vllm_spec, str) else dict(vllm_spec)
-    except ValueError:
+        vllm_spec = raw if isinstance(raw, dict) else json.loads(raw)
+    except (TypeError, ValueError):
         vllm_spec = {}
-    depth = (spec.get("max_draft_len") or spec.get("num_nextn_predict_layers") if isinstance(spec, dict) else 0) or \
-        vllm_spec.get("num_speculative_tokens") or section.get("speculative-num-steps") or 0
-    kv = str((section.get("kv_cache_config") or {}).get("dtype", "") if isinstance(section.get("kv_cache_config"), dict)
-             else "") or str(section.get("kv-cache-dtype", ""))
-    kv = "fp8" if kv.startswith("fp8") else ("bf16" if kv in ("bf16", "bfloat16") else "")  # "auto": unstated
+    depth = (trt_spec.get("max_draft_len") or trt_spec.get("num_nextn_predict_layers")
+             or vllm_spec.get("num_speculative_tokens") or pool.get("speculative-num-steps") or 0)
+    cache = pool.get("kv_cache_config") if isinstance(pool.get("kv_cache_config"), dict) else {}
+    kv = str(cache.get("dtype") or pool.get("kv-cache-dtype") or "")
+    kv = "fp8" if kv.startswith("fp8") else ("bf16" if kv in ("bf16", "bfloat16") else "")
     return {"decode_max_batch": int(batch or 0), "draft_len": int(depth or 0), "decode_kv": kv}
 
 
@@ -300,8 +300,9 @@ def import_recipes(repo: Path | str) -> pd.DataFrame:
         for key in now - set(open_):
             open_[key] = dict(first_commit=sha, first_date=when.date().isoformat())
     rows += [dict(zip(KEY, key), **v, until_date="") for key, v in open_.items()]
+    # every column in the order: the same history writes the same file
     return pd.DataFrame(rows, columns=[*KEY, "first_commit", "first_date", "until_date"]).sort_values(
-        ["config", "isl", "osl", "concurrency", "first_date"]).reset_index(drop=True)
+        ["config", "isl", "osl", "concurrency", "first_date", *KEY]).reset_index(drop=True)
 
 
 def write(df: pd.DataFrame, out: Path | str | None = None) -> Path:
@@ -343,8 +344,8 @@ def pools(row) -> tuple[dict | None, str]:
     """The pools of a disaggregated row that leaves its workers out, from the deployment the
     benchmark's file named for it on its `measured` date (its model matched by architecture:
     the rows name DeepSeek-R1 runs DeepSeek-V3 or -R1, one spec): ({prefill,decode}_{workers,
-    tp, ep, attention_dp}, spec_decoding, draft_len, decode_max_batch: 0 where unstated or
-    the matches differ in it), or (None, why)."""
+    tp, ep, attention_dp}, spec_decoding, draft_len, decode_max_batch, acceptance_length and
+    decode_kv: 0 or "" where unstated or the matches differ in it), or (None, why)."""
     m = _matching(row, "disagg")
     m = m[(m.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
           (m.decode_tp == row.decode_tp_size * row.decode_attention_dp_size)]
