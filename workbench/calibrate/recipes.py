@@ -370,6 +370,21 @@ def pools(row) -> tuple[dict | None, str]:
     return out, ""
 
 
+def engine_settings(row) -> dict:
+    """For a disaggregated row that states its pools: the decode batch cap and cache format of
+    the deployments the file held on its date with the same workers and GPUs per worker
+    ({"decode_max_batch": n, "decode_kv": kv}; 0 / "" where they say nothing or differ). MTP
+    and plain entries of one deployment share their engines: their agreement is enough."""
+    from .serving_rows import _n
+    m = _matching(row, "disagg")
+    m = m[(m.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
+          (m.decode_tp == row.decode_tp_size * row.decode_attention_dp_size) &
+          (m.prefill_workers == _n(row.prefill_num_workers)) & (m.decode_workers == _n(row.decode_num_workers))]
+    batches, kvs = set(m.decode_max_batch), set(m.decode_kv)
+    return {"decode_max_batch": int(batches.pop()) if len(batches) == 1 else 0,
+            "decode_kv": kvs.pop() if len(kvs) == 1 else ""}
+
+
 def _aggregated_matches(row) -> pd.DataFrame:
     """The aggregated entries that ran the row's framework version at its concurrency on its GPUs."""
     from .serving_rows import _n

@@ -103,12 +103,10 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
                      prefill_attention_dp=_n(r.prefill_attention_dp_size), prefill_workers=_n(r.prefill_num_workers),
                      decode_tp=_n(r.decode_tp_size), decode_ep=_n(r.decode_moe_ep_size) if moe else 1,
                      decode_attention_dp=_n(r.decode_attention_dp_size), decode_workers=_n(r.decode_num_workers))
-        # the decode engine's batch cap, where the benchmark's deployment is this one
-        recipe, _ = recipes.pools(r)
-        same = ("prefill_workers", "decode_workers", "decode_tp", "decode_attention_dp")
-        if recipe and all(recipe[k] == pools[k] for k in same):
-            pools.update({"decode_max_batch": recipe["decode_max_batch"]} if recipe["decode_max_batch"] else {})
-            kv = recipe["decode_kv"] or kv
+        # the decode engine's batch cap and cache, where the benchmark ran this deployment
+        engine = recipes.engine_settings(r)
+        pools.update({"decode_max_batch": engine["decode_max_batch"]} if engine["decode_max_batch"] else {})
+        kv = engine["decode_kv"] or kv
     else:  # the workers from the deployment the benchmark published for the row (calibrate/recipes.py)
         pools, why = recipes.pools(r)
         if pools is None:
