@@ -340,15 +340,21 @@ def _matching(row, mode: str) -> pd.DataFrame:
               ((df.until_date == "") | (df.until_date > day))]
 
 
+def _same_gpus(row) -> pd.DataFrame:
+    """The disaggregated deployments matching a row (_matching) with its GPUs per prefill and
+    per decode worker."""
+    m = _matching(row, "disagg")
+    return m[(m.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
+             (m.decode_tp == row.decode_tp_size * row.decode_attention_dp_size)]
+
+
 def pools(row) -> tuple[dict | None, str]:
     """The pools of a disaggregated row that leaves its workers out, from the deployment the
     benchmark's file named for it on its `measured` date (its model matched by architecture:
     the rows name DeepSeek-R1 runs DeepSeek-V3 or -R1, one spec): ({prefill,decode}_{workers,
     tp, ep, attention_dp}, spec_decoding, draft_len, decode_max_batch, acceptance_length and
     decode_kv: 0 or "" where unstated or the matches differ in it), or (None, why)."""
-    m = _matching(row, "disagg")
-    m = m[(m.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
-          (m.decode_tp == row.decode_tp_size * row.decode_attention_dp_size)]
+    m = _same_gpus(row)
     found = m.drop_duplicates(list(DEPLOYMENT))
     if found.empty:
         return None, ("disaggregated row without its workers, and no deployment of the benchmark's published "
@@ -376,10 +382,8 @@ def engine_settings(row) -> dict:
     ({"decode_max_batch": n, "decode_kv": kv}; 0 / "" where they say nothing or differ). MTP
     and plain entries of one deployment share their engines: their agreement is enough."""
     from .serving_rows import _n
-    m = _matching(row, "disagg")
-    m = m[(m.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
-          (m.decode_tp == row.decode_tp_size * row.decode_attention_dp_size) &
-          (m.prefill_workers == _n(row.prefill_num_workers)) & (m.decode_workers == _n(row.decode_num_workers))]
+    m = _same_gpus(row)
+    m = m[(m.prefill_workers == _n(row.prefill_num_workers)) & (m.decode_workers == _n(row.decode_num_workers))]
     batches, kvs = set(m.decode_max_batch), set(m.decode_kv)
     return {"decode_max_batch": int(batches.pop()) if len(batches) == 1 else 0,
             "decode_kv": kvs.pop() if len(kvs) == 1 else ""}
