@@ -69,3 +69,4 @@ def test_mla_prefill_reads_16_bit_keys_where_the_framework_up_projects_them(fram
     assert (fp8 == pytest.approx(bf16, rel=1e-12)) is same
     gqa = [float(prefill_attention(hw, LLAMA, kv_bytes=b, **kw)["time_s"]) for b in (1.0, 2.0)]
     assert np.isfinite(gqa).all()  # a GQA model keeps its cache's format (its tables' bf16/fp8 surface)
+    assert gqa[0] != pytest.approx(gqa[1], rel=1e-6)  # so an FP8 cache times differently there

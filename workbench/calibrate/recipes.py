@@ -68,12 +68,16 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 
+def _settings(entry: dict) -> list[str]:
+    """The `additional-settings` lines of a search-space entry's prefill and decode pools."""
+    return [str(s) for pool in ("prefill", "decode") for s in entry.get(pool, {}).get("additional-settings") or []]
+
+
 def draft_len(entry: dict) -> int:
     """The MTP depth of a search-space entry: DECODE_MTP_SIZE=k in its settings, else the
     `_mtp<k>` of its recipe file's name (`..._eplb0_mtp3_1184.yaml`, `..._mtp1.yaml`), else
     SGLang's speculative-num-steps; 0 where none says (or no MTP)."""
-    text = " ".join(str(s) for pool in ("prefill", "decode")
-                    for s in entry.get(pool, {}).get("additional-settings") or [])
+    text = " ".join(_settings(entry))
     m = (re.search(r"DECODE_MTP_SIZE=(\d+)", text) or re.search(r"_mtp(\d+)[_.]", text) or
          re.search(r"SPECULATIVE_NUM_STEPS=(\d+)", text) or re.search(r"speculative-num-steps[= ](\d+)", text))
     return int(m.group(1)) if m else 0
@@ -87,8 +91,7 @@ def decode_max_batch(entry: dict) -> int:
     recipes/trtllm/h100-fp8/1k1k/stp/ctx1_gen3_tep16_batch2_eplb0_mtp0.yaml and
     recipes/dsr1-128k8k/gb200/ctx3_ctx_pp8_gen1_dep16_batch8_eplb0_mtp2.yaml, max_batch_size
     2 and 8); 0 where none says (the KV cache is then the only bound)."""
-    text = " ".join(str(s) for pool in ("prefill", "decode")
-                    for s in entry.get(pool, {}).get("additional-settings") or [])
+    text = " ".join(_settings(entry))
     m = re.search(r"DECODE_MAX_BATCH_SIZE=(\d+)", text) or re.search(r"_batch(\d+)[_.]", text)
     return int(m.group(1)) if m else 0
 
@@ -127,12 +130,8 @@ def recipe_settings(recipe: dict, mode: str) -> dict:
 
 def _config_file(entry: dict) -> str:
     """The recipe path an entry's CONFIG_FILE setting names (without a `:override` suffix), or ""."""
-    for pool in ("prefill", "decode"):
-        for s in entry.get(pool, {}).get("additional-settings") or []:
-            m = re.match(r"CONFIG_FILE=(\S+)", str(s))
-            if m:
-                return m.group(1).split(":", 1)[0]
-    return ""
+    found = (re.match(r"CONFIG_FILE=(\S+)", s) for s in _settings(entry))
+    return next((m.group(1).split(":", 1)[0] for m in found if m), "")
 
 
 def _with_recipe(pools: dict, entry: dict, recipe_of, mode: str) -> dict:
@@ -154,8 +153,7 @@ def acceptance_length(entry: dict) -> float:
     settings, the benchmark's runners/inject_synthetic_acceptance.py, from 2026-07: the
     golden SPEED-Bench coding value for the model and depth, golden_al_distribution/*.yaml),
     0 where the run accepted what its drafts earned."""
-    text = " ".join(str(s) for pool in ("prefill", "decode")
-                    for s in entry.get(pool, {}).get("additional-settings") or [])
+    text = " ".join(_settings(entry))
     m = re.search(r"SYNTHETIC_ACCEPTANCE_LENGTH=(\d+(?:\.\d+)?)", text)
     return float(m.group(1)) if m and re.search(r"SYNTHETIC_ACCEPTANCE=true", text, re.I) else 0.0
 
@@ -340,6 +338,13 @@ def _matching(row, mode: str) -> pd.DataFrame:
               ((df.until_date == "") | (df.until_date > day))]
 
 
+def _agreed(values, none):
+    """The one value a column of matching deployments holds, `none` where it holds several
+    (versions of one deployment that differ in what their recipes set) or none."""
+    found = set(values)
+    return found.pop() if len(found) == 1 else none
+
+
 def _same_gpus(row) -> pd.DataFrame:
     """The disaggregated deployments matching a row (_matching) with its GPUs per prefill and
     per decode worker."""
@@ -363,12 +368,9 @@ def pools(row) -> tuple[dict | None, str]:
         return None, (f"disaggregated row without its workers, and {len(found)} deployments of the benchmark's "
                       f"configuration match it ({', '.join(sorted(set(found.spec_decoding)))} decoding): ambiguous")
     d = found.iloc[0]
-    # versions of one deployment may differ in what their recipes set: then unknown
-    batches, lengths, kvs = set(m.decode_max_batch), set(m.acceptance_length), set(m.decode_kv)
     out = {"draft_len": int(d.draft_len), "spec_decoding": d.spec_decoding,
-           "decode_max_batch": int(batches.pop()) if len(batches) == 1 else 0,
-           "acceptance_length": float(lengths.pop()) if len(lengths) == 1 else 0.0,
-           "decode_kv": kvs.pop() if len(kvs) == 1 else ""}
+           "decode_max_batch": int(_agreed(m.decode_max_batch, 0)),
+           "acceptance_length": float(_agreed(m.acceptance_length, 0.0)), "decode_kv": _agreed(m.decode_kv, "")}
     for p in ("prefill", "decode"):
         gpus, dp = int(d[f"{p}_tp"]), bool(d[f"{p}_dp_attention"])
         out.update({f"{p}_workers": int(d[f"{p}_workers"]), f"{p}_tp": 1 if dp else gpus,
@@ -384,9 +386,7 @@ def engine_settings(row) -> dict:
     from .serving_rows import _n
     m = _same_gpus(row)
     m = m[(m.prefill_workers == _n(row.prefill_num_workers)) & (m.decode_workers == _n(row.decode_num_workers))]
-    batches, kvs = set(m.decode_max_batch), set(m.decode_kv)
-    return {"decode_max_batch": int(batches.pop()) if len(batches) == 1 else 0,
-            "decode_kv": kvs.pop() if len(kvs) == 1 else ""}
+    return {"decode_max_batch": int(_agreed(m.decode_max_batch, 0)), "decode_kv": _agreed(m.decode_kv, "")}
 
 
 def _aggregated_matches(row) -> pd.DataFrame:
@@ -399,8 +399,7 @@ def _aggregated_matches(row) -> pd.DataFrame:
 def stated_acceptance_length(row) -> float:
     """The acceptance length an aggregated row's run enforced (acceptance_length), 0 where its
     entries state none or differ."""
-    lengths = set(_aggregated_matches(row).acceptance_length)
-    return float(lengths.pop()) if len(lengths) == 1 else 0.0
+    return float(_agreed(_aggregated_matches(row).acceptance_length, 0.0))
 
 
 def speculation(row) -> tuple[int | None, str]:

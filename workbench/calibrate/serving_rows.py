@@ -105,7 +105,8 @@ def _disaggregated(r, weights: str, activations: str | None) -> tuple[dict | Non
                      decode_attention_dp=_n(r.decode_attention_dp_size), decode_workers=_n(r.decode_num_workers))
         # the decode engine's batch cap and cache, where the benchmark ran this deployment
         engine = recipes.engine_settings(r)
-        pools.update({"decode_max_batch": engine["decode_max_batch"]} if engine["decode_max_batch"] else {})
+        if engine["decode_max_batch"]:
+            pools["decode_max_batch"] = engine["decode_max_batch"]
         kv = engine["decode_kv"] or kv
     else:  # the workers from the deployment the benchmark published for the row (calibrate/recipes.py)
         pools, why = recipes.pools(r)
