@@ -160,8 +160,9 @@ class WaferLayout:
 
 def serving_problems(model, *, tp, attention_dp, ep, prefix: str = "", pp=1.0) -> list[Problem]:
     """What keeps a serving instance (tp x attention_dp GPUs per pipeline stage, pp stages,
-    MoE experts split ep-way over a stage's GPUs) from running `model`; `prefix` names a
-    pool ("prefill_", "decode_")."""
+    MoE experts split ep-way over a stage's GPUs; an ep that does not divide the experts runs
+    redundant copies in the spare slots, workloads/ops.expert_slots) from running `model`;
+    `prefix` names a pool ("prefill_", "decode_")."""
     heads, devices = model.n_heads, tp * attention_dp
     out = [Problem(np.mod(heads, tp) != 0, {"tp": tp},
                    lambda tp: f"{prefix}tp={tp} does not divide n_heads={heads} of {model.name}; "
@@ -172,8 +173,9 @@ def serving_problems(model, *, tp, attention_dp, ep, prefix: str = "", pp=1.0) -
         out += [Problem(np.mod(devices, ep) != 0, {"ep": ep, "devices": devices},
                         lambda ep, devices: f"{prefix}ep={ep} does not divide {prefix}tp*{prefix}attention_dp="
                                             f"{devices} (the experts are spread over the instance's GPUs)"),
-                Problem(np.mod(model.n_experts, ep) != 0, {"ep": ep},
-                        lambda ep: f"{prefix}ep={ep} does not divide n_experts={model.n_experts} of {model.name}")]
+                Problem(np.asarray(ep) > model.n_experts, {"ep": ep},
+                        lambda ep: f"{prefix}ep={ep} exceeds n_experts={model.n_experts} of {model.name} (each "
+                                   "expert-parallel rank holds at least one expert)")]
     else:
         out.append(Problem(np.asarray(ep) > 1, {"ep": ep},
                            lambda ep: f"{prefix}ep={ep} is not allowed for {model.name}: a dense model has no "

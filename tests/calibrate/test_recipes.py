@@ -56,6 +56,47 @@ def test_entries_expand_every_concurrency_with_its_pools():
     assert (plain.spec_decoding, plain.draft_len, plain.decode_dp_attention) == ("none", 0, False)
 
 
+NODE_SIZED = {  # a GB200 SGLang entry that sizes its pools in nodes (nvidia-master.yaml, 2025-12: "tp, ep,
+    # and dp-attn do nothing because they are hardcoded"; its comment: "1 prefill worker at DEP4
+    # and 4 decode workers at DEP4")
+    "model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "runner": "gb200", "precision": "fp8",
+    "framework": "dynamo-sglang", "disagg": True, "image": "lmsysorg/sglang:v0.5.5.post2",
+    "seq-len-configs": [{"isl": 1024, "osl": 1024, "search-space": [
+        {"spec-decoding": "none", "conc-list": [4],
+         "prefill": {"num-worker": 1, "tp": 1, "ep": 1, "dp-attn": True,
+                     "additional-settings": ["PREFILL_NODES=1", "N_ADDITIONAL_FRONTENDS=9"]},
+         "decode": {"num-worker": 4, "tp": 1, "ep": 1, "dp-attn": True, "additional-settings": ["DECODE_NODES=4"]}},
+        {"spec-decoding": "none", "conc-list": [1024],  # "3 prefill workers each at DEP8, 1 decode worker at DEP48"
+         "prefill": {"num-worker": 3, "tp": 1, "ep": 1, "dp-attn": True, "additional-settings": ["PREFILL_NODES=6"]},
+         "decode": {"num-worker": 1, "tp": 1, "ep": 1, "dp-attn": True, "additional-settings": ["DECODE_NODES=12"]}}]}]}
+
+
+def test_pools_sized_in_nodes_take_the_gpus_of_their_nodes():
+    """Each worker spans nodes x 4 GPUs (a GB200 NVL72 compute tray) / workers, DEP as the
+    entry's comments say; an entry on 8-GPU nodes takes 8 a node; an entry that states its
+    own tp keeps it."""
+    got = pd.DataFrame(recipes.entries({"dsr1-fp8-gb200-dynamo-sglang": NODE_SIZED})).set_index("concurrency")
+    low, mid = got.loc[4], got.loc[1024]
+    assert (low.prefill_workers, low.prefill_tp, low.prefill_ep, low.decode_workers, low.decode_tp, low.decode_ep) == \
+        (1, 4, 4, 4, 4, 4)
+    assert (mid.prefill_workers, mid.prefill_tp, mid.decode_workers, mid.decode_tp, mid.decode_ep) == (3, 8, 1, 48, 48)
+    assert low.pools_from_nodes and mid.pools_from_nodes
+    eight = dict(NODE_SIZED, runner="b200-multinode")
+    assert pd.DataFrame(recipes.entries({"x": eight})).set_index("concurrency").loc[4].decode_tp == 8
+    assert not pd.DataFrame(recipes.entries({"dsr1-fp8-b200-dynamo-trt": ENTRY})).pools_from_nodes.any()
+
+
+def test_rows_copying_the_node_sized_tp_1_match_the_pools_their_nodes_held():
+    """The 2026-04 GB200 SGLang rows state tp 1 and ep 1 per worker, as the file wrote them:
+    they match the node-sized deployments and run as DEP4 / DEP48, not on one GPU (where
+    DeepSeek-R1 does not fit)."""
+    df = serving_rows.load()
+    row = df[df.id == "2026_04_06_deepseek_r1_gb200_sglang_fp8_disagg_1024x1024_c1024_tp1_ep1_1171"].iloc[0]
+    got, why = recipes.pools(row)
+    assert why == "" and (got["prefill_workers"], got["prefill_attention_dp"], got["decode_workers"],
+                          got["decode_attention_dp"], got["decode_ep"]) == (3, 8, 1, 48, 48)
+
+
 def test_draft_len_from_the_settings_or_the_recipe_name():
     assert recipes.draft_len({"decode": {"additional-settings": ["DECODE_MTP_SIZE=2"]}}) == 2
     assert recipes.draft_len(ENTRY["seq-len-configs"][0]["search-space"][0]) == 3

@@ -336,3 +336,24 @@ def test_an_mtp_head_counts_its_layer_not_the_shared_embedding_and_head():
     assert mtp["draft_kv_bytes_per_token"] == pytest.approx(per_token / target.n_layers, rel=1e-9)
     small = draft_memory(load_model("llama_3_1_70b"), load_model("llama_3_1_8b"), **kw)
     assert small["draft_weights_bytes"] > small["draft"].n_params * 1.0 / 8.0  # its 16-bit embeddings too
+
+
+def test_an_ep_that_does_not_divide_the_experts_holds_redundant_copies_in_memory():
+    """DeepSeek-R1 (256 experts) decoding on 48 GB200s (DEP48): each GPU holds 6 expert
+    slots, 288 / 256 of the experts' bytes over the 48 (workloads/ops.expert_slots), the rest
+    as ep = 1 puts it; and the pool is answered, where ep = 48 used to be refused."""
+    from workbench.workloads.concurrency import weights_per_device_bytes
+    from workbench.workloads.inference import part_weight_bytes
+    model = load_model("deepseek_r1")
+    _, experts = part_weight_bytes(model, 1.0, 1.0)
+    plain = weights_per_device_bytes(model, 1.0, tp=1, attention_dp=48)
+    slotted = weights_per_device_bytes(model, 1.0, tp=1, attention_dp=48, ep=48)
+    assert slotted - plain == pytest.approx(experts * (288 / 256 - 1) / 48, rel=1e-9)
+    ds = predict.disaggregated(prefill_hardware="gb200", decode_hardware="gb200", model="deepseek_r1",
+                               concurrency=2048, prompt=1024, generate=1024, weights="fp8", framework="sglang",
+                               prefill_tp=1, prefill_attention_dp=8, prefill_ep=8, prefill_workers=3,
+                               decode_tp=1, decode_attention_dp=48, decode_ep=48, decode_workers=1)
+    assert bool(ds.fits) and np.isfinite(float(ds.tpot_s))
+    flagged = predict.serving(hardware="h200", model="qwen3_30b_a3b", tp=1, attention_dp=256, ep=256,
+                              concurrency=256, prompt=128, generate=16, weights="fp8")
+    assert not bool(flagged.fits) and "ep=256 exceeds n_experts=128" in str(flagged.reason.values)

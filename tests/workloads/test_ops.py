@@ -123,3 +123,15 @@ def test_fp8_and_bf16_decode_share_their_all_reduce_time():
                            weights=["bf16", "fp8"], framework="none")
     comm = ds.decode_comm_s.values
     assert comm[0] > 0 and comm[1] == pytest.approx(comm[0], rel=1e-12)
+
+
+def test_expert_slots_hold_redundant_copies_where_ep_does_not_divide_the_experts():
+    """256 experts over 48 GPUs run in 288 slots, 6 a GPU (SGLang's GB200 decode: --ep-size 48
+    --ep-num-redundant-experts 32); over 8, 16 or 32 GPUs in 256. A large batch then touches
+    all 6 slots of the busiest rank; the redundant copies share their experts' tokens."""
+    assert ops.expert_slots(256, 48) == 288 and ops.expert_slots(256, 24) == 264
+    assert [float(ops.expert_slots(256, ep)) for ep in (8, 16, 32)] == [256.0] * 3
+    _, touched = ops.busiest_rank_experts(n_experts=256, top_k=8, tokens=1e5, ep=48.0)
+    assert float(touched) == pytest.approx(6.0, rel=1e-3)
+    pairs_48, _ = ops.busiest_rank_experts(n_experts=256, top_k=8, tokens=1e3, ep=48.0)
+    assert float(pairs_48) > 1e3 * 8 / 48  # the busiest rank carries more than the mean

@@ -5,7 +5,8 @@ prefill and decode workers of a disaggregated run (`mode` "disagg"; `*_tp` the G
 worker: the file's `tp`, the attention's TP or, with `*_dp_attention`, its data-parallel
 width, or its `ep` where that is wider: entries from 2026 write a DEP8 pool as tp 1, ep 8,
 dp-attn, as the recipe they name runs it, e.g. vllm/deepseek-v4/8k1k/disagg-b200-1p1d-dep8-
-tp8-mtp.yaml: tensor-parallel-size 1, data-parallel-size 8, gpus_per_prefill 8), the one
+tp8-mtp.yaml: tensor-parallel-size 1, data-parallel-size 8, gpus_per_prefill 8; entries that
+size their pools in nodes take nodes x GPUs per node / workers, `pools_from_nodes`), the one
 instance of an aggregated run (`mode` "agg", in the decode columns), expert parallelism,
 whether decode ran the model's multi-token-prediction head (MTP) and how deep (`draft_len`,
 0 where nothing says), the decode engine's batch cap (`decode_max_batch`), the acceptance
@@ -61,7 +62,7 @@ RUNNERS = {"h100": "h100_sxm", "rtx6000pro": "rtx_pro_6000"}
 POOL = ("workers", "tp", "ep", "dp_attention")
 DEPLOYMENT = ("spec_decoding", "draft_len", *(f"{p}_{k}" for p in ("prefill", "decode") for k in POOL))
 KEY = ("config", "mode", "model", "precision", "gpu", "framework", "image_tag", "isl", "osl", "concurrency",
-       *DEPLOYMENT, "decode_max_batch", "acceptance_length", "decode_kv")
+       *DEPLOYMENT, "decode_max_batch", "acceptance_length", "decode_kv", "pools_from_nodes")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -126,6 +127,31 @@ def recipe_settings(recipe: dict, mode: str) -> dict:
     kv = str(cache.get("dtype") or pool.get("kv-cache-dtype") or "")
     kv = "fp8" if kv.startswith("fp8") else ("bf16" if kv in ("bf16", "bfloat16") else "")
     return {"decode_max_batch": int(batch or 0), "draft_len": int(depth or 0), "decode_kv": kv}
+
+
+# GPUs per node of the runners whose pools the file sizes in nodes: a GB200 / GB300 NVL72
+# compute tray holds 4 GPUs (18 trays x 4 = 72, NVIDIA GB200 NVL72 datasheet); 8 elsewhere
+# (HGX / DGX B200, B300, H100, H200 boards).
+GPUS_PER_NODE = {"gb200": 4, "gb300": 4}
+
+
+def _node_pools(pools: dict, entry: dict, gpu: str | None) -> dict:
+    """The pools of a disaggregated entry that sizes them in nodes (PREFILL_NODES=n and
+    DECODE_NODES=n in its settings) and leaves tp and ep at 1 with attention DP: the early
+    GB200 SGLang entries, whose comments say "tp, ep, and dp-attn do nothing because they are
+    hardcoded in" the launch script and name each pool's layout as DEP (nvidia-master.yaml,
+    2025-12, dsr1-fp8-gb200-dynamo-sglang: '1 prefill worker at DEP4 and 4 decode workers at
+    DEP4' with PREFILL_NODES=1, DECODE_NODES=4): each worker spans nodes x GPUs per node /
+    workers GPUs, attention data-parallel and experts parallel across them."""
+    out = dict(pools, pools_from_nodes=False)
+    for p in ("prefill", "decode"):
+        nodes = next((int(m.group(1)) for s in entry.get(p, {}).get("additional-settings") or []
+                      if (m := re.fullmatch(rf"{p.upper()}_NODES=(\d+)", str(s).strip()))), 0)
+        workers = pools[f"{p}_workers"]
+        if nodes and workers and pools[f"{p}_tp"] == 1 and pools[f"{p}_ep"] == 1 and pools[f"{p}_dp_attention"]:
+            out[f"{p}_tp"] = out[f"{p}_ep"] = max(nodes * GPUS_PER_NODE.get(gpu, 8) // workers, 1)
+            out["pools_from_nodes"] = True
+    return out
 
 
 def _config_file(entry: dict) -> str:
@@ -214,7 +240,7 @@ def _aggregated(space: dict, framework: str) -> dict:
     return dict(spec_decoding=spec, draft_len=depth, prefill_workers=0, prefill_tp=0, prefill_ep=0,
                 prefill_dp_attention=False, decode_workers=1, decode_tp=int(space.get("tp", 1)),
                 decode_ep=int(space.get("ep", 1)), decode_dp_attention=dp, decode_max_batch=0,
-                acceptance_length=acceptance_length(space) if depth else 0.0)
+                acceptance_length=acceptance_length(space) if depth else 0.0, pools_from_nodes=False)
 
 
 def entries(config: dict, recipe_of=None) -> list[dict]:
@@ -243,6 +269,7 @@ def entries(config: dict, recipe_of=None) -> list[dict]:
                              for p in ("prefill", "decode") for k in POOL}
                     for p in ("prefill", "decode"):  # GPUs per worker: an ep wider than tp spans ep GPUs
                         pools[f"{p}_tp"] = max(pools[f"{p}_tp"], pools[f"{p}_ep"])
+                    pools = _node_pools(pools, s, base["gpu"])
                     pools.update(spec_decoding=spec, draft_len=draft_len(s) if spec == "mtp" else 0,
                                  decode_max_batch=decode_max_batch(s),
                                  acceptance_length=acceptance_length(s) if spec == "mtp" else 0.0)
@@ -347,10 +374,12 @@ def _agreed(values, none):
 
 def _same_gpus(row) -> pd.DataFrame:
     """The disaggregated deployments matching a row (_matching) with its GPUs per prefill and
-    per decode worker."""
+    per decode worker: as the deployment ran them, or, for one sized in nodes
+    (`pools_from_nodes`), the tp 1 and ep 1 its file wrote and the rows copy."""
     m = _matching(row, "disagg")
-    return m[(m.prefill_tp == row.prefill_tp_size * row.prefill_attention_dp_size) &
-             (m.decode_tp == row.decode_tp_size * row.decode_attention_dp_size)]
+    prefill, decode = row.prefill_tp_size * row.prefill_attention_dp_size, row.decode_tp_size * row.decode_attention_dp_size
+    as_written = m.pools_from_nodes.astype(str).str.lower().eq("true") & (prefill == 1) & (decode == 1)
+    return m[((m.prefill_tp == prefill) & (m.decode_tp == decode)) | as_written]
 
 
 def pools(row) -> tuple[dict | None, str]:

@@ -156,13 +156,15 @@ def runtime_reserved_bytes(devices):
     return RUNTIME_CONTEXT_BYTES + nccl
 
 
-def weights_per_device_bytes(model, w_bytes, *, tp, attention_dp, attention_w_bytes=None):
+def weights_per_device_bytes(model, w_bytes, *, tp, attention_dp, attention_w_bytes=None, ep=1.0):
     """Weight bytes on one device of an instance: the routed experts (`w_bytes`) split over
-    all its tp x attention_dp devices, the rest (`attention_w_bytes`, default `w_bytes`;
+    all its tp x attention_dp devices (in ops.expert_slots where `ep` does not divide them:
+    the redundant copies take memory too), the rest (`attention_w_bytes`, default `w_bytes`;
     embeddings and LM head in 16 bits: inference.weight_bytes) over the tp devices of a
     replica."""
     rest, experts = part_weight_bytes(model, w_bytes if attention_w_bytes is None else attention_w_bytes, w_bytes)
-    return rest / tp + experts / (tp * attention_dp)
+    copies = ops.expert_slots(model.n_experts, ep) / model.n_experts if model.n_experts else 1.0
+    return rest / tp + experts * copies / (tp * attention_dp)
 
 
 def draft_memory(model, draft_model, *, weights: str, kv: str, tp, attention_dp, prompt, generate) -> dict:
@@ -183,7 +185,7 @@ def draft_memory(model, draft_model, *, weights: str, kv: str, tp, attention_dp,
 
 def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_bytes, stream_bytes,
                 kv_memory_of="total", extra_weights_bytes=0.0, extra_kv_bytes_per_token=0.0, attention_w_bytes=None,
-                pp=1.0, memory_fraction=MEMORY_UTILIZATION):
+                pp=1.0, memory_fraction=MEMORY_UTILIZATION, ep=1.0):
     """Requests one replica's KV cache admits: what is left of the usable memory after the
     weights and the activation working set of a full token budget, over one request's cache.
     The usable memory is `memory_fraction` (default MEMORY_UTILIZATION) of the device
@@ -193,9 +195,9 @@ def max_running(hw, model, *, prompt, generate, tp, attention_dp, w_bytes, kv_by
     With `pp` pipeline stages a device holds 1/pp of the layers: of their weights and of
     every request's cache. `extra_*`: a speculative draft's weights on the device and its
     cache per token (on one stage, whole); `attention_w_bytes`: the format of every weight
-    but the routed experts' (`w_bytes`)."""
+    but the routed experts' (`w_bytes`); `ep`: their expert-parallel split."""
     weights = weights_per_device_bytes(model, w_bytes, tp=tp, attention_dp=attention_dp,
-                                       attention_w_bytes=attention_w_bytes) / pp + extra_weights_bytes
+                                       attention_w_bytes=attention_w_bytes, ep=ep) / pp + extra_weights_bytes
     act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=tp, stream_bytes=stream_bytes)
     kv_per_seq = kv_bytes_per_sequence(model, tokens=prompt + generate, tp=tp, pp=pp, kv_bytes=kv_bytes) + \
         extra_kv_bytes_per_token * (prompt + generate)
@@ -332,7 +334,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                                                  attention_w_bytes=layer["w_bytes"],
                                                  extra_weights_bytes=draft_weights_bytes,
                                                  extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=pp,
-                                                 memory_fraction=memory_fraction)
+                                                 memory_fraction=memory_fraction, ep=ep)
     cap = np.minimum(cap, max_sequences)  # the KV cache's room, or the framework's cap on running requests
     running = np.maximum(np.minimum(per_replica, cap), 1.0)  # requests a replica runs
     # Pipeline parallelism: min(running, pp) micro-batches in flight, one per stage, each

@@ -234,6 +234,18 @@ def active_shape(mm: Matmul, top_k: int) -> tuple[float, float]:
     return (float(mm.k), float(mm.n) * top_k) if mm.split == "n" else (float(mm.k) * top_k, float(mm.n))
 
 
+def expert_slots(n_experts, ep):
+    """Expert slots of a layer split `ep`-way: n_experts where ep divides it, else the next
+    multiple of ep, the extra slots holding redundant copies of the busiest experts as the
+    engines' expert-parallel load balancers place them (SGLang --ep-num-redundant-experts,
+    vLLM --num-redundant-experts, TensorRT-LLM's MoE load balancer num_slots). DeepSeek-R1's
+    256 experts over 48 GPUs: 288 slots, 6 a GPU, as SGLang's GB200 NVL72 decode ran them
+    (--tp-size 48 --ep-size 48 --ep-num-redundant-experts 32: LMSYS, "Deploying DeepSeek on
+    GB200 NVL72 with PD and Large Scale EP (Part II)", 2025-09, reproduction scripts)."""
+    ep = np.asarray(ep, float)
+    return np.ceil(n_experts / ep) * ep
+
+
 def busiest_rank_experts(*, n_experts, top_k, tokens, ep):
     """(expert-token pairs, experts touched) on the busiest of `ep` expert-parallel ranks when
     `tokens` tokens each route to top_k of n_experts at random, the experts split evenly: a
@@ -241,7 +253,8 @@ def busiest_rank_experts(*, n_experts, top_k, tokens, ep):
     the mean (Blom's approximation of the expected largest of ep normal draws,
     Phi^-1((ep - 0.375) / (ep + 0.25))), and it touches its E/ep experts as the T' = pairs
     ep / k tokens that would bring it that many pairs on average do (expected_experts_touched
-    over ep). One rank (ep = 1): expected_experts_touched itself."""
+    over ep; over the expert_slots where ep does not divide the experts). One rank (ep = 1):
+    expected_experts_touched itself."""
     from statistics import NormalDist
     ep = np.asarray(ep, float)
     sizes, at = np.unique(ep, return_inverse=True)  # one quantile per distinct size
@@ -249,7 +262,8 @@ def busiest_rank_experts(*, n_experts, top_k, tokens, ep):
     z = z[at].reshape(ep.shape)
     mean = tokens * top_k / ep
     pairs = mean + z * np.sqrt(mean * (1.0 - 1.0 / ep))
-    return pairs, expected_experts_touched(n_experts=n_experts, top_k=top_k, tokens=pairs * ep / top_k) / ep
+    slots = expert_slots(n_experts, ep)  # replicas of an expert share its tokens
+    return pairs, expected_experts_touched(n_experts=slots, top_k=top_k, tokens=pairs * ep / top_k) / ep
 
 
 def layer_kinds(model) -> list[tuple[int, bool | None]]:

@@ -128,7 +128,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                                 stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes,
                                 attention_w_bytes=layer["w_bytes"],
                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=decode_pp,
-                                kv_memory_of=kv_memory_of)
+                                kv_memory_of=kv_memory_of, ep=decode_ep)
     cap = np.minimum(cap, decode_max_batch)
     room = np.maximum(np.minimum(per_decode, cap), 1.0)  # requests a decode replica can hold
     common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, kv_bytes=kv_bytes, routed=routed,
