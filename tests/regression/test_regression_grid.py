@@ -257,12 +257,12 @@ _rebase(_DECODE_CAP_MLA, ("inference_gpu_moe", "serving_fixed_concurrency_tables
                           "disaggregated_fixed_pools"))
 
 
-_SGLANG_DEP_ROWS_REFIT = ("issue 16: 14 more serving rows answered (SGLang GB200 DEP decode pools sized in nodes, expert "
-                          "splits that do not divide the experts: ops.expert_slots) and the serving constants refitted "
-                          "to the 1,141 rows (SGLang 3.13 -> 5.70 ms per iteration, 27 -> 18 us per sequence, 52 -> 0 us "
-                          "per MoE layer, graph saving 20 -> 10 us; the MoE-layer term ties in leave-one-model-out error "
-                          "and is dropped): only SGLang points move, fixed-concurrency TPOT x0.977-x1.456 and TTFT "
-                          "x0.887-x1.026, MTP TPOT x0.991-x1.079 and TTFT x0.988-x1.011")
+_SGLANG_DEP_ROWS_REFIT = ("issue 16: 14 more serving rows answered (SGLang GB200 DEP decode pools sized in "
+                          "nodes, expert splits that do not divide the experts: ops.expert_slots) and the serving "
+                          "constants refitted to the 1,141 rows (SGLang 3.13 -> 5.70 ms per iteration, 27 -> 18 us "
+                          "per sequence, 52 -> 0 us per MoE layer, graph saving 20 -> 10 us; the MoE-layer term ties "
+                          "in leave-one-model-out error and is dropped): only SGLang points move, fixed-concurrency "
+                          "TPOT x0.977-x1.456 and TTFT x0.887-x1.026, MTP TPOT x0.991-x1.079 and TTFT x0.988-x1.011")
 _rebase(_SGLANG_DEP_ROWS_REFIT, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp"))
 
 

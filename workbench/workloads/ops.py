@@ -241,7 +241,10 @@ def expert_slots(n_experts, ep):
     vLLM --num-redundant-experts, TensorRT-LLM's MoE load balancer num_slots). DeepSeek-R1's
     256 experts over 48 GPUs: 288 slots, 6 a GPU, as SGLang's GB200 NVL72 decode ran them
     (--tp-size 48 --ep-size 48 --ep-num-redundant-experts 32: LMSYS, "Deploying DeepSeek on
-    GB200 NVL72 with PD and Large Scale EP (Part II)", 2025-09, reproduction scripts)."""
+    GB200 NVL72 with PD and Large Scale EP (Part II)", 2025-09, reproduction scripts; the
+    launch script InferenceX's GB200 SGLang entries name, github.com/Elnifio/dynamo
+    components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh, sets 32 at every size, so
+    over 24 GPUs those runs held 12 slots a GPU where this rule gives the fewest, 11)."""
     ep = np.asarray(ep, float)
     return np.ceil(n_experts / ep) * ep
 
