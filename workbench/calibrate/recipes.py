@@ -378,7 +378,7 @@ def _same_gpus(row) -> pd.DataFrame:
     (`pools_from_nodes`), the tp 1 and ep 1 its file wrote and the rows copy."""
     m = _matching(row, "disagg")
     prefill, decode = row.prefill_tp_size * row.prefill_attention_dp_size, row.decode_tp_size * row.decode_attention_dp_size
-    as_written = m.pools_from_nodes.astype(str).str.lower().eq("true") & (prefill == 1) & (decode == 1)
+    as_written = m.pools_from_nodes.astype(bool) & (prefill == 1) & (decode == 1)
     return m[((m.prefill_tp == prefill) & (m.decode_tp == decode)) | as_written]
 
 
