@@ -102,6 +102,12 @@ def decode_max_batch(entry: dict) -> int:
 VENDORED = "benchmarks/multi_node/srt-slurm-recipes/"
 
 
+def _mapping(section: dict, key: str) -> dict:
+    """`section[key]` where it is a mapping, else an empty one."""
+    found = section.get(key)
+    return found if isinstance(found, dict) else {}
+
+
 def recipe_settings(recipe: dict, mode: str) -> dict:
     """What a vendored srt-slurm recipe sets for the decode pool (`mode` "disagg") or the one
     instance ("agg"): decode_max_batch (TensorRT-LLM max_batch_size, SGLang max-running-
@@ -115,7 +121,7 @@ def recipe_settings(recipe: dict, mode: str) -> dict:
     names = ("decode",) if mode == "disagg" else ("aggregated", "agg")
     pool = next((f[k] for f in sections for k in names if isinstance(f.get(k), dict)), {})
     batch = next((pool[k] for k in ("max_batch_size", "max-running-requests", "max-num-seqs") if k in pool), 0)
-    trt_spec = pool.get("speculative_config") if isinstance(pool.get("speculative_config"), dict) else {}
+    trt_spec, cache = _mapping(pool, "speculative_config"), _mapping(pool, "kv_cache_config")
     raw = pool.get("speculative-config") or "{}"  # JSON text, or a YAML mapping
     try:
         vllm_spec = raw if isinstance(raw, dict) else json.loads(raw)
@@ -123,7 +129,6 @@ def recipe_settings(recipe: dict, mode: str) -> dict:
         vllm_spec = {}
     depth = (trt_spec.get("max_draft_len") or trt_spec.get("num_nextn_predict_layers")
              or vllm_spec.get("num_speculative_tokens") or pool.get("speculative-num-steps") or 0)
-    cache = pool.get("kv_cache_config") if isinstance(pool.get("kv_cache_config"), dict) else {}
     kv = str(cache.get("dtype") or pool.get("kv-cache-dtype") or "")
     kv = "fp8" if kv.startswith("fp8") else ("bf16" if kv in ("bf16", "bfloat16") else "")
     return {"decode_max_batch": int(batch or 0), "draft_len": int(depth or 0), "decode_kv": kv}
@@ -143,13 +148,11 @@ def _node_pools(pools: dict, entry: dict, gpu: str | None) -> dict:
     2025-12, dsr1-fp8-gb200-dynamo-sglang: '1 prefill worker at DEP4 and 4 decode workers at
     DEP4' with PREFILL_NODES=1, DECODE_NODES=4): each worker spans nodes x GPUs per node /
     workers GPUs, attention data-parallel and experts parallel across them."""
-    out = dict(pools, pools_from_nodes=False)
+    out, text = dict(pools, pools_from_nodes=False), " ".join(_settings(entry))
     for p in ("prefill", "decode"):
-        nodes = next((int(m.group(1)) for s in entry.get(p, {}).get("additional-settings") or []
-                      if (m := re.fullmatch(rf"{p.upper()}_NODES=(\d+)", str(s).strip()))), 0)
-        workers = pools[f"{p}_workers"]
-        if nodes and workers and pools[f"{p}_tp"] == 1 and pools[f"{p}_ep"] == 1 and pools[f"{p}_dp_attention"]:
-            out[f"{p}_tp"] = out[f"{p}_ep"] = max(nodes * GPUS_PER_NODE.get(gpu, 8) // workers, 1)
+        m, workers = re.search(rf"\b{p.upper()}_NODES=(\d+)", text), pools[f"{p}_workers"]
+        if m and workers and pools[f"{p}_tp"] == pools[f"{p}_ep"] == 1 and pools[f"{p}_dp_attention"]:
+            out[f"{p}_tp"] = out[f"{p}_ep"] = max(int(m.group(1)) * GPUS_PER_NODE.get(gpu, 8) // workers, 1)
             out["pools_from_nodes"] = True
     return out
 
@@ -377,7 +380,8 @@ def _same_gpus(row) -> pd.DataFrame:
     per decode worker: as the deployment ran them, or, for one sized in nodes
     (`pools_from_nodes`), the tp 1 and ep 1 its file wrote and the rows copy."""
     m = _matching(row, "disagg")
-    prefill, decode = row.prefill_tp_size * row.prefill_attention_dp_size, row.decode_tp_size * row.decode_attention_dp_size
+    prefill = row.prefill_tp_size * row.prefill_attention_dp_size
+    decode = row.decode_tp_size * row.decode_attention_dp_size
     as_written = m.pools_from_nodes.astype(bool) & (prefill == 1) & (decode == 1)
     return m[((m.prefill_tp == prefill) & (m.decode_tp == decode)) | as_written]
 

@@ -226,7 +226,8 @@ def _mla_frameworks() -> frozenset:
 def _mla_prefill_16bit_kv(hw) -> bool:
     """Whether the framework whose engine `hw` runs prefills MLA over 16-bit keys and values
     up-projected this iteration (specs/serving/frameworks.yaml mla_prefill_16bit_kv)."""
-    return getattr(hw, "framework", None) in _mla_frameworks()
+    from ..backends.kernel_tables import framework_of
+    return framework_of(hw) in _mla_frameworks()
 
 
 def _sparse_share(prompt, k):

@@ -22,10 +22,12 @@ def expected_tokens_per_step(*, acceptance, draft_len):
 def acceptance_for_tokens_per_step(tokens, *, draft_len, rounds: int = 60):
     """The per-token acceptance a at which k = `draft_len` drafted tokens emit `tokens` per
     verify step on average (expected_tokens_per_step inverted, by bisection on [0, 1]: it
-    rises with a; 60 rounds leave 2^-60 of the span); `tokens` between 1 and k + 1. A run that states its mean acceptance length (tokens
-    per step, as synthetic acceptance enforces it) is predicted at this a."""
+    rises with a; 60 rounds leave 2^-60 of the span); `tokens` between 1 and k + 1. A run
+    that states its mean acceptance length (tokens per step, as synthetic acceptance enforces
+    it) is predicted at this a."""
     t, k = np.asarray(tokens, float), np.asarray(draft_len, float)
-    lo, hi = np.zeros(np.broadcast(t, k).shape), np.ones(np.broadcast(t, k).shape)
+    shape = np.broadcast(t, k).shape
+    lo, hi = np.zeros(shape), np.ones(shape)
     for _ in range(rounds):
         mid = 0.5 * (lo + hi)
         short = expected_tokens_per_step(acceptance=mid, draft_len=k) < t
