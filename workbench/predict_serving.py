@@ -58,11 +58,13 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
 
 
 MOE_MLA_KERNELS = ("composed", "measured")
+ENGINE_SETTINGS = ("token_budget", "memory_fraction", "max_running", "recv_interval")  # closed loop, None: defaults
+LENGTHS = ("equal", "varied")  # requests' lengths in a closed loop (predict.serving)
 
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
                  framework, hardware_overrides, model_overrides, moe_mla_kernels="composed", draft_model=None,
-                 draft_len=0, acceptance=0.0, attention_weights=None, pp=1, token_budget=None, memory_fraction=None,
+                 draft_len=0, acceptance=0.0, attention_weights=None, pp=1, engine=None, lengths="equal",
                  devices=None):
     """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions);
     draft_len > 0 or a draft_model is speculative decoding (the target's MTP head without
@@ -86,8 +88,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
                              "GPU instance is tp x attention_dp x pp devices)")
         if be.kind != "gpu":
             be.check_closed_loop(name, tp=tp, ep=ep, attention_dp=attention_dp, pp=pp, activations=activations,
-                                 token_budget=token_budget, memory_fraction=memory_fraction,
-                                 moe_mla_kernels=moe_mla_kernels)
+                                 moe_mla_kernels=moe_mla_kernels, **engine)
     _check_dtype("weights", weights)
     _check_attention_weights(attention_weights, specs)
     for arg, v in (("activations", activations), ("kv", kv)):
@@ -96,11 +97,14 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
     for arg, v in (("concurrency", concurrency), ("prompt", prompt), ("generate", generate), ("tp", tp), ("ep", ep),
                    ("attention_dp", attention_dp), ("pp", pp)):
         check_positive(arg, v, integer=True)
-    if token_budget is not None:
-        check_positive("token_budget", token_budget, integer=True)
-    if memory_fraction is not None:
-        check_range("memory_fraction", memory_fraction, low=0.0, high=1.0, open_low=True,
+    for arg in ENGINE_SETTINGS:  # the engine's settings where given (None: the framework's defaults)
+        if engine[arg] is not None and arg != "memory_fraction":
+            check_positive(arg, engine[arg], integer=True)
+    if engine["memory_fraction"] is not None:
+        check_range("memory_fraction", engine["memory_fraction"], low=0.0, high=1.0, open_low=True,
                     allowed="a fraction in (0, 1]")
+    for v in values_of(lengths):
+        check_choice("lengths", v, LENGTHS)
     if min(values_of(generate)) < 2:
         raise InputError(f"generate={min(values_of(generate))} is not allowed with concurrency; allowed: an "
                          "integer >= 2 (TPOT = (end-to-end - TTFT) / (generate - 1))")
@@ -113,13 +117,13 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
                                "attention_weights": as_axis("attention_weights", attention_weights),
                                "activations": as_axis("activations", activations), "kv": as_axis("kv", kv),
                                "framework": as_axis("framework", framework),
-                               "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels)},
+                               "moe_mla_kernels": as_axis("moe_mla_kernels", moe_mla_kernels),
+                               "lengths": as_axis("lengths", lengths)},
                   hide=() if "gpu" in kinds else ("moe_mla_kernels",),
                   numeric={**_axes(concurrency=concurrency, prompt=prompt, generate=generate, tp=tp, ep=ep,
                                    attention_dp=attention_dp, pp=pp, devices=None if devices_min else devices,
                                    **({"draft_len": draft_len, "acceptance": acceptance} if speculative else {}),
-                                   **({} if token_budget is None else {"token_budget": token_budget}),
-                                   **({} if memory_fraction is None else {"memory_fraction": memory_fraction})),
+                                   **{arg: v for arg, v in engine.items() if v is not None}),
                            **knob_axes},
                   attrs={"function": "predict.serving", "batching": "continuous, fixed concurrency (closed loop)",
                          "tpot": "(end-to-end - TTFT) / (generate - 1), mean over requests",
@@ -139,7 +143,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
             ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
             draft_model=None, framework=None, hardware_overrides=None, concurrency=None, ep=1, attention_dp=1,
             activations=None, model_overrides=None, moe_mla_kernels="composed", attention_weights=None,
-            token_budget=None, memory_fraction=None):
+            token_budget=None, memory_fraction=None, max_running=None, recv_interval=None, lengths="equal"):
     """Serving with continuous batching.
 
     With `concurrency` (requests in flight; a new one starts as each finishes, as the
@@ -165,6 +169,14 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     vLLM's gpu_memory_utilization and SGLang's mem_fraction_static of the device,
     TensorRT-LLM's free_gpu_memory_fraction of what the weights, activations and runtime
     leave free (None: 0.9, workloads/inference.MEMORY_UTILIZATION).
+    `max_running` (closed loop): the most requests an attention replica runs at once
+    (SGLang's --max-running-requests, vLLM's max_num_seqs, TensorRT-LLM's max_batch_size;
+    None: the framework's default), `recv_interval` SGLang's --scheduler-recv-interval
+    (decode iterations between polls for new requests; None: 1). `lengths`: "equal" (every
+    request the prompt and output given: those that finish together are replaced together)
+    or "varied" (lengths differ between requests around those means, as benchmarks drawing
+    them at random do: completions and arrivals spread, so a lockstep schedule takes its
+    spread form, workloads/concurrency.DESYNCHRONIZED).
     `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM
     tables: what the measured serving runs favour, leave-one-model-out) or "measured" (the
     framework's measured MoE-layer and EP dispatch / combine kernel tables). MLA decode reads
@@ -191,12 +203,14 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                             tp=tp, ep=ep, attention_dp=attention_dp, pp=pp, weights=weights, activations=activations, kv=kv,
                             framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
                             moe_mla_kernels=moe_mla_kernels, draft_model=draft_model, draft_len=draft_len,
-                            acceptance=acceptance, attention_weights=attention_weights, token_budget=token_budget,
-                            memory_fraction=memory_fraction, devices=devices)
+                            acceptance=acceptance, attention_weights=attention_weights, devices=devices, lengths=lengths,
+                            engine=dict(token_budget=token_budget, memory_fraction=memory_fraction,
+                                        max_running=max_running, recv_interval=recv_interval))
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
                             ("model_overrides", model_overrides, None),
                             ("moe_mla_kernels", moe_mla_kernels, "composed"), ("token_budget", token_budget, None),
-                            ("memory_fraction", memory_fraction, None)):
+                            ("memory_fraction", memory_fraction, None), ("max_running", max_running, None),
+                            ("recv_interval", recv_interval, None), ("lengths", lengths, "equal")):
         if v is not default and v != default:
             raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
                              "open-loop model takes tp, pp, weights, kv)")

@@ -266,6 +266,22 @@ _SGLANG_DEP_ROWS_REFIT = ("issue 16: 14 more serving rows answered (SGLang GB200
 _rebase(_SGLANG_DEP_ROWS_REFIT, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp"))
 
 
+_HARNESS_REFIT = ("issue 16: the serving rows at InferenceX's sequence lengths predicted at the mean of its length "
+                  "draws ([0.8 L, L]) with lengths 'varied', and its SGLang scripts' engine settings (polling every "
+                  "10 / 30 decode iterations on B200); a batch of prompts beyond the token budget runs as several "
+                  "prefill iterations in the spread prefill-alone form; the serving constants refitted (SGLang 5.70 "
+                  "-> 3.05 ms per iteration, 18 -> 20 us per sequence, 0 -> 32 us per MoE layer, graph saving 10 -> "
+                  "8 us, request latency 0 -> 0.8 ms per dense layer; vLLM 1.00 -> 1.48 ms per iteration, 14 -> 12 "
+                  "us per sequence, 16 -> 0 us per MoE layer, graph saving 1 -> 0 us, request latency 0.9 -> 1.2 ms "
+                  "per MoE layer and 0.1 -> 0 ms per dense layer; TensorRT-LLM 1.04 -> 1.02 ms per iteration, "
+                  "request latency 1.6 -> 1.7 ms per MoE layer): fixed-concurrency TTFT x0.995-x3.490 SGLang (its "
+                  "dense-layer latency at concurrency 1), x1.000-x1.041 TensorRT-LLM, x0.799-x1.184 vLLM; TPOT "
+                  "x0.744-x1.013 / x0.997-x1.000 / x0.992-x1.121; MTP TTFT x1.007-x1.043, TPOT x0.938-x0.999; the "
+                  "fixed pools' TTFT x1.008 and TPOT x0.999")
+_rebase(_HARNESS_REFIT, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp",
+                         "disaggregated_fixed_pools"))
+
+
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
 # Labels changed on purpose: (call, column) -> (the points, as a mask of the reference; their new label; why).
 # The numbers of those points are unchanged and checked to RTOL like every other.

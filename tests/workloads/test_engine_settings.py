@@ -1,6 +1,8 @@
 """predict.serving's engine settings at a fixed concurrency: `token_budget` (the tokens one
-iteration of an attention replica carries) and `memory_fraction` (the share of memory the
-weights and KV cache may take) in place of the framework's defaults."""
+iteration of an attention replica carries), `memory_fraction` (the share of memory the
+weights and KV cache may take), `max_running` (the requests a replica runs at once) and
+`recv_interval` (SGLang's polling for new requests) in place of the framework's defaults,
+and `lengths` (equal or varied request lengths)."""
 from __future__ import annotations
 
 import numpy as np
@@ -75,7 +77,59 @@ def test_token_budget_sets_the_prefill_iterations_of_a_prompt():
     (dict(concurrency=4, memory_fraction=1.5), "memory_fraction=1.5 is not allowed"),
     (dict(token_budget=4096), "token_budget=4096 is not allowed without concurrency"),
     (dict(memory_fraction=0.8), "memory_fraction=0.8 is not allowed without concurrency"),
+    (dict(concurrency=4, max_running=0), "max_running=0 is not allowed"),
+    (dict(concurrency=4, recv_interval=1.5), "recv_interval=1.5 is not allowed"),
+    (dict(concurrency=4, lengths="random"), "lengths='random' is not known; allowed: equal, varied"),
+    (dict(max_running=8), "max_running=8 is not allowed without concurrency"),
+    (dict(lengths="varied"), "lengths='varied' is not allowed without concurrency"),
 ])
 def test_bad_engine_settings_say_what_is_allowed(kwargs, match):
     with pytest.raises(InputError, match=match):
         predict.serving(framework="trtllm", **{**KW, **kwargs})
+
+
+def test_max_running_caps_the_running_requests_and_queues_the_rest():
+    """max_running = 16 of 64 requests in flight: 16 run (the KV cache holds all 64), the other
+    48 wait (Little's law over the replica's cycle), so TTFT grows by the queue and TPOT falls
+    with the smaller batch; a cap above the concurrency changes nothing."""
+    base = predict.serving(concurrency=64, framework="sglang", **KW)
+    capped = predict.serving(concurrency=64, framework="sglang", max_running=[16, 128], **KW)
+    assert float(base.max_running) >= 64 and float(base.queue_s) == 0.0
+    low, high = capped.sel(max_running=16), capped.sel(max_running=128)
+    assert float(low.max_running) == 16.0 and float(low.running) == 16.0
+    cycle = float(low.ttft_s - low.queue_s) + (KW["generate"] - 1) * float(low.tpot_s)
+    assert float(low.queue_s) == pytest.approx((64 - 16) / (16 / cycle), rel=1e-9)
+    assert float(low.tpot_s) < float(base.tpot_s)
+    for key in ("ttft_s", "tpot_s"):
+        assert float(high[key]) == pytest.approx(float(base[key]), rel=1e-12)
+
+
+def test_recv_interval_lengthens_ttft_of_varied_lengths_and_not_of_lockstep_waves():
+    """SGLang polling every N decode iterations: with varied lengths (arrivals spread) a
+    prompt waits for the end of its window, TTFT growing with N by about half a window per
+    request (tests/workloads/test_concurrency_simulation.py checks the form against a
+    simulation); the prompts of a window share one prefill batch, so TPOT falls. With equal
+    lengths a wave's requests finish together, the server idles and takes them in at once:
+    N changes nothing. Without SGLang's lockstep schedule (TensorRT-LLM) it is not used."""
+    kw = dict(KW, concurrency=32, prompt=1024, generate=1024)
+    r = predict.serving(framework="sglang", lengths="varied", recv_interval=[1, 10, 30], **kw)
+    ttft, tpot, window = r.ttft_s.values, r.tpot_s.values, r.decode_iteration_s.values
+    assert np.all(np.diff(ttft) > 0) and np.all(np.diff(tpot) < 0)
+    assert ttft[2] - ttft[0] == pytest.approx(0.5 * 29 * window[2] * 31 / 32, rel=0.35)
+    equal = predict.serving(framework="sglang", lengths="equal", recv_interval=[1, 30], **kw)
+    np.testing.assert_array_equal(equal.ttft_s.values[0], equal.ttft_s.values[1])
+    trt = predict.serving(framework="trtllm", lengths="varied", recv_interval=[1, 30], **kw)
+    np.testing.assert_array_equal(trt.ttft_s.values[0], trt.ttft_s.values[1])
+
+
+def test_varied_lengths_spread_sglangs_lockstep_waves():
+    """lengths="varied": SGLang's lockstep waves (prefill_first) become its spread form
+    (prefill_first_spread), the same as the closed loop at that schedule; TensorRT-LLM's and
+    vLLM's schedules are already the spread one, so nothing moves."""
+    from workbench.workloads import concurrency as cc
+    kw = dict(KW, concurrency=32, prompt=1024, generate=512)
+    for framework, moves in (("sglang", True), ("trtllm", False), ("vllm", False)):
+        equal = predict.serving(framework=framework, lengths="equal", **kw)
+        varied = predict.serving(framework=framework, lengths="varied", **kw)
+        assert (float(equal.ttft_s) != float(varied.ttft_s)) == moves
+    assert cc.DESYNCHRONIZED["prefill_first"] == "prefill_first_spread"

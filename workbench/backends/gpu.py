@@ -228,13 +228,15 @@ class GpuBackend:
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
                     activations, kv, imbalance=1.0, moe_mla_kernels="composed", draft_model=None, draft_len=0.0,
                     acceptance=0.0, attention_weights=None, pp=1.0, token_budget=None, memory_fraction=None,
-                    **_) -> dict:
+                    max_running=None, recv_interval=None, lengths="equal", **_) -> dict:
         """Fixed-concurrency serving (workloads/concurrency.py) under the framework whose
         tables the numbers carry: its token budget and per-iteration host overhead; with a
         `draft_model` (a spec, or speculative.MTP_HEAD), speculative decoding. A
         `token_budget` (tokens one iteration of an attention replica carries) or
         `memory_fraction` (of the device, or of its free memory under TensorRT-LLM's rule,
-        given to the weights and KV cache) replaces the framework's default."""
+        given to the weights and KV cache), `max_running` (requests an attention replica runs
+        at once) or `recv_interval` (SGLang's polling) replaces the framework's default;
+        `lengths` "varied" desynchronizes a lockstep schedule (concurrency.DESYNCHRONIZED)."""
         from ..workloads import concurrency as cc
         import dataclasses
         fw = framework_of(hw)
@@ -246,7 +248,8 @@ class GpuBackend:
         consts = serving_constants()
         tp, attention_dp = framework_layout(fw, model, hw, tp, attention_dp)  # as the framework runs it
         budget, max_sequences = cc.framework_limits(fw, hw, attention_dp)
-        budget = budget if token_budget is None else token_budget  # the engine's setting, when given
+        budget = budget if token_budget is None else token_budget  # the engine's settings, when given
+        max_sequences = max_sequences if max_running is None else np.minimum(max_sequences, max_running)
         fraction = cc.MEMORY_UTILIZATION if memory_fraction is None else memory_fraction
         overhead_s = iteration_overhead_s(fw, model) if hw.framework_overhead_s is None \
             else hw.framework_overhead_s  # the knob, when given, replaces the framework's constants
@@ -254,7 +257,8 @@ class GpuBackend:
                            attention_dp=attention_dp, ep=ep, weights=weights, activations=act, kv=kvd,
                            overhead_s=overhead_s, waves=consts["benchmark_waves"],
                            overhead_s_per_sequence=consts["iteration_overhead_s_per_sequence"].get(fw, 0.0),
-                           schedule=consts["schedule"].get(fw, "clumped"),
+                           schedule=consts["schedule"].get(fw, "clumped"), lengths=lengths,
+                           recv_interval=1.0 if recv_interval is None else recv_interval,
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
                            token_budget=budget, max_sequences=max_sequences, imbalance=imbalance,

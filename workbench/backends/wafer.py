@@ -63,6 +63,8 @@ def _numbers(spec, overrides: dict, framework: str = "none") -> WaferNumbers:
 _WHY = {"zero": "weights stream from MemoryX, where the optimizer runs: there are no ZeRO shards",
         "token_budget": "a GPU engine's tokens per iteration; the wafer prefills a whole prompt as a pipeline of chunks",
         "memory_fraction": "a GPU engine's memory share; the wafer's KV cache is the SRAM its layer regions leave",
+        "max_running": "a GPU engine's cap on running requests; the wafer runs what its SRAM's KV room holds",
+        "recv_interval": "SGLang's polling for new requests; the wafer's scheduler is modelled on its own",
         "moe_mla_kernels": "GPU kernel tables; the wafer's layers are its mesh kernels",
         "precision": "the wafer computes bf16 on its fp16 datapath",
         "moe_host_s_per_local_expert": "a wafer runs its compiled program, with no host launch per expert"}
@@ -112,12 +114,13 @@ class WaferBackend:
         if batch_max and "streaming" in np.atleast_1d(np.asarray(placement, dtype=object)):
             raise InputError("batch='max' is not allowed with placement='streaming'; allowed: a positive integer")
 
-    def check_closed_loop(self, name: str, *, tp, ep, attention_dp, pp, activations, token_budget, memory_fraction,
-                          moe_mla_kernels) -> None:
-        """predict.serving at a fixed concurrency: the GPU layout and engine settings refused by name."""
+    def check_closed_loop(self, name: str, *, tp, ep, attention_dp, pp, activations, moe_mla_kernels,
+                          **engine) -> None:
+        """predict.serving at a fixed concurrency: the GPU layout and engine settings
+        (predict_serving.ENGINE_SETTINGS) refused by name."""
         _refuse({"tp": (tp, 1), "ep": (ep, 1), "attention_dp": (attention_dp, 1), "pp": (pp, 1),
-                 "token_budget": (token_budget, None), "memory_fraction": (memory_fraction, None),
-                 "moe_mla_kernels": (moe_mla_kernels, "composed")}, name)
+                 "moe_mla_kernels": (moe_mla_kernels, "composed"),
+                 **{arg: (v, None) for arg, v in engine.items()}}, name)
         self.check_inference(name, tp=1, pp=1, ep=1, activations=activations, batch_max=False, placement="regions")
 
     def check_decode_pool(self, name: str, **layout) -> None:

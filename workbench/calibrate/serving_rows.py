@@ -23,7 +23,7 @@ import pandas as pd
 
 from .. import predict
 from ..errors import InputError
-from . import recipes
+from . import recipes, run_settings
 
 ROWS = Path(__file__).resolve().parent / "reference" / "serving_silicon.csv"
 
@@ -216,10 +216,12 @@ def config(r) -> tuple[dict | None, str]:
     depth, why = recipes.speculation(r)  # MTP, where the benchmark's configuration ran the row's version with it
     if depth is None:
         return None, why
+    # the harness's lengths and the engine's settings where the row's benchmark set them
+    # (calibrate/run_settings.py)
     return dict(hardware=system(r.system), model=r.model_path, tp=tp, pp=_n(getattr(r, "pp_size", 1)),
                 attention_dp=attention_dp, ep=ep, concurrency=_n(r.concurrency) / replicas(r),
-                prompt=_n(r.isl), generate=_n(r.osl), weights=fmt[0], activations=fmt[1],
-                attention_weights=attention_weights(r), framework=r.backend,
+                weights=fmt[0], activations=fmt[1], attention_weights=attention_weights(r), framework=r.backend,
+                **run_settings.harness_lengths(r), **run_settings.engine(r, tp * attention_dp),
                 **_mtp(depth, recipes.stated_acceptance_length(r) if depth else 0.0)), ""
 
 

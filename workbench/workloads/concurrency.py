@@ -228,7 +228,7 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
                 draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
-                memory_fraction=MEMORY_UTILIZATION) -> dict:
+                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, lengths="equal") -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module). With a `draft` model (a spec: a small
     model, or the target's MTP head, speculative.draft_for) and draft_len = k > 0, every
@@ -241,8 +241,15 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     Random acceptance (0 < a < 1) desynchronizes requests of equal lengths, so under
     speculation a lockstep schedule becomes its spread form (DESYNCHRONIZED). `weights` and
     `activations` are the routed experts' format and math, and every other matmul's unless
-    `attention_weights` / `attention_activations` say otherwise (ops.part_formats)."""
+    `attention_weights` / `attention_activations` say otherwise (ops.part_formats).
+    `recv_interval`: decode iterations between the engine's polls for new requests in the
+    "prefill_first_spread" form (prefill_alone_spread; 1: every iteration). `lengths`
+    "varied" (requests' lengths differ around `prompt` and `generate`): completions and
+    so arrivals spread, and a lockstep schedule takes its spread form."""
     args = dict(locals())
+    del args["lengths"]
+    if lengths == "varied":
+        args["schedule"] = schedule = DESYNCHRONIZED.get(schedule, schedule)
     if draft is None or schedule not in DESYNCHRONIZED:
         return _steady_state(**args)
     lockstep = _steady_state(**args)
@@ -256,16 +263,23 @@ ARRIVALS = ("in_time", "after_decode")  # where a spread schedule's prompts land
 
 
 def prefill_alone_spread(step, *, r, prompt, n_prefill, token_budget, steps, decode_iter,
-                         arrivals="in_time") -> tuple:
+                         arrivals="in_time", recv_interval=1.0) -> tuple:
     """The "prefill_first_spread" schedule (module doc): prefill batches run alone and
     stall every decoding request, so a request's TPOT carries the others' (r - 1) / q · N_p
     batches of q prompts. Where a prompt lands (`arrivals`):
 
     - "in_time": anywhere in the cycle, with odds each iteration's length: it waits
       E[T^2] / (2 E[T]) of the iteration it lands in, and q - 1 prompts arrived during the
-      iteration before its batch; q and the arrival rate solved together
-      (FIXED_POINT_ROUNDS). A GPU engine's prefill batches are iterations of the decode
-      ones' order (tests/workloads/test_concurrency_simulation.py: within 5%).
+      iteration before its batch (a batch longer than the token budget runs as several
+      iterations, its prompts' first tokens coming with their chunks); q and the arrival
+      rate solved together (FIXED_POINT_ROUNDS). A GPU engine's prefill batches are iterations of the decode
+      ones' order (tests/workloads/test_concurrency_simulation.py: within 5%). With
+      `recv_interval` N > 1 the engine takes in new requests only after N decode
+      iterations in a row or after a prefill batch (SGLang's --scheduler-recv-interval:
+      scheduler_recv_skipper.py counts 1 per decode forward and 1000 per other forward,
+      and receives once the count reaches N): a prompt waits for the end of the window of
+      N decode iterations it lands in, and the batch holds the prompts of that window.
+      N = 1 is the form above.
     - "after_decode": a closed loop's arrivals follow completions, and a request completes
       at the end of a decode iteration, so its successor lands in the next iteration (the
       client's round trip, shorter than an iteration). A prompt is batched with those of
@@ -297,13 +311,18 @@ def prefill_alone_spread(step, *, r, prompt, n_prefill, token_budget, steps, dec
             stall
     q = 1.0 + 0.0 * r  # prompts in a prefill batch: the request and those that arrived with it
     for _ in range(FIXED_POINT_ROUNDS):
-        parts, prefill_iter, prefill_seqs = step(0.0 * r, np.minimum(q * prompt / n_prefill, token_budget))
+        # a batch's q prompts go through the token budget: iterations of q·p / iters tokens each
+        iters = np.maximum(q * prompt / token_budget, n_prefill)
+        parts, prefill_iter, prefill_seqs = step(0.0 * r, q * prompt / iters)
         stall = parts.get("stall_s", prefill_iter)
-        interrupts = (r - 1.0) / q * n_prefill  # the others' prefill batches stall each decoding request
-        # an arrival lands in an iteration with odds its length: it waits E[T^2] / (2 E[T]) of it
-        n_p = interrupts + n_prefill
-        residual = (steps * decode_iter ** 2 + n_p * stall ** 2) / (2.0 * (steps * decode_iter + n_p * stall))
-        service_ttft = residual * others + n_prefill * prefill_iter
+        interrupts = (r - 1.0) / q * iters  # the others' prefill iterations stall each decoding request
+        # an arrival lands in a piece with odds its length: it waits E[T^2] / (2 E[T]) of it;
+        # the pieces: windows of N decode iterations, or a prefill iteration
+        n_p = interrupts + iters
+        windows, window = steps / recv_interval, recv_interval * decode_iter
+        residual = (windows * window ** 2 + n_p * stall ** 2) / (2.0 * (windows * window + n_p * stall))
+        # its first token comes with its chunk of the batch: (iters + N_p) / 2 iterations on average
+        service_ttft = residual * others + (iters + n_prefill) / 2.0 * prefill_iter
         lam = r / (service_ttft + (interrupts * stall + steps * decode_iter))
         q = 1.0 + lam * 2.0 * residual * others  # arrivals during the iteration before the batch
     return prefill_iter, prefill_seqs, interrupts, service_ttft, stall
@@ -314,7 +333,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
                 draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
-                memory_fraction=MEMORY_UTILIZATION) -> dict:
+                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0) -> dict:
     """closed_loop at one schedule (its doc)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
@@ -391,7 +410,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         _, burst_iter, _ = step(0.0 * r, clump)  # the first wave's batches: a whole budget each
         prefill_iter, prefill_seqs, interrupts, service_ttft, _ = prefill_alone_spread(
             step, r=r, prompt=prompt, n_prefill=n_prefill, token_budget=token_budget, steps=steps,
-            decode_iter=decode_iter)
+            decode_iter=decode_iter, recv_interval=recv_interval)
 
         def per_token(prefill_s, decode_s):
             return (interrupts * prefill_s + steps * decode_s) / (generate - 1.0)

@@ -1,0 +1,84 @@
+"""What a serving row's benchmark harness and engine were set to, where the row does not say.
+
+The harness. InferenceX (SemiAnalysisAI/InferenceX), whose runs are most of the serving
+rows, draws every request's prompt and output length uniformly from the integers in
+[int(0.8 L), L] for the nominal length L (`utils/bench_serving/benchmark_serving.py`,
+`sample_uniform`: `lower = int(seq_len * range_ratio)`, with `RANDOM_RANGE_RATIO: 0.8` in
+`.github/workflows/benchmark-tmpl.yml` and `benchmark-multinode-tmpl.yml`, the default since
+2025-11-03, fixed since 2026-01-21). Its runs are its sequence-length settings (1k/1k,
+1k/8k, 8k/1k: the `isl` / `osl` of its configuration's entries, inferencex_deployments.csv):
+a row at one of them is predicted at the mean lengths, with lengths "varied" (completions,
+so arrivals, spread: predict.serving). Rows at other lengths came from other harnesses
+(aiconfigurator's own collection), which send every request at its nominal lengths. This
+is for the aggregated rows, run by InferenceX's single-node scripts through that client; its
+multi-node (disaggregated) runs went through the srt-slurm launcher's own benchmark, whose
+length draws InferenceX's configuration of that period does not state (it vendored no
+srt-slurm recipe before 2026-03; later recipes state random_range_ratio 0.8): they keep
+their nominal lengths (with the mean lengths their TPOT / TTFT median |err| moved from
+11.8 / 33.0% to 11.9 / 34.6%, no evidence either way).
+
+The engine. InferenceX's single-node SGLang scripts set the scheduler's polling interval,
+the chunked-prefill size, the memory fraction and the KV-cache dtype per GPU, model,
+precision, TP and concurrency (reference/inferencex_engine_settings.csv, transcribed from the
+scripts with their commits; their running-request cap is left out, as its README says); a
+row the file matches is predicted with them, any other with the framework's defaults.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pandas as pd
+
+ENGINE_SETTINGS_CSV = Path(__file__).parent / "reference" / "inferencex_engine_settings.csv"
+RANGE_RATIO = 0.8  # InferenceX's RANDOM_RANGE_RATIO (module doc)
+SETTINGS = ("recv_interval", "token_budget", "memory_fraction")  # predict.serving arguments
+
+
+@functools.lru_cache(maxsize=None)
+def _sequence_settings() -> frozenset:
+    """InferenceX's (isl, osl) settings: every pair its configuration's entries ran."""
+    from .recipes import load
+    df = load()
+    return frozenset(zip(df.isl.astype(int), df.osl.astype(int)))
+
+
+def mean_length(nominal: int, range_ratio: float = RANGE_RATIO) -> int:
+    """The mean of the integers in [int(range_ratio x nominal), nominal], rounded."""
+    return int(round((int(range_ratio * nominal) + nominal) / 2.0))
+
+
+def harness_lengths(row) -> dict:
+    """predict.serving's prompt, generate and lengths for a row (module doc)."""
+    isl, osl = int(row.isl), int(row.osl)
+    if (isl, osl) in _sequence_settings():
+        return {"prompt": mean_length(isl), "generate": mean_length(osl), "lengths": "varied"}
+    return {"prompt": isl, "generate": osl, "lengths": "equal"}
+
+
+@functools.lru_cache(maxsize=None)
+def _table() -> pd.DataFrame:
+    from .recipes import _architecture
+    df = pd.read_csv(ENGINE_SETTINGS_CSV)
+    return df.assign(arch=[str(_architecture(m)) for m in df.model])  # compared as text
+
+
+def engine(row, devices: int) -> dict:
+    """The engine settings (SETTINGS and "kv", only those the script set) InferenceX's
+    script launched a row's aggregated server with on `devices` GPUs, {} where no line of
+    reference/inferencex_engine_settings.csv matches (module doc)."""
+    from .recipes import _architecture
+    from .serving_rows import system
+    if (int(row.isl), int(row.osl)) not in _sequence_settings():
+        return {}
+    df, conc = _table(), float(row.concurrency)
+    m = df[(df.framework == row.backend) & (df.gpu == system(row.system)) & (df.precision == row.precision)
+           & (df.arch == str(_architecture(row.model_path)))
+           & (df.tp.isna() | (df.tp == devices)) & (df.isl.isna() | (df.isl == row.isl))
+           & (df.osl.isna() | (df.osl == row.osl)) & (df.min_concurrency.isna() | (df.min_concurrency <= conc))
+           & (df.max_concurrency.isna() | (df.max_concurrency >= conc))]
+    if m.empty:
+        return {}
+    line = m.iloc[0]
+    out = {k: (float(line[k]) if k == "memory_fraction" else int(line[k])) for k in SETTINGS if line[k] == line[k]}
+    return {**out, **({"kv": line.kv} if isinstance(line.kv, str) else {})}
