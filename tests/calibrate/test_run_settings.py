@@ -36,28 +36,45 @@ def test_inferencex_lengths_are_drawn_and_other_harnesses_send_them_as_stated():
 def test_the_sglang_b200_scripts_poll_every_10_or_30_decode_iterations():
     """dsr1_fp8_b200.sh at TP 8: --scheduler-recv-interval 30 from concurrency 16, else 10;
     --chunked-prefill-size 32768, --mem-fraction-static 0.82, --kv-cache-dtype fp8_e4m3. The H200 script leaves the interval at SGLang's default (1) and
-    the cache at the model's dtype. A TensorRT-LLM row gets none of these."""
+    the cache at the model's dtype. A row at other lengths gets none of these."""
     df = sr.load()
     b200 = df[(df.backend == "sglang") & (df.system == "b200_sxm") & (df.model_path == "deepseek-ai/DeepSeek-R1")
               & (df["mode"] == "agg") & (df.precision == "fp8") & (df.isl == 1024)]
     high = next(b200[b200.concurrency >= 16].itertuples())
     low = next(b200[b200.concurrency < 16].itertuples()) if (b200.concurrency < 16).any() else None
-    assert es.engine(high, 8) == {"recv_interval": 30, "token_budget": 32768, "memory_fraction": 0.82, "kv": "fp8"}
+    assert es.engine(high, 8) == {"recv_interval": 30, "token_budget": 32768, "memory_fraction": 0.82,
+                                  "kv": "fp8"}
     if low is not None:
         assert es.engine(low, 8)["recv_interval"] == 10
     h200 = df[(df.backend == "sglang") & (df.system == "h200_sxm") & (df.model_path == "deepseek-ai/DeepSeek-R1")
               & (df["mode"] == "agg") & (df.isl == 1024) & (df.osl == 1024)]
     assert es.engine(next(h200.itertuples()), 8) == {"recv_interval": 1, "token_budget": 32768,
                                                     "memory_fraction": 0.82}
-    trt = df[(df.backend == "trtllm") & (df.isl == 1024) & (df.osl == 1024) & (df["mode"] == "agg")]
-    assert es.engine(next(trt.itertuples()), 8) == {}
+    other = df[(df.backend == "sglang") & (df.isl == 1000) & (df["mode"] == "agg")]
+    assert es.engine(next(other.itertuples()), 8) == {}
 
 
 def test_every_settings_line_names_its_script_and_commit():
+    """Each line: a script of InferenceX's benchmarks/ at a commit; the polling interval only
+    for SGLang; fractions of memory in (0.5, 1]; the three frameworks' scripts."""
     df = pd.read_csv(es.ENGINE_SETTINGS_CSV)
-    assert df.script.str.startswith("benchmarks/single_node/").all() and df.commit.str.len().ge(9).all()
-    assert (df.recv_interval >= 1).all() and df.memory_fraction.between(0.5, 1.0).all()
-    assert set(df.framework) == {"sglang"}
+    assert df.script.str.startswith("benchmarks/").all() and df.commit.str.len().ge(9).all()
+    assert (df.recv_interval.dropna() >= 1).all() and df.recv_interval.isna().eq(df.framework != "sglang").all()
+    assert df.memory_fraction.dropna().between(0.5, 1.0).all()
+    assert set(df.framework) == {"sglang", "trtllm", "vllm"}
+
+
+def test_tensorrt_llm_and_vllm_scripts_set_an_fp8_cache_where_the_checkpoint_asks_for_none():
+    """dsr1_fp8_b200_trt.sh: kv_cache_config dtype fp8, free_gpu_memory_fraction 0.8 (the
+    checkpoint's own cache, TensorRT-LLM's "auto", would be 16-bit); 70b_fp8_h200_slurm.sh
+    (vLLM): kv-cache-dtype fp8, max-num-batched-tokens 8192, gpu-memory-utilization 0.9."""
+    df = sr.load()
+    trt = df[(df.backend == "trtllm") & (df.system == "b200_sxm") & (df.model_path == "deepseek-ai/DeepSeek-R1")
+             & (df["mode"] == "agg") & (df.precision == "fp8") & (df.isl == 1024)]
+    assert es.engine(next(trt.itertuples()), 8) == {"memory_fraction": 0.8, "kv": "fp8"}
+    vllm = df[(df.backend == "vllm") & (df.system == "h200_sxm") & (df.model_path == "meta-llama/Llama-3.1-70B")
+              & (df["mode"] == "agg") & (df.isl == 1024)]
+    assert es.engine(next(vllm.itertuples()), 8) == {"token_budget": 8192, "memory_fraction": 0.9, "kv": "fp8"}
 
 
 def test_the_rows_are_predicted_with_their_engine_settings():

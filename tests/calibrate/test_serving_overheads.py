@@ -129,3 +129,27 @@ def test_leave_one_gpu_out_measures_how_the_overheads_carry_to_a_gpu():
     held_b200 = serving_overheads._tpot_err(slow[on_b200], serving_overheads._overhead(slow[~on_b200]))
     assert np.median(held_b200) < -0.05  # the unseen GPU's host is slower than the others'
     assert fit["loo_gpu_median_abs_err"] > same["loo_gpu_median_abs_err"]
+
+
+def test_fit_serving_keeps_each_frameworks_better_tpot_pass(monkeypatch):
+    """Two TPOT passes whose constants alternate (as SGLang's did between an 8 and a 12 us
+    graph saving): each framework keeps the pass with the lower leave-one-model-out error,
+    and the TTFT constants are fitted after each pass with the constants written."""
+    passes = iter([
+        ({"sglang": {"kernel_graph_saving_s": 8e-6, "rows": 3}, "vllm": {"kernel_graph_saving_s": 0.0, "rows": 3}},
+         {"sglang": {"iteration_overhead_s": 3.05e-3, "loo_model_median_abs_err": 0.099},
+          "vllm": {"iteration_overhead_s": 1.5e-3, "loo_model_median_abs_err": 0.10}}),
+        ({"sglang": {"kernel_graph_saving_s": 12e-6, "rows": 3}, "vllm": {"kernel_graph_saving_s": 1e-6, "rows": 3}},
+         {"sglang": {"iteration_overhead_s": 5.98e-3, "loo_model_median_abs_err": 0.088},
+          "vllm": {"iteration_overhead_s": 1.6e-3, "loo_model_median_abs_err": 0.12}}),
+    ])
+    written, ttft_fits = [], []
+    monkeypatch.setattr(serving_rows, "load", lambda: pd.DataFrame())
+    monkeypatch.setattr(serving_overheads, "_tpot_pass", lambda rows: next(passes))
+    monkeypatch.setattr(serving_overheads, "write_constants", lambda s, o: written.append((s, o)) or "yaml")
+    monkeypatch.setattr(serving_overheads, "_ttft_pass", lambda rows, report: ttft_fits.append(len(written)))
+    serving_overheads.fit_serving(report=lambda line: None)
+    assert serving_overheads.TPOT_PASSES == 2 and ttft_fits == [1, 2]
+    savings, overheads = written[-1]
+    assert savings["sglang"]["kernel_graph_saving_s"] == 12e-6 and overheads["sglang"]["iteration_overhead_s"] == 5.98e-3
+    assert savings["vllm"]["kernel_graph_saving_s"] == 0.0 and overheads["vllm"]["iteration_overhead_s"] == 1.5e-3

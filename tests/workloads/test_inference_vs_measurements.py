@@ -137,9 +137,10 @@ def test_mi300x_70b_batch_1_with_vllms_engine_time():
     (frameworks.yaml iteration_overhead_s, fitted on NVIDIA serving rows) is what the static
     model lacks for C25. One request at a time through the vLLM engine (predict.serving at
     concurrency 1: no other request to interleave) gives AMD's measured 17.24 s within 10%, the
-    constant's own leave-one-GPU-out error (11.3%): +0.8% at 1.0 ms per iteration, +6.4% at
-    1.48 ms since the serving rows are read at the mean of InferenceX's length draws
-    (calibrate/run_settings.py), where the kernels alone (predict.inference) are 13% fast."""
+    constant's own leave-one-GPU-out error (10.1%): +0.8% at 1.0 ms per iteration, +6.4% at
+    1.48 ms and +7.5% at 1.57 ms since the serving rows are read at the mean of InferenceX's
+    length draws with its scripts' settings (calibrate/run_settings.py), where the kernels
+    alone (predict.inference) are 13% fast."""
     ds = predict.serving(hardware="mi300x", model="llama_3_1_70b", tp=8, concurrency=1, prompt=128, generate=2048,
                          weights="fp8", kv="fp8", framework="vllm")
     kernels_only = _mi300x_e2e_s("llama_3_1_70b", 1, 128, 2048, kv="fp8")

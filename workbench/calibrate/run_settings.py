@@ -17,11 +17,13 @@ srt-slurm recipe before 2026-03; later recipes state random_range_ratio 0.8): th
 their nominal lengths (with the mean lengths their TPOT / TTFT median |err| moved from
 11.8 / 33.0% to 11.9 / 34.6%, no evidence either way).
 
-The engine. InferenceX's single-node SGLang scripts set the scheduler's polling interval,
-the chunked-prefill size, the memory fraction and the KV-cache dtype per GPU, model,
-precision, TP and concurrency (reference/inferencex_engine_settings.csv, transcribed from the
-scripts with their commits; their running-request cap is left out, as its README says); a
-row the file matches is predicted with them, any other with the framework's defaults.
+The engine. InferenceX's single-node scripts set, per GPU, model, precision, TP and
+concurrency, SGLang's polling interval, each framework's tokens per iteration (chunked-prefill
+size, max_num_tokens, max-num-batched-tokens), memory fraction and KV-cache dtype (FP8 where the
+checkpoint's own "auto" would keep 16 bits: every TensorRT-LLM DeepSeek-R1 and Llama script)
+(reference/inferencex_engine_settings.csv, transcribed from the scripts with their commits;
+their running-request caps are left out, as its README says); a row the file matches is
+predicted with them, any other with the framework's defaults.
 """
 from __future__ import annotations
 

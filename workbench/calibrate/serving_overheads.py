@@ -172,25 +172,29 @@ def fit_overheads(res: pd.DataFrame) -> dict:
     return out
 
 
-def fit_serving(report=print) -> None:
-    """`workbench calibrate fit-serving`: each framework's TPOT constants (fit_graph_savings,
-    then fit_overheads at the chosen savings), then the harness's waves and the request
-    latencies per dense and per MoE layer (serving_rows.fit_ttft_constants) on the measured
-    serving runs, written to specs/serving/frameworks.yaml; `report` gets one line per fit."""
+# Passes of the TPOT fit: TPOT depends a little on the TTFT constants (a spread schedule's
+# prompts per iteration follow the arrival rate, which the request latency sets), and a
+# framework's graph saving can sit between two near-tied candidates, so one pass from the
+# constants of the last fit can land on either (SGLang: 3.05 ms per iteration at an 8 us
+# saving, leave-one-model-out 9.9%, or 5.98 ms at 12 us, 8.8%, alternating run to run).
+# The second pass starts from the first's TTFT constants; each framework keeps the pass
+# with the lower leave-one-model-out TPOT error, so a rerun visits the same two states.
+TPOT_PASSES = 2
+
+
+def _tpot_pass(rows: pd.DataFrame) -> tuple[dict, dict]:
+    """One fit of the TPOT constants (fit_graph_savings, then fit_overheads at the chosen
+    savings) on the rows predicted with the constants in specs/serving/frameworks.yaml."""
     from ..backends.kernel_tables import serving_constants
-    from .serving_rows import fit_ttft_constants, load, write_ttft_constants
-    rows = load()
     savings, chosen = fit_graph_savings(rows)
     serving_constants()["kernel_graph_saving_s"].update({fw: f["kernel_graph_saving_s"] for fw, f in savings.items()})
-    overheads = fit_overheads(chosen)
-    for fw in sorted(savings):
-        a, b = savings[fw], overheads.get(fw, {})
-        us, pc = (lambda k: b.get(k, 0.0) * 1e6), (lambda k: f"{b.get(k, np.nan):.1%}")
-        report(f"{fw:7s} graph saving {a['kernel_graph_saving_s'] * 1e6:5.1f} us per kernel; host overhead "
-               f"{us('iteration_overhead_s'):6.1f} us per iteration + {us('iteration_overhead_s_per_moe_layer'):4.1f} "
-               f"us per MoE layer: TPOT median |err| {pc('median_abs_err')} (leave-one-model-out "
-               f"{pc('loo_model_median_abs_err')}, leave-one-GPU-out {pc('loo_gpu_median_abs_err')}), {a['rows']} rows")
-    report(f"wrote {write_constants(savings, overheads)}")
+    return savings, fit_overheads(chosen)
+
+
+def _ttft_pass(rows: pd.DataFrame, report) -> None:
+    """The harness's waves and the request latencies (serving_rows.fit_ttft_constants) on the
+    rows predicted with the TPOT constants just written, written in turn."""
+    from .serving_rows import fit_ttft_constants, write_ttft_constants
     waves, ttft = fit_ttft_constants(predict_rows(rows))
     for fw, f in sorted(ttft["frameworks"].items()):
         report(f"{fw:7s} request latency {f['request_latency_s_per_layer'] * 1e3:5.2f} ms per layer, "
@@ -200,3 +204,29 @@ def fit_serving(report=print) -> None:
     report(f"benchmark waves {waves}: TTFT median |err| {ttft['median_abs_err']:.1%} (leave-one-model-out "
            f"{ttft['loo_model_median_abs_err']:.1%}, leave-one-GPU-out {ttft['loo_gpu_median_abs_err']:.1%}); wrote "
            f"{write_ttft_constants(waves, ttft)}")
+
+
+def fit_serving(report=print) -> None:
+    """`workbench calibrate fit-serving`: each framework's TPOT constants, then the harness's
+    waves and the request latencies per dense and per MoE layer, on the measured serving
+    runs, TPOT_PASSES times (each framework keeps the TPOT pass with the lower
+    leave-one-model-out error), written to specs/serving/frameworks.yaml; `report` gets one
+    line per fit."""
+    from .serving_rows import load
+    rows = load()
+    best: dict = {}
+    for n in range(TPOT_PASSES):
+        savings, overheads = _tpot_pass(rows)
+        for fw in savings:
+            if fw not in best or overheads[fw]["loo_model_median_abs_err"] < best[fw][1]["loo_model_median_abs_err"]:
+                best[fw] = (savings[fw], overheads[fw])
+        for fw in sorted(best):
+            a, b = best[fw]
+            us, pc = (lambda k: b.get(k, 0.0) * 1e6), (lambda k: f"{b.get(k, np.nan):.1%}")
+            report(f"pass {n + 1} {fw:7s} graph saving {a['kernel_graph_saving_s'] * 1e6:5.1f} us per kernel; host "
+                   f"overhead {us('iteration_overhead_s'):6.1f} us per iteration + "
+                   f"{us('iteration_overhead_s_per_moe_layer'):4.1f} us per MoE layer: TPOT median |err| "
+                   f"{pc('median_abs_err')} (leave-one-model-out {pc('loo_model_median_abs_err')}, leave-one-GPU-out "
+                   f"{pc('loo_gpu_median_abs_err')}), {a['rows']} rows")
+        report(f"wrote {write_constants({fw: a for fw, (a, _) in best.items()}, {fw: b for fw, (_, b) in best.items()})}")
+        _ttft_pass(rows, report)
