@@ -57,15 +57,15 @@ def test_sglang_stores_deepseek_v4s_compressed_cache_in_fp8_on_every_gpu(hardwar
 def test_an_fp8_cache_doubles_the_room_for_requests():
     """Llama-3.1-70B FP8 on 8 H100 under TensorRT-LLM: the ModelOpt checkpoint's FP8 cache holds each
     token in half the bytes of the base id's BF16 one (80 layers x 8 KV heads x 128 x 2 (K, V) x 1 B over
-    the 8 GPUs, for the prompt and half the output a staggered request holds on average under
-    TensorRT-LLM's spread arrivals), so the largest running batch at the same weights doubles (to the
-    integer, in the KV room's floor)."""
+    the 8 GPUs, for the prompt and the whole output, which TensorRT-LLM reserves when it admits a
+    request: GUARANTEED_NO_EVICT, frameworks.yaml kv_reserved), so the largest running batch at the
+    same weights doubles (to the integer, in the KV room's floor)."""
     a = predict.serving(hardware="h100_sxm", model="nvidia/Llama-3.1-70B-Instruct-FP8", tp=8, concurrency=16,
                         prompt=8192, generate=1024, weights="fp8", framework="trtllm")
     b = predict.serving(hardware="h100_sxm", model="meta-llama/Llama-3.1-70B", tp=8, concurrency=16,
                         prompt=8192, generate=1024, weights="fp8", framework="trtllm")
     assert float(a.kv_per_request_bytes) * 2 == pytest.approx(float(b.kv_per_request_bytes))
-    assert float(a.kv_per_request_bytes) == pytest.approx(80 * 8 * 128 * 2 * 1.0 * (8192 + 1024 / 2) / 8)
+    assert float(a.kv_per_request_bytes) == pytest.approx(80 * 8 * 128 * 2 * 1.0 * (8192 + 1024) / 8)
     assert float(a.max_running) == pytest.approx(2 * float(b.max_running), abs=1.0)
 
 
@@ -155,3 +155,22 @@ def test_the_nvfp4_copy_rule_is_what_every_shipped_copy_asks_for():
     for i in listed:
         assert checkpoint_weights(configs, i)[0] == recorded.get(i), i
 
+
+
+def test_tensorrt_llm_reserves_the_whole_request_where_vllm_holds_what_it_has():
+    """The same deployment's cache per running request: prompt + output under TensorRT-LLM
+    (GUARANTEED_NO_EVICT reserves it at admission), prompt + half the output under vLLM (pages
+    as tokens come, staggered requests holding half their output on average); an unknown
+    reservation is refused by name."""
+    from workbench.workloads import concurrency as cc
+    kw = dict(hardware="h100_sxm", model="meta-llama/Llama-3.1-70B", tp=8, concurrency=16, prompt=8192,
+              generate=1024, weights="fp8", kv="fp8")
+    per_token = 80 * 8 * 128 * 2 * 1.0 / 8
+    trt = predict.serving(framework="trtllm", **kw)
+    vllm = predict.serving(framework="vllm", **kw)
+    assert float(trt.kv_per_request_bytes) == pytest.approx(per_token * (8192 + 1024))
+    assert float(vllm.kv_per_request_bytes) == pytest.approx(per_token * (8192 + 512))
+    with pytest.raises(ValueError, match="kv_reserved='all' is not known; allowed: held, whole"):
+        cc._steady_state(hw=None, model=None, concurrency=1, prompt=1, generate=2, tp=1, attention_dp=1, ep=1,
+                         weights="fp8", activations="fp8", kv="fp8", overhead_s=0.0, token_budget=8192.0,
+                         kv_reserved="all")

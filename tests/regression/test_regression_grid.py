@@ -298,6 +298,16 @@ _rebase(_SCRIPT_SETTINGS_REFIT, ("serving_fixed_concurrency_tables", "serving_fi
                                  "disaggregated_fixed_pools"))
 
 
+_TRTLLM_RESERVATION = ("issue 16: TensorRT-LLM's aggregated engine reserves a request's whole prompt and output "
+                       "when it admits it (its default capacity policy GUARANTEED_NO_EVICT; frameworks.yaml "
+                       "kv_reserved), where it held p + g/2; its constants refitted (0.40 -> 0.51 ms per "
+                       "iteration, 5 -> 1 us per sequence): TensorRT-LLM points only, fixed-concurrency TTFT "
+                       "x0.993-x1.101 and TPOT x0.960-x1.016, MTP TTFT x0.999-x1.001 and TPOT x0.992-x1.013; "
+                       "the fixed pools (a TensorRT-LLM decode pool) TTFT x1.001 and TPOT x0.995")
+_rebase(_TRTLLM_RESERVATION, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp",
+                              "disaggregated_fixed_pools"))
+
+
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
 # Labels changed on purpose: (call, column) -> (the points, as a mask of the reference; their new label; why).
 # The numbers of those points are unchanged and checked to RTOL like every other.

@@ -35,12 +35,14 @@ def test_memory_fraction_in_closed_form_per_framework_rule():
     """max_running = floor(room / (a request's cache + its logits)), the room f x (capacity -
     weights - activations - the runtime's memory) under TensorRT-LLM's rule and f x capacity -
     weights - activations under vLLM's (Llama-3.1-8B in FP8 on one H100: 8.0 GB of FP8
-    weights and 16-bit embeddings)."""
+    weights and 16-bit embeddings); a request's cache: p + g/2 tokens held on average under
+    vLLM's spread arrivals, p + g reserved at admission under TensorRT-LLM's (kv_reserved)."""
     hw, model = numbers("h100_sxm", framework="trtllm"), load_model("llama_3_1_8b")
     act = MAX_PREFILL_TOKENS * activation_bytes_per_token(model, tp=1.0, stream_bytes=2.0)
-    kv = kv_bytes_per_sequence(model, tokens=4096 + 256 / 2, tp=1.0, pp=1.0, kv_bytes=2.0)  # spread: p + g/2 held
-    per_request = kv + model.vocab_size * LOGIT_BYTES
     for framework in ("trtllm", "vllm"):
+        tokens = 4096 + (256 if framework == "trtllm" else 256 / 2)
+        per_request = kv_bytes_per_sequence(model, tokens=tokens, tp=1.0, pp=1.0, kv_bytes=2.0) + \
+            model.vocab_size * LOGIT_BYTES
         r = predict.serving(concurrency=4, framework=framework, memory_fraction=[0.5, 0.75], **KW)
         weights = float(r.weights_per_device_bytes.isel(memory_fraction=0))
         assert 8.0e9 < weights < 10.0e9

@@ -261,6 +261,7 @@ class GpuBackend:
                            recv_interval=1.0 if recv_interval is None else recv_interval,
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
+                           kv_reserved=consts["kv_reserved"].get(fw, "held"),
                            token_budget=budget, max_sequences=max_sequences, imbalance=imbalance,
                            attention_weights=attention_weights, attention_activations=att_act,
                            **({} if draft_model is None else cc.draft_memory(

@@ -136,6 +136,11 @@ def framework_limits(framework: str, hw, attention_dp=1.0) -> tuple:
 
 
 KV_MEMORY_OF = ("total", "free")  # what the framework's memory fraction applies to
+# What a running request holds in the KV cache: "held", the tokens it has so far (paged caches
+# filled on demand: vLLM, SGLang), or "whole", its prompt and output reserved when it is
+# admitted (TensorRT-LLM's default capacity_scheduler_policy, GUARANTEED_NO_EVICT: "only
+# accepts new requests if they can complete without eviction").
+KV_RESERVED = ("held", "whole")
 # Device memory a serving runtime holds outside its weights, activations and KV cache: the
 # CUDA context with cuBLAS and other library workspaces, 551 MB, and NCCL's communicator
 # buffers, 342 MiB with 2 GPUs and 392 MiB with 4 or 8 (aiconfigurator-core 0.12.0
@@ -228,7 +233,7 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
                 draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
-                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, lengths="equal") -> dict:
+                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, lengths="equal", kv_reserved="held") -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module). With a `draft` model (a spec: a small
     model, or the target's MTP head, speculative.draft_for) and draft_len = k > 0, every
@@ -245,7 +250,8 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     `recv_interval`: decode iterations between the engine's polls for new requests in the
     "prefill_first_spread" form (prefill_alone_spread; 1: every iteration). `lengths`
     "varied" (requests' lengths differ around `prompt` and `generate`): completions and
-    so arrivals spread, and a lockstep schedule takes its spread form."""
+    so arrivals spread, and a lockstep schedule takes its spread form. `kv_reserved`: what
+    the KV cache holds for a running request (KV_RESERVED)."""
     args = dict(locals())
     del args["lengths"]
     if lengths == "varied":
@@ -333,10 +339,12 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
                 draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
-                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0) -> dict:
+                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, kv_reserved="held") -> dict:
     """closed_loop at one schedule (its doc)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
+    if kv_reserved not in KV_RESERVED:
+        raise ValueError(f"kv_reserved={kv_reserved!r} is not known; allowed: {', '.join(KV_RESERVED)}")
     if kv_memory_of not in KV_MEMORY_OF:
         raise ValueError(f"kv_memory_of={kv_memory_of!r} is not known; allowed: {', '.join(KV_MEMORY_OF)}")
     layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
@@ -345,8 +353,11 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     stream_bytes = max(a_bytes, ops.STREAM_BYTES)
     per_replica = concurrency / attention_dp
     # Paged KV caches hold what a request has so far: staggered requests (spread arrivals) hold
-    # p + g/2 tokens on average; in lockstep or clumps they all reach p + g together.
-    held = generate / 2.0 if schedule in ("spread", "prefill_first_spread") else generate
+    # p + g/2 tokens on average; in lockstep or clumps they all reach p + g together. A
+    # framework that reserves a request's whole prompt and output when it admits it
+    # (kv_reserved "whole") counts p + g for every running request.
+    staggered = schedule in ("spread", "prefill_first_spread") and kv_reserved == "held"
+    held = generate / 2.0 if staggered else generate
     cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=held, tp=tp,
                                                  attention_dp=attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                                  stream_bytes=stream_bytes, kv_memory_of=kv_memory_of,
