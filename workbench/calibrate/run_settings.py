@@ -9,7 +9,8 @@ rows, draws every request's prompt and output length uniformly from the integers
 1k/8k, 8k/1k: the `isl` / `osl` of its configuration's entries, inferencex_deployments.csv):
 a row at one of them is predicted at the mean lengths, with lengths "varied" (completions,
 so arrivals, spread: predict.serving). Rows at other lengths came from other harnesses
-(aiconfigurator's own collection), which send every request at its nominal lengths. This
+(aiconfigurator's own collection), which do not say how they draw lengths: they are
+predicted at their nominal lengths with lengths "equal". This
 is for the aggregated rows, run by InferenceX's single-node scripts through that client; its
 multi-node (disaggregated) runs went through the srt-slurm launcher's own benchmark, whose
 length draws InferenceX's configuration of that period does not state (it vendored no
@@ -50,12 +51,16 @@ def mean_length(nominal: int, range_ratio: float = RANGE_RATIO) -> int:
     return int(round((int(range_ratio * nominal) + nominal) / 2.0))
 
 
+def inferencex(row) -> bool:
+    """Whether a row ran at one of InferenceX's sequence-length settings (module doc)."""
+    return (int(row.isl), int(row.osl)) in _sequence_settings()
+
+
 def harness_lengths(row) -> dict:
     """predict.serving's prompt, generate and lengths for a row (module doc)."""
-    isl, osl = int(row.isl), int(row.osl)
-    if (isl, osl) in _sequence_settings():
-        return {"prompt": mean_length(isl), "generate": mean_length(osl), "lengths": "varied"}
-    return {"prompt": isl, "generate": osl, "lengths": "equal"}
+    if inferencex(row):
+        return {"prompt": mean_length(int(row.isl)), "generate": mean_length(int(row.osl)), "lengths": "varied"}
+    return {"prompt": int(row.isl), "generate": int(row.osl), "lengths": "equal"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -71,7 +76,7 @@ def engine(row, devices: int) -> dict:
     reference/inferencex_engine_settings.csv matches (module doc)."""
     from .recipes import _architecture
     from .serving_rows import system
-    if (int(row.isl), int(row.osl)) not in _sequence_settings():
+    if not inferencex(row):
         return {}
     df, conc = _table(), float(row.concurrency)
     m = df[(df.framework == row.backend) & (df.gpu == system(row.system)) & (df.precision == row.precision)
