@@ -13,6 +13,7 @@ from .predict import (_axes, _check_attention_weights, _check_dtype, _check_fram
                       _hardware_axis, _knob_axes, _model_axes, _speculation, inference)
 from .specs import load_hardware, load_model
 from .units import unit_attrs
+from .workloads.concurrency import LENGTHS
 
 
 def _check_slos(*, ttft_slo, tpot_slo, quantile, **sizes) -> None:
@@ -59,7 +60,6 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
 
 MOE_MLA_KERNELS = ("composed", "measured")
 ENGINE_SETTINGS = ("token_budget", "memory_fraction", "max_running", "recv_interval")  # closed loop, None: defaults
-LENGTHS = ("equal", "varied")  # requests' lengths in a closed loop (predict.serving)
 
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,

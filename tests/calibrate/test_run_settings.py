@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from workbench.calibrate import run_settings as es
+from workbench.calibrate import run_settings as rs
 from workbench.calibrate import serving_rows as sr
 
 
@@ -17,47 +17,47 @@ def _row(id_):
 def test_mean_length_of_a_uniform_draw_over_integers():
     """benchmark_serving.py's sample_uniform: randint(int(0.8 L), L + 1), whose mean is
     (int(0.8 L) + L) / 2: (819 + 1024) / 2 = 921.5 and (6553 + 8192) / 2 = 7372.5."""
-    assert es.mean_length(1024) in (921, 922) and abs(es.mean_length(1024) - 921.5) == 0.5
-    assert abs(es.mean_length(8192) - 7372.5) == 0.5
-    assert es.mean_length(1000, range_ratio=1.0) == 1000
+    assert rs.mean_length(1024) in (921, 922) and abs(rs.mean_length(1024) - 921.5) == 0.5
+    assert abs(rs.mean_length(8192) - 7372.5) == 0.5
+    assert rs.mean_length(1000, range_ratio=1.0) == 1000
 
 
 def test_inferencex_lengths_are_drawn_and_other_harnesses_send_them_as_stated():
     """A row at one of InferenceX's sequence-length settings runs at the mean of its draws with
     lengths "varied"; aiconfigurator's own runs (4000 / 1000 here) at their nominal lengths."""
-    assert {(1024, 1024), (1024, 8192), (8192, 1024)} <= es._sequence_settings()
-    ix = es.harness_lengths(_row("2026_03_25_minimax_m2_5_b200_sxm_vllm_fp8_agg_1024x1024_c16_tp2_0_ep1_0_61"))
-    assert ix == {"prompt": es.mean_length(1024), "generate": es.mean_length(1024), "lengths": "varied"}
+    assert {(1024, 1024), (1024, 8192), (8192, 1024)} <= rs._sequence_settings()
+    ix = rs.harness_lengths(_row("2026_03_25_minimax_m2_5_b200_sxm_vllm_fp8_agg_1024x1024_c16_tp2_0_ep1_0_61"))
+    assert ix == {"prompt": rs.mean_length(1024), "generate": rs.mean_length(1024), "lengths": "varied"}
     df = sr.load()
     other = next(df[(df.isl == 4000) & (df.osl == 1000)].itertuples())
-    assert es.harness_lengths(other) == {"prompt": 4000, "generate": 1000, "lengths": "equal"}
+    assert rs.harness_lengths(other) == {"prompt": 4000, "generate": 1000, "lengths": "equal"}
 
 
 def test_the_sglang_b200_scripts_poll_every_10_or_30_decode_iterations():
     """dsr1_fp8_b200.sh at TP 8: --scheduler-recv-interval 30 from concurrency 16, else 10;
-    --chunked-prefill-size 32768, --mem-fraction-static 0.82, --kv-cache-dtype fp8_e4m3. The H200 script leaves the interval at SGLang's default (1) and
-    the cache at the model's dtype. A row at other lengths gets none of these."""
+    --chunked-prefill-size 32768, --mem-fraction-static 0.82, --kv-cache-dtype fp8_e4m3. The
+    H200 script leaves the interval at SGLang's default (1) and the cache at the model's
+    dtype. A row at other lengths gets none of these."""
     df = sr.load()
     b200 = df[(df.backend == "sglang") & (df.system == "b200_sxm") & (df.model_path == "deepseek-ai/DeepSeek-R1")
               & (df["mode"] == "agg") & (df.precision == "fp8") & (df.isl == 1024)]
     high = next(b200[b200.concurrency >= 16].itertuples())
-    low = next(b200[b200.concurrency < 16].itertuples()) if (b200.concurrency < 16).any() else None
-    assert es.engine(high, 8) == {"recv_interval": 30, "token_budget": 32768, "memory_fraction": 0.82,
+    low = next(b200[b200.concurrency < 16].itertuples())
+    assert rs.engine(high, 8) == {"recv_interval": 30, "token_budget": 32768, "memory_fraction": 0.82,
                                   "kv": "fp8"}
-    if low is not None:
-        assert es.engine(low, 8)["recv_interval"] == 10
+    assert rs.engine(low, 8)["recv_interval"] == 10
     h200 = df[(df.backend == "sglang") & (df.system == "h200_sxm") & (df.model_path == "deepseek-ai/DeepSeek-R1")
               & (df["mode"] == "agg") & (df.isl == 1024) & (df.osl == 1024)]
-    assert es.engine(next(h200.itertuples()), 8) == {"recv_interval": 1, "token_budget": 32768,
+    assert rs.engine(next(h200.itertuples()), 8) == {"recv_interval": 1, "token_budget": 32768,
                                                     "memory_fraction": 0.82}
     other = df[(df.backend == "sglang") & (df.isl == 1000) & (df["mode"] == "agg")]
-    assert es.engine(next(other.itertuples()), 8) == {}
+    assert rs.engine(next(other.itertuples()), 8) == {}
 
 
 def test_every_settings_line_names_its_script_and_commit():
     """Each line: a script of InferenceX's benchmarks/ at a commit; the polling interval only
     for SGLang; fractions of memory in (0.5, 1]; the three frameworks' scripts."""
-    df = pd.read_csv(es.ENGINE_SETTINGS_CSV)
+    df = pd.read_csv(rs.ENGINE_SETTINGS_CSV)
     assert df.script.str.startswith("benchmarks/").all() and df.commit.str.len().ge(9).all()
     assert (df.recv_interval.dropna() >= 1).all() and df.recv_interval.isna().eq(df.framework != "sglang").all()
     assert df.memory_fraction.dropna().between(0.5, 1.0).all()
@@ -71,10 +71,10 @@ def test_tensorrt_llm_and_vllm_scripts_set_an_fp8_cache_where_the_checkpoint_ask
     df = sr.load()
     trt = df[(df.backend == "trtllm") & (df.system == "b200_sxm") & (df.model_path == "deepseek-ai/DeepSeek-R1")
              & (df["mode"] == "agg") & (df.precision == "fp8") & (df.isl == 1024)]
-    assert es.engine(next(trt.itertuples()), 8) == {"memory_fraction": 0.8, "kv": "fp8"}
+    assert rs.engine(next(trt.itertuples()), 8) == {"memory_fraction": 0.8, "kv": "fp8"}
     vllm = df[(df.backend == "vllm") & (df.system == "h200_sxm") & (df.model_path == "meta-llama/Llama-3.1-70B")
               & (df["mode"] == "agg") & (df.isl == 1024)]
-    assert es.engine(next(vllm.itertuples()), 8) == {"token_budget": 8192, "memory_fraction": 0.9, "kv": "fp8"}
+    assert rs.engine(next(vllm.itertuples()), 8) == {"token_budget": 8192, "memory_fraction": 0.9, "kv": "fp8"}
 
 
 def test_the_rows_are_predicted_with_their_engine_settings():

@@ -135,3 +135,7 @@ def test_varied_lengths_spread_sglangs_lockstep_waves():
         varied = predict.serving(framework=framework, lengths="varied", **kw)
         assert (float(equal.ttft_s) != float(varied.ttft_s)) == moves
     assert cc.DESYNCHRONIZED["prefill_first"] == "prefill_first_spread"
+    with pytest.raises(ValueError, match="lengths='random' is not known; allowed: equal, varied"):
+        cc.closed_loop(hw=None, model=None, concurrency=1, prompt=1, generate=2, tp=1, attention_dp=1, ep=1,
+                       weights="fp8", activations="fp8", kv="fp8", overhead_s=0.0, token_budget=8192.0,
+                       lengths="random")

@@ -67,7 +67,7 @@ def harness_lengths(row) -> dict:
 def _table() -> pd.DataFrame:
     from .recipes import _architecture
     df = pd.read_csv(ENGINE_SETTINGS_CSV)
-    return df.assign(arch=[str(_architecture(m)) for m in df.model])  # compared as text
+    return df.assign(arch=df.model.map(_architecture))
 
 
 def engine(row, devices: int) -> dict:
@@ -80,7 +80,7 @@ def engine(row, devices: int) -> dict:
         return {}
     df, conc = _table(), float(row.concurrency)
     m = df[(df.framework == row.backend) & (df.gpu == system(row.system)) & (df.precision == row.precision)
-           & (df.arch == str(_architecture(row.model_path)))
+           & (df.arch == _architecture(row.model_path))
            & (df.tp.isna() | (df.tp == devices)) & (df.isl.isna() | (df.isl == row.isl))
            & (df.osl.isna() | (df.osl == row.osl)) & (df.min_concurrency.isna() | (df.min_concurrency <= conc))
            & (df.max_concurrency.isna() | (df.max_concurrency >= conc))]

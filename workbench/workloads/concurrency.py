@@ -141,6 +141,7 @@ KV_MEMORY_OF = ("total", "free")  # what the framework's memory fraction applies
 # admitted (TensorRT-LLM's default capacity_scheduler_policy, GUARANTEED_NO_EVICT: "only
 # accepts new requests if they can complete without eviction").
 KV_RESERVED = ("held", "whole")
+LENGTHS = ("equal", "varied")  # requests' lengths in a closed loop (closed_loop)
 # Device memory a serving runtime holds outside its weights, activations and KV cache: the
 # CUDA context with cuBLAS and other library workspaces, 551 MB, and NCCL's communicator
 # buffers, 342 MiB with 2 GPUs and 392 MiB with 4 or 8 (aiconfigurator-core 0.12.0
@@ -252,6 +253,8 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     "varied" (requests' lengths differ around `prompt` and `generate`): completions and
     so arrivals spread, and a lockstep schedule takes its spread form. `kv_reserved`: what
     the KV cache holds for a running request (KV_RESERVED)."""
+    if lengths not in LENGTHS:
+        raise ValueError(f"lengths={lengths!r} is not known; allowed: {', '.join(LENGTHS)}")
     args = dict(locals())
     del args["lengths"]
     if lengths == "varied":
@@ -278,8 +281,9 @@ def prefill_alone_spread(step, *, r, prompt, n_prefill, token_budget, steps, dec
       E[T^2] / (2 E[T]) of the iteration it lands in, and q - 1 prompts arrived during the
       iteration before its batch (a batch longer than the token budget runs as several
       iterations, its prompts' first tokens coming with their chunks); q and the arrival
-      rate solved together (FIXED_POINT_ROUNDS). A GPU engine's prefill batches are iterations of the decode
-      ones' order (tests/workloads/test_concurrency_simulation.py: within 5%). With
+      rate solved together (FIXED_POINT_ROUNDS). A GPU engine's prefill batches are
+      iterations of the decode ones' order (tests/workloads/test_concurrency_simulation.py:
+      within 5%; with the polling below, within 9%). With
       `recv_interval` N > 1 the engine takes in new requests only after N decode
       iterations in a row or after a prefill batch (SGLang's --scheduler-recv-interval:
       scheduler_recv_skipper.py counts 1 per decode forward and 1000 per other forward,
