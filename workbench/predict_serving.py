@@ -59,7 +59,8 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
 
 
 MOE_MLA_KERNELS = ("composed", "measured")
-ENGINE_SETTINGS = ("token_budget", "memory_fraction", "max_running", "recv_interval")  # closed loop, None: defaults
+ENGINE_SETTINGS = ("token_budget", "memory_fraction", "max_running", "recv_interval", "adp_timeout_iters",
+                   "adp_batching_iters")  # closed loop, None: defaults
 
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
@@ -98,7 +99,9 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
                    ("attention_dp", attention_dp), ("pp", pp)):
         check_positive(arg, v, integer=True)
     for arg in ENGINE_SETTINGS:  # the engine's settings where given (None: the framework's defaults)
-        if engine[arg] is not None and arg != "memory_fraction":
+        if engine[arg] is not None and arg.startswith("adp_"):
+            check_range(arg, engine[arg], low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
+        elif engine[arg] is not None and arg != "memory_fraction":
             check_positive(arg, engine[arg], integer=True)
     if engine["memory_fraction"] is not None:
         check_range("memory_fraction", engine["memory_fraction"], low=0.0, high=1.0, open_low=True,
@@ -143,58 +146,53 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
             ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
             draft_model=None, framework=None, hardware_overrides=None, concurrency=None, ep=1, attention_dp=1,
             activations=None, model_overrides=None, moe_mla_kernels="composed", attention_weights=None,
-            token_budget=None, memory_fraction=None, max_running=None, recv_interval=None, lengths="equal"):
+            token_budget=None, memory_fraction=None, max_running=None, recv_interval=None, lengths="equal",
+            adp_timeout_iters=None, adp_batching_iters=None):
     """Serving with continuous batching.
 
-    With `concurrency` (requests in flight; a new one starts as each finishes, as the
-    serving benchmarks of TensorRT-LLM, vLLM and SGLang run): mean `ttft_s`, `tpot_s`
-    (= (end-to-end - TTFT) / (generate - 1)), `e2e_s`, throughput per instance, device and
-    user, the mean `batch`, `fits` and `reason`, and the step's parts
-    (workloads/concurrency.py: `framework_overhead_s` is the host overhead's share of TPOT,
-    the framework's per-iteration and per-sequence constants over the iterations and
-    sequences a token waits for; `kernel_tpot_s` the rest). One instance spans tp·attention_dp GPUs per
-    pipeline stage; attention runs TP-way in each of `attention_dp` replicas holding
-    concurrency/attention_dp requests; MoE layers run over all of a stage's GPUs, experts split
-    `ep`-way. With `pp` stages each GPU holds 1/pp of the layers (their weights and every
-    request's cache there) and min(requests, pp) micro-batches are in flight, each through
+    With `concurrency` (requests in flight; a new one starts as each finishes, as the serving benchmarks of
+    TensorRT-LLM, vLLM and SGLang run): mean `ttft_s`, `tpot_s` (= (end-to-end - TTFT) / (generate - 1)),
+    `e2e_s`, throughput per instance, device and user, the mean `batch`, `fits` and `reason`, and the step's
+    parts (workloads/concurrency.py: `framework_overhead_s` is the host overhead's share of TPOT, the
+    framework's per-iteration and per-sequence constants over the iterations and sequences a token waits for;
+    `kernel_tpot_s` the rest). One instance spans tp·attention_dp GPUs per pipeline stage; attention runs
+    TP-way in each of `attention_dp` replicas holding concurrency/attention_dp requests; MoE layers run over
+    all of a stage's GPUs, experts split `ep`-way. With `pp` stages each GPU holds 1/pp of the layers (their
+    weights and every request's cache there) and min(requests, pp) micro-batches are in flight, each through
     every stage: PP buys capacity, not speed. Every argument sweeps.
-    `weights` is the routed experts' format and `attention_weights` (None: the same) every
-    other matmul's, each computing in its format's math unless `activations` says
-    (predict.inference).
-    `token_budget` (closed loop) is the tokens one iteration of an attention replica
-    carries, as the engine was set: TensorRT-LLM's max_num_tokens, vLLM's
-    max_num_batched_tokens, SGLang's chunked_prefill_size over its DP size (None: the
-    framework's default, workloads/concurrency.framework_limits).
-    `memory_fraction` (closed loop) is the share of memory the weights and KV cache may take:
-    vLLM's gpu_memory_utilization and SGLang's mem_fraction_static of the device,
-    TensorRT-LLM's free_gpu_memory_fraction of what the weights, activations and runtime
-    leave free (None: 0.9, workloads/inference.MEMORY_UTILIZATION).
-    `max_running` (closed loop): the most requests an attention replica runs at once
-    (SGLang's --max-running-requests, vLLM's max_num_seqs, TensorRT-LLM's max_batch_size;
-    None: the framework's default), `recv_interval` SGLang's --scheduler-recv-interval
-    (decode iterations between polls for new requests; None: 1). `lengths`: "equal" (every
-    request the prompt and output given: those that finish together are replaced together)
-    or "varied" (lengths differ between requests around those means, as benchmarks drawing
-    them at random do: completions and arrivals spread, so a lockstep schedule takes its
-    spread form, workloads/concurrency.DESYNCHRONIZED).
-    `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM
-    tables: what the measured serving runs favour, leave-one-model-out) or "measured" (the
-    framework's measured MoE-layer and EP dispatch / combine kernel tables). MLA decode reads
-    the framework's measured MLA kernel tables under both, where it has them (analytical
-    with absorbed weights where not).
+    `weights` is the routed experts' format and `attention_weights` (None: the same) every other matmul's, each
+    computing in its format's math unless `activations` says (predict.inference).
+    `token_budget` (closed loop) is the tokens one iteration of an attention replica carries, as the engine was
+    set: TensorRT-LLM's max_num_tokens, vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size over its
+    DP size (None: the framework's default, workloads/concurrency.framework_limits).
+    `memory_fraction` (closed loop) is the share of memory the weights and KV cache may take: vLLM's
+    gpu_memory_utilization and SGLang's mem_fraction_static of the device, TensorRT-LLM's
+    free_gpu_memory_fraction of what the weights, activations and runtime leave free (None: 0.9,
+    workloads/inference.MEMORY_UTILIZATION).
+    `max_running` (closed loop): the most requests an attention replica runs at once (SGLang's
+    --max-running-requests, vLLM's max_num_seqs, TensorRT-LLM's max_batch_size; None: the framework's default),
+    `recv_interval` SGLang's --scheduler-recv-interval (decode iterations between polls for new requests; None:
+    1), `adp_timeout_iters` / `adp_batching_iters` TensorRT-LLM's attention_dp_config with enable_balance (its
+    timeout_iters / batching_wait_iters; None for both: off; workloads/adp_balance.py). `lengths`: "equal"
+    (every request the prompt and output given: those that finish together are replaced together) or "varied"
+    (lengths differ between requests around those means, as benchmarks drawing them at random do: completions
+    and arrivals spread, so a lockstep schedule takes its spread form, workloads/concurrency.DESYNCHRONIZED).
+    `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM tables: what the
+    measured serving runs favour, leave-one-model-out) or "measured" (the framework's measured MoE-layer and EP
+    dispatch / combine kernel tables). MLA decode reads the framework's measured MLA kernel tables under both,
+    where it has them (analytical with absorbed weights where not).
 
-    Without it, open loop: Poisson arrivals (workloads/serving.py). `arrival_rate` in
-    requests/s per instance (a list sweeps it; default: a grid up to saturation). With
-    draft_len > 0, speculative decoding by `draft_model` (or, when None, the target's MTP
-    head: one more layer of its shape with its lm_head, speculative.mtp_draft) at per-token
-    `acceptance`, open or closed loop; at a fixed concurrency draft_len and acceptance
-    sweep, `tokens_per_step`, `decode_draft_s` and, when draft_len is swept,
-    `best_draft_len` come back (on CS systems the static wafer model's speculation, the
-    draft's regions beside the target's; devices="min" counts them). An open-loop point that
-    does not fit says why in `reason`. Scalar categorical
+    Without it, open loop: Poisson arrivals (workloads/serving.py). `arrival_rate` in requests/s per instance (a
+    list sweeps it; default: a grid up to saturation). With draft_len > 0, speculative decoding by
+    `draft_model` (or, when None, the target's MTP head: one more layer of its shape with its lm_head,
+    speculative.mtp_draft) at per-token `acceptance`, open or closed loop; at a fixed concurrency draft_len and
+    acceptance sweep, `tokens_per_step`, `decode_draft_s` and, when draft_len is swept, `best_draft_len` come
+    back (on CS systems the static wafer model's speculation, the draft's regions beside the target's;
+    devices="min" counts them). An open-loop point that does not fit says why in `reason`. Scalar categorical
     arguments and knobs only (sweep hardware or models by calling once per value)."""
     import xarray as xr
 
+    engine = {arg: v for arg, v in locals().items() if arg in ENGINE_SETTINGS}  # the engine's settings
     if concurrency is not None:
         if arrival_rate is not None:
             raise InputError(f"arrival_rate={brief(arrival_rate)} is not allowed with concurrency; allowed: None (the "
@@ -204,13 +202,10 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                             framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
                             moe_mla_kernels=moe_mla_kernels, draft_model=draft_model, draft_len=draft_len,
                             acceptance=acceptance, attention_weights=attention_weights, devices=devices, lengths=lengths,
-                            engine=dict(token_budget=token_budget, memory_fraction=memory_fraction,
-                                        max_running=max_running, recv_interval=recv_interval))
+                            engine={arg: engine[arg] for arg in ENGINE_SETTINGS})
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
-                            ("model_overrides", model_overrides, None),
-                            ("moe_mla_kernels", moe_mla_kernels, "composed"), ("token_budget", token_budget, None),
-                            ("memory_fraction", memory_fraction, None), ("max_running", max_running, None),
-                            ("recv_interval", recv_interval, None), ("lengths", lengths, "equal")):
+                            ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "composed"),
+                            ("lengths", lengths, "equal"), *((arg, engine[arg], None) for arg in ENGINE_SETTINGS)):
         if v is not default and v != default:
             raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
                              "open-loop model takes tp, pp, weights, kv)")

@@ -61,17 +61,23 @@ def test_every_settings_line_names_its_script_and_commit():
     assert df.script.str.startswith("benchmarks/").all() and df.commit.str.len().ge(9).all()
     assert (df.recv_interval.dropna() >= 1).all() and df.recv_interval.isna().eq(df.framework != "sglang").all()
     assert df.memory_fraction.dropna().between(0.5, 1.0).all()
+    for col in ("adp_timeout_iters", "adp_batching_iters"):  # TensorRT-LLM's attention_dp_config only
+        assert (df[col].dropna() >= 0).all() and df[col].isna().eq(
+            (df.framework != "trtllm") | ~df.model.isin(["deepseek-ai/DeepSeek-R1", "openai/gpt-oss-120b"])
+            | (df.gpu == "h200_sxm") & (df.model == "openai/gpt-oss-120b")).all()
     assert set(df.framework) == {"sglang", "trtllm", "vllm"}
 
 
 def test_tensorrt_llm_and_vllm_scripts_set_an_fp8_cache_where_the_checkpoint_asks_for_none():
     """dsr1_fp8_b200_trt.sh: kv_cache_config dtype fp8, free_gpu_memory_fraction 0.8 (the
-    checkpoint's own cache, TensorRT-LLM's "auto", would be 16-bit); 70b_fp8_h200_slurm.sh
+    checkpoint's own cache, TensorRT-LLM's "auto", would be 16-bit), and with attention DP
+    attention_dp_config timeout_iters 60, batching_wait_iters 0; 70b_fp8_h200_slurm.sh
     (vLLM): kv-cache-dtype fp8, max-num-batched-tokens 8192, gpu-memory-utilization 0.9."""
     df = sr.load()
     trt = df[(df.backend == "trtllm") & (df.system == "b200_sxm") & (df.model_path == "deepseek-ai/DeepSeek-R1")
              & (df["mode"] == "agg") & (df.precision == "fp8") & (df.isl == 1024)]
-    assert rs.engine(next(trt.itertuples()), 8) == {"memory_fraction": 0.8, "kv": "fp8"}
+    assert rs.engine(next(trt.itertuples()), 8) == {"memory_fraction": 0.8, "kv": "fp8", "adp_timeout_iters": 60,
+                                                    "adp_batching_iters": 0}
     vllm = df[(df.backend == "vllm") & (df.system == "h200_sxm") & (df.model_path == "meta-llama/Llama-3.1-70B")
               & (df["mode"] == "agg") & (df.isl == 1024)]
     assert rs.engine(next(vllm.itertuples()), 8) == {"token_budget": 8192, "memory_fraction": 0.9, "kv": "fp8"}

@@ -228,16 +228,19 @@ class GpuBackend:
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
                     activations, kv, imbalance=1.0, moe_mla_kernels="composed", draft_model=None, draft_len=0.0,
                     acceptance=0.0, attention_weights=None, pp=1.0, token_budget=None, memory_fraction=None,
-                    max_running=None, recv_interval=None, lengths="equal", **_) -> dict:
+                    max_running=None, recv_interval=None, lengths="equal", adp_timeout_iters=None,
+                    adp_batching_iters=None, **_) -> dict:
         """Fixed-concurrency serving (workloads/concurrency.py) under the framework whose
         tables the numbers carry: its token budget and per-iteration host overhead; with a
         `draft_model` (a spec, or speculative.MTP_HEAD), speculative decoding. A
         `token_budget` (tokens one iteration of an attention replica carries) or
         `memory_fraction` (of the device, or of its free memory under TensorRT-LLM's rule,
         given to the weights and KV cache), `max_running` (requests an attention replica runs
-        at once) or `recv_interval` (SGLang's polling) replaces the framework's default;
+        at once), `recv_interval` (SGLang's polling) or `adp_timeout_iters` /
+        `adp_batching_iters` (TensorRT-LLM's attention-DP balancing; None: off, and
+        TensorRT-LLM's defaults 50 / 10 once one is given) replaces the framework's default;
         `lengths` "varied" desynchronizes a lockstep schedule (concurrency.DESYNCHRONIZED)."""
-        from ..workloads import concurrency as cc
+        from ..workloads import adp_balance, concurrency as cc
         import dataclasses
         fw = framework_of(hw)
         # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
@@ -259,6 +262,7 @@ class GpuBackend:
                            overhead_s_per_sequence=consts["iteration_overhead_s_per_sequence"].get(fw, 0.0),
                            schedule=consts["schedule"].get(fw, "clumped"), lengths=lengths,
                            recv_interval=1.0 if recv_interval is None else recv_interval,
+                           **adp_balance.settings(adp_timeout_iters, adp_batching_iters),
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
                            kv_reserved=consts["kv_reserved"].get(fw, "held"),

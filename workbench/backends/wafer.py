@@ -65,6 +65,8 @@ _WHY = {"zero": "weights stream from MemoryX, where the optimizer runs: there ar
         "memory_fraction": "a GPU engine's memory share; the wafer's KV cache is the SRAM its layer regions leave",
         "max_running": "a GPU engine's cap on running requests; the wafer runs what its SRAM's KV room holds",
         "recv_interval": "SGLang's polling for new requests; the wafer's scheduler is modelled on its own",
+        "adp_timeout_iters": "TensorRT-LLM's attention-DP balancing; a wafer has no attention replicas",
+        "adp_batching_iters": "TensorRT-LLM's attention-DP balancing; a wafer has no attention replicas",
         "moe_mla_kernels": "GPU kernel tables; the wafer's layers are its mesh kernels",
         "precision": "the wafer computes bf16 on its fp16 datapath",
         "moe_host_s_per_local_expert": "a wafer runs its compiled program, with no host launch per expert"}

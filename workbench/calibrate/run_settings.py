@@ -20,7 +20,9 @@ their nominal lengths (with the mean lengths their TPOT / TTFT median |err| move
 
 The engine. InferenceX's single-node scripts set, per GPU, model, precision, TP and
 concurrency, SGLang's polling interval, each framework's tokens per iteration (chunked-prefill
-size, max_num_tokens, max-num-batched-tokens), memory fraction and KV-cache dtype (FP8 where the
+size, max_num_tokens, max-num-batched-tokens), memory fraction, TensorRT-LLM's attention-DP
+balancing (attention_dp_config, written with attention DP only: at one replica it holds
+nothing, workloads/adp_balance.py) and KV-cache dtype (FP8 where the
 checkpoint's own "auto" would keep 16 bits: every TensorRT-LLM DeepSeek-R1 and Llama script)
 (reference/inferencex_engine_settings.csv, transcribed from the scripts with their commits;
 their running-request caps are left out, as its README says); a row the file matches is
@@ -35,7 +37,8 @@ import pandas as pd
 
 ENGINE_SETTINGS_CSV = Path(__file__).parent / "reference" / "inferencex_engine_settings.csv"
 RANGE_RATIO = 0.8  # InferenceX's RANDOM_RANGE_RATIO (module doc)
-SETTINGS = ("recv_interval", "token_budget", "memory_fraction")  # predict.serving arguments
+SETTINGS = ("recv_interval", "token_budget", "memory_fraction", "adp_timeout_iters",
+            "adp_batching_iters")  # predict.serving arguments
 
 
 @functools.lru_cache(maxsize=None)

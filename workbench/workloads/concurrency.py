@@ -82,6 +82,7 @@ from . import ops
 from .inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, _lm_head, _model_pass,
                         pp_transfer, activation_bytes_per_token, kv_bytes_per_sequence, math_support,
                         part_weight_bytes, weight_bytes)
+from .adp_balance import held_iterations
 from .layers import add, layer_iteration
 from .parts import add_into
 from .speculative import expected_tokens_per_step
@@ -234,7 +235,8 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
                 draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
-                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, lengths="equal", kv_reserved="held") -> dict:
+                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, lengths="equal", kv_reserved="held",
+                adp_timeout_iters=0.0, adp_batching_iters=0.0) -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module). With a `draft` model (a spec: a small
     model, or the target's MTP head, speculative.draft_for) and draft_len = k > 0, every
@@ -252,7 +254,11 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     "prefill_first_spread" form (prefill_alone_spread; 1: every iteration). `lengths`
     "varied" (requests' lengths differ around `prompt` and `generate`): completions and
     so arrivals spread, and a lockstep schedule takes its spread form. `kv_reserved`: what
-    the KV cache holds for a running request (KV_RESERVED)."""
+    the KV cache holds for a running request (KV_RESERVED). `adp_timeout_iters` > 0:
+    TensorRT-LLM's attention-DP balancing holds prompts until every replica has one or that
+    many iterations passed (`adp_batching_iters` more once all have one): a prompt waits
+    adp_balance.held_iterations decode iterations, and its replica's prompts of that window
+    (2x its wait) are prefilled with it."""
     if lengths not in LENGTHS:
         raise ValueError(f"lengths={lengths!r} is not known; allowed: {', '.join(LENGTHS)}")
     args = dict(locals())
@@ -343,7 +349,8 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                 request_latency_s=0.0, kv_memory_of="total", overhead_s_per_sequence=0.0,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
                 draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
-                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, kv_reserved="held") -> dict:
+                memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, kv_reserved="held",
+                adp_timeout_iters=0.0, adp_batching_iters=0.0) -> dict:
     """closed_loop at one schedule (its doc)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
@@ -450,12 +457,18 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         for _ in range(FIXED_POINT_ROUNDS):
             lam = r / (service_ttft + (generate - 1.0) * tpot)
             mean_iter = tpot * (generate - 1.0) / steps  # a decoding request's iteration (E tokens of it)
-            q = 1.0 + lam * mean_iter * others  # prompts prefilled in the request's own iterations
-            _, own_iter, own_seqs = step((r - 1.0) * share, np.minimum(q * prompt / n_prefill, token_budget))
-            service_ttft = 0.5 * mean_iter * others + n_prefill * own_iter
-            interrupts = np.minimum((r - 1.0) / q * n_prefill, steps)  # per_token reads it
+            held = held_iterations(lam * decode_iter, attention_dp, adp_timeout_iters, adp_batching_iters)
+            q = 1.0 + lam * (mean_iter + 2.0 * held * decode_iter) * others  # prompts prefilled with the request's
+            iters = np.maximum(q * prompt / token_budget, n_prefill)  # through the token budget, chunk by chunk
+            _, own_iter, own_seqs = step((r - 1.0) * share, q * prompt / iters)
+            service_ttft = 0.5 * mean_iter * others + held * decode_iter + (iters + n_prefill) / 2.0 * own_iter
+            interrupts = np.minimum((r - 1.0) / q * iters, steps)  # per_token reads it
             prefill_seqs = own_seqs  # the sequences of the iterations that interrupt
             tpot = per_token(own_iter, decode_iter)
+    else:  # the other schedules: the balancer's hold at their arrival rate (module adp_balance)
+        service_ttft = service_ttft + decode_iter * held_iterations(
+            r / (service_ttft + (generate - 1.0) * tpot) * decode_iter, attention_dp, adp_timeout_iters,
+            adp_batching_iters)
     # TPOT is linear in the host constants: iterations and sequences it carries per token
     tpot_iterations, tpot_sequences = per_token(1.0, 1.0) + 0.0 * tpot, per_token(prefill_seqs, decode_seqs)
     host_tpot = overhead_s * tpot_iterations + overhead_s_per_sequence * tpot_sequences
