@@ -45,10 +45,13 @@ framework in specs/serving/frameworks.yaml):
   with arrivals spread over the cycle (real clients and lengths jitter, so clumps split).
   A request waits for the running iteration (T/2, T = TPOT the mean iteration, when
   others run), then its prompt is prefilled together with the q - 1 = lambda·T·(r-1)/r
-  others that arrived in the same window: N_p iterations carrying the decode batch and
-  q·p / N_p prompt tokens each. Its TPOT carries the others' prompts the same way:
-  (r - 1) / q · N_p such iterations in its life (where clumps prefilled their mates
-  before the request decoded: 1-6% more TPOT at moderate r, which the simulation shows).
+  others that arrived in the same window: I = max(q·p / B, N_p) iterations carrying the
+  decode batch and q·p / I prompt tokens each, its first token with its chunk ((I + N_p) / 2
+  of them). Its TPOT carries the others' prompts the same way: (r - 1) / q · I such
+  iterations in its life (where clumps prefilled their mates before the request decoded:
+  1-6% more TPOT at moderate r, which the simulation shows). TensorRT-LLM's attention-DP
+  balancing (adp_balance) holds a prompt a further mean hold of decode iterations, and
+  its replica's prompts of the hold join its batch.
 - "prefill_first": prefill batches run alone and before decode (SGLang without mixed
   chunks), so every running request finishes prefill, decodes and finishes in lockstep:
   each wave is a burst of r prompts through the token budget (chunks = r·p / B prefill-only
@@ -452,13 +455,13 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     if schedule == "spread":
         others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
         # The others' prompts no longer come in clumps either: each (with the q - 1 that
-        # arrived beside it) rides one of the tagged request's iterations, (r - 1) / q · N_p
+        # arrived beside it) rides one of the tagged request's iterations, (r - 1) / q · I
         # of them in its life, solved with q and the arrival rate (FIXED_POINT_ROUNDS).
         for _ in range(FIXED_POINT_ROUNDS):
             lam = r / (service_ttft + (generate - 1.0) * tpot)
             mean_iter = tpot * (generate - 1.0) / steps  # a decoding request's iteration (E tokens of it)
             held = held_iterations(lam * decode_iter, attention_dp, adp_timeout_iters, adp_batching_iters)
-            q = 1.0 + lam * (mean_iter + 2.0 * held * decode_iter) * others  # prompts prefilled with the request's
+            q = 1.0 + lam * (mean_iter + 2.0 * held * decode_iter) * others  # the request and those beside it
             iters = np.maximum(q * prompt / token_budget, n_prefill)  # through the token budget, chunk by chunk
             _, own_iter, own_seqs = step((r - 1.0) * share, q * prompt / iters)
             service_ttft = 0.5 * mean_iter * others + held * decode_iter + (iters + n_prefill) / 2.0 * own_iter
