@@ -1,8 +1,10 @@
 """Speed of fixed-concurrency serving (predict.serving with concurrency): one call over a
 concurrency x prompt x output x tp x ep x attention-DP grid of Qwen3-235B-A22B on H200
 against a loop of scalar calls; then the same concurrency x prompt x output grid at one
-layout with the MTP head speculating, over draft length x acceptance; then the wafer's
-closed loop (Llama 3.1 70B on 4 CS-3) over the concurrency x prompt x output grid.
+layout with the MTP head speculating, over draft length x acceptance; then TensorRT-LLM's
+attention-DP balancing (its hold by quadrature, workloads/adp_balance.py) over the same grid at
+tp = 1 with 2-8 replicas x timeout x batching wait; then the wafer's closed loop (Llama 3.1
+70B on 4 CS-3) over the concurrency x prompt x output grid.
 
     .venv/bin/python benchmarks/bench_serving.py [--loop 50]
 """
@@ -44,6 +46,10 @@ def main() -> None:
     ds, spec_s = best_time(lambda: predict.serving(**spec, **common))
     print(f"speculative: {ds.tpot_s.size:,} points in {spec_s:.2f} s ({ds.tpot_s.size / spec_s:,.0f} points/s), "
           f"best_draft_len reported at {int(ds.best_draft_len.notnull().sum()):,} points")
+    balance = dict(grid, tp=1, ep=8, attention_dp=[2, 4, 8], adp_timeout_iters=[20, 60], adp_batching_iters=[0, 10])
+    ds, adp_s = best_time(lambda: predict.serving(**balance, framework="trtllm", **common))
+    print(f"attention-DP balancing: {ds.tpot_s.size:,} points in {adp_s:.2f} s ({ds.tpot_s.size / adp_s:,.0f} "
+          "points/s)")
     wafer = dict(hardware="cs3", model="llama_3_1_70b", weights="fp16", kv="fp16", devices=4,
                  **{k: grid[k] for k in ("concurrency", "prompt", "generate")})
     ds, wafer_s = best_time(lambda: predict.serving(**wafer))

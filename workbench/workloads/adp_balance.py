@@ -37,6 +37,9 @@ def held_iterations(arrivals_per_replica, replicas, timeout_iters, batching_iter
     `timeout_iters` (0: balancing off) and `batching_iters`. 0 with one replica."""
     lam, n, t_max, b = np.broadcast_arrays(*(np.asarray(v, float) for v in
                                              (arrivals_per_replica, replicas, timeout_iters, batching_iters)))
+    on = (n > 1.0) & (t_max > 0.0)
+    if not on.any():  # balancing off (or one replica) everywhere: no quadrature to run
+        return np.zeros(n.shape)
     lam = np.maximum(lam, 1e-12)[..., None]
     n_, big_t, b_ = n[..., None], t_max[..., None], b[..., None]
     u = (np.arange(QUADRATURE_POINTS) + 0.5) / QUADRATURE_POINTS
@@ -52,7 +55,7 @@ def held_iterations(arrivals_per_replica, replicas, timeout_iters, batching_iter
     waiting = waiting + b * held_at_tau + n * lam[..., 0] * b ** 2 / 2.0 * ended
     window = window + b * ended
     wait = waiting / np.maximum(n * lam[..., 0] * window, 1e-300)
-    return np.where((n > 1.0) & (t_max > 0.0), wait, 0.0)
+    return np.where(on, wait, 0.0)
 
 
 TRTLLM_DEFAULTS = {"adp_timeout_iters": 50.0, "adp_batching_iters": 10.0}  # AttentionDpConfig (module doc)
