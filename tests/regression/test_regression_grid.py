@@ -317,6 +317,14 @@ _PROMPTS_THROUGH_THE_BUDGET = ("issue 16: in the spread schedule (TensorRT-LLM, 
 _rebase(_PROMPTS_THROUGH_THE_BUDGET, ("serving_fixed_concurrency_tables",))
 
 
+_LOCKSTEP_REFIT = ("issue 16: an MoE model's attention-DP replicas step in lockstep, so without TensorRT-LLM's "
+                   "balancer every replica's prefill stalls every replica (workloads/concurrency lockstep); "
+                   "refitted: SGLang 5.98 -> 5.99 ms per iteration and request latency 0.6 -> 0.2 ms per dense "
+                   "layer, 3.2 -> 3.3 ms per MoE layer: SGLang points only, fixed-concurrency TTFT x0.559-x1.020 "
+                   "(the dense models' latency) and TPOT x1.000-x1.001, MTP TTFT x1.008-x1.021")
+_rebase(_LOCKSTEP_REFIT, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp"))
+
+
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
 # Labels changed on purpose: (call, column) -> (the points, as a mask of the reference; their new label; why).
 # The numbers of those points are unchanged and checked to RTOL like every other.
