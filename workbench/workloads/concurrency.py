@@ -49,9 +49,9 @@ framework in specs/serving/frameworks.yaml):
   decode batch and q·p / I prompt tokens each, its first token with its chunk ((I + N_p) / 2
   of them). Its TPOT carries the others' prompts the same way: (r - 1) / q · I such
   iterations in its life (where clumps prefilled their mates before the request decoded:
-  1-6% more TPOT at moderate r, which the simulation shows). TensorRT-LLM's attention-DP
-  balancing (adp_balance) holds a prompt a further mean hold of decode iterations, and
-  its replica's prompts of the hold join its batch.
+  1-6% more TPOT at moderate r, which the simulation shows); (N·r - 1) / q · I with N
+  attention-DP replicas of an MoE model in lockstep, unless TensorRT-LLM's balancing (adp_balance)
+  holds prompts (a mean hold of decode iterations) and releases each replica's batch together.
 - "prefill_first": prefill batches run alone and before decode (SGLang without mixed
   chunks), so every running request finishes prefill, decodes and finishes in lockstep:
   each wave is a burst of r prompts through the token budget (chunks = r·p / B prefill-only
