@@ -202,7 +202,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                             framework=framework, hardware_overrides=hardware_overrides, model_overrides=model_overrides,
                             moe_mla_kernels=moe_mla_kernels, draft_model=draft_model, draft_len=draft_len,
                             acceptance=acceptance, attention_weights=attention_weights, devices=devices, lengths=lengths,
-                            engine={arg: engine[arg] for arg in ENGINE_SETTINGS})
+                            engine=engine)
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
                             ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "composed"),
                             ("lengths", lengths, "equal"), *((arg, engine[arg], None) for arg in ENGINE_SETTINGS)):

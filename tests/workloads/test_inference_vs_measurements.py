@@ -136,8 +136,8 @@ def test_mi300x_70b_batch_1_with_vllms_engine_time():
     """Held out on a GPU vendor the serving rows never saw: vLLM's host time per iteration
     (frameworks.yaml iteration_overhead_s, fitted on NVIDIA serving rows) is what the static
     model lacks for C25. One request at a time through the vLLM engine (predict.serving at
-    concurrency 1: no other request to interleave) gives AMD's measured 17.24 s within 10%, the
-    constant's own leave-one-GPU-out error (10.1%): +0.8% at 1.0 ms per iteration, +6.4% at
+    concurrency 1: no other request to interleave) gives AMD's measured 17.24 s within 10%, about
+    the constant's own leave-one-GPU-out error (9.9%, frameworks.yaml): +0.8% at 1.0 ms per iteration, +6.4% at
     1.48 ms and +7.5% at 1.57 ms since the serving rows are read at the mean of InferenceX's
     length draws with its scripts' settings (calibrate/run_settings.py), where the kernels
     alone (predict.inference) are 13% fast."""

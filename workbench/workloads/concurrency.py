@@ -281,7 +281,7 @@ ARRIVALS = ("in_time", "after_decode")  # where a spread schedule's prompts land
 
 
 def prefill_alone_spread(step, *, r, prompt, n_prefill, token_budget, steps, decode_iter,
-                         arrivals="in_time", recv_interval=1.0, lockstep=1.0) -> tuple:
+                         arrivals="in_time", recv_interval=1.0, lockstep_replicas=1.0) -> tuple:
     """The "prefill_first_spread" schedule (module doc): prefill batches run alone and
     stall every decoding request, so a request's TPOT carries the others' (r - 1) / q · N_p
     batches of q prompts. Where a prompt lands (`arrivals`):
@@ -309,8 +309,8 @@ def prefill_alone_spread(step, *, r, prompt, n_prefill, token_budget, steps, dec
       its decode step) this holds and "in_time" does not (tests/workloads/
       test_wafer_serving.py: within 6%, where "in_time" gave TTFT 25-100% high).
 
-    `lockstep`: replicas stepping together, whose prefills stall this one's requests too (attention
-    DP). `step(decode_batch, prefill_tokens)` -> (parts, seconds, sequences) of one iteration;
+    `lockstep_replicas`: replicas stepping together, whose prefills stall this one's requests too
+    (attention DP). `step(decode_batch, prefill_tokens)` -> (parts, seconds, sequences) of one iteration;
     `steps` decode iterations of `decode_iter` seconds per request. A batch's parts may say
     how long it holds the server (`stall_s`: a pipeline's busiest stage, while its first
     token takes the whole pass); else its seconds. Returns (prefill batch seconds, its
@@ -335,7 +335,7 @@ def prefill_alone_spread(step, *, r, prompt, n_prefill, token_budget, steps, dec
         iters = np.maximum(q * prompt / token_budget, n_prefill)
         parts, prefill_iter, prefill_seqs = step(0.0 * r, q * prompt / iters)
         stall = parts.get("stall_s", prefill_iter)
-        interrupts = (lockstep * r - 1.0) / q * iters  # the others' prefill iterations stall each decoding request
+        interrupts = (lockstep_replicas * r - 1.0) / q * iters  # the others' prefill iterations stall a request
         # an arrival lands in a piece with odds its length: it waits E[T^2] / (2 E[T]) of it;
         # the pieces: windows of N decode iterations, or a prefill iteration
         n_p = interrupts + iters
@@ -396,11 +396,11 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     steps = (generate - 1.0) / tokens_per_step  # iterations a request decodes its later tokens in
     share = steps / (steps + n_prefill)  # of its life a request spends decoding
     decoding = 1.0 + (r - 1.0) * share  # in a decode iteration of the tagged request: it and the others
-    # Attention-DP replicas step in lockstep (their MoE layers exchange tokens every iteration), so
-    # every replica's prefill stalls every replica, unless the balancer releases their prompts
-    # together (adp_balance): the replicas whose prefills interrupt a request's decoding (a
-    # dense model's replicas exchange nothing and step on their own)
-    lockstep = np.where((np.asarray(adp_timeout_iters) > 0.0) | (model.n_moe_layers == 0), 1.0, attention_dp)
+    # The replicas whose prefills stall a request's decoding: an MoE model's attention-DP replicas
+    # step in lockstep (their MoE layers exchange tokens every iteration) unless the balancer
+    # releases their prompts together (adp_balance); a dense model's replicas exchange nothing
+    balanced_or_dense = (np.asarray(adp_timeout_iters) > 0.0) | (model.n_moe_layers == 0)
+    lockstep_replicas = np.where(balanced_or_dense, 1.0, attention_dp)
     kw = dict(hw=hw, model=model, context=prompt + generate / 2.0, prompt=prompt, tp=tp, attention_dp=attention_dp,
               ep=ep, kv_bytes=kv_bytes, imbalance=imbalance, routed=routed, **layer)
 
@@ -441,7 +441,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         _, burst_iter, _ = step(0.0 * r, clump)  # the first wave's batches: a whole budget each
         prefill_iter, prefill_seqs, interrupts, service_ttft, _ = prefill_alone_spread(
             step, r=r, prompt=prompt, n_prefill=n_prefill, token_budget=token_budget, steps=steps,
-            decode_iter=decode_iter, recv_interval=recv_interval, lockstep=lockstep)
+            decode_iter=decode_iter, recv_interval=recv_interval, lockstep_replicas=lockstep_replicas)
 
         def per_token(prefill_s, decode_s):
             return (interrupts * prefill_s + steps * decode_s) / (generate - 1.0)
@@ -466,12 +466,12 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         for _ in range(FIXED_POINT_ROUNDS):
             lam = r / (service_ttft + (generate - 1.0) * tpot)
             mean_iter = tpot * (generate - 1.0) / steps  # a decoding request's iteration (E tokens of it)
-            held = held_iterations(lam * decode_iter, attention_dp, adp_timeout_iters, adp_batching_iters)
-            q = 1.0 + lam * (mean_iter + 2.0 * held * decode_iter) * others  # the request and those beside it
+            hold_iters = held_iterations(lam * decode_iter, attention_dp, adp_timeout_iters, adp_batching_iters)
+            q = 1.0 + lam * (mean_iter + 2.0 * hold_iters * decode_iter) * others  # the request and those beside it
             iters = np.maximum(q * prompt / token_budget, n_prefill)  # through the token budget, chunk by chunk
             _, own_iter, own_seqs = step((r - 1.0) * share, q * prompt / iters)
-            service_ttft = 0.5 * mean_iter * others + held * decode_iter + (iters + n_prefill) / 2.0 * own_iter
-            interrupts = np.minimum((lockstep * r - 1.0) / q * iters, steps)  # per_token reads it
+            service_ttft = 0.5 * mean_iter * others + hold_iters * decode_iter + (iters + n_prefill) / 2.0 * own_iter
+            interrupts = np.minimum((lockstep_replicas * r - 1.0) / q * iters, steps)  # per_token reads it
             prefill_seqs = own_seqs  # the sequences of the iterations that interrupt
             tpot = per_token(own_iter, decode_iter)
     else:  # the other schedules: the balancer's hold at their arrival rate (module adp_balance)
