@@ -164,7 +164,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     computing in its format's math unless `activations` says (predict.inference).
     `token_budget` (closed loop) is the tokens one iteration of an attention replica carries, as the engine was
     set: TensorRT-LLM's max_num_tokens, vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size over its
-    DP size (None: the framework's default, workloads/concurrency.framework_limits).
+    DP size (None: the framework's default, workloads/serving_capacity.framework_limits).
     `memory_fraction` (closed loop) is the share of memory the weights and KV cache may take: vLLM's
     gpu_memory_utilization and SGLang's mem_fraction_static of the device, TensorRT-LLM's
     free_gpu_memory_fraction of what the weights, activations and runtime leave free (None: 0.9,
@@ -312,7 +312,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                                          resolve, serving_constants)
     from .backends import flag_problems
     from .layout import serving_problems
-    from .workloads.concurrency import draft_memory
+    from .workloads.serving_capacity import draft_memory
     from .workloads.pools_closed_loop import PREFILL_ROUTINGS, disaggregated_closed_loop
     check_choice("prefill_routing", prefill_routing, PREFILL_ROUTINGS)
     if decode_max_batch is not None:

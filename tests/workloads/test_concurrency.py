@@ -100,7 +100,7 @@ def test_sglang_chunk_follows_the_gpu_and_dp_attention():
     35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, 16384 above: L4 24 GB, L40S 48 GB, H100
     80 GB, B200 179 GiB), divided by the DP size under DP attention (_handle_data_parallelism):
     an 8k prompt is one prefill batch on a B200, eight per replica at attention_dp 8 on an H200."""
-    from workbench.workloads.concurrency import framework_limits
+    from workbench.workloads.serving_capacity import framework_limits
     chunks = {g: float(framework_limits("sglang", numbers(g))[0]) for g in ("l4", "l40s", "h100_sxm", "h200_sxm", "b200")}
     assert chunks == {"l4": 2048.0, "l40s": 4096.0, "h100_sxm": 8192.0, "h200_sxm": 8192.0, "b200": 16384.0}
     assert float(framework_limits("sglang", numbers("b200"), 8.0)[0]) == 2048.0
@@ -116,7 +116,7 @@ def test_vllm_defaults_follow_the_gpu():
     get_batch_defaults): an 8k prompt spans 4 iterations on an A100 and 1 on an H100, and a
     small model with room for thousands of requests runs at most 256 at once on an A100.
     TensorRT-LLM keeps its 8192-token budget and only its KV cache bounds it."""
-    from workbench.workloads.concurrency import framework_limits
+    from workbench.workloads.serving_capacity import framework_limits
     assert [float(v) for v in framework_limits("vllm", numbers("a100_sxm"))] == [2048.0, 256.0]
     assert [float(v) for v in framework_limits("vllm", numbers("h100_sxm"))] == [8192.0, 1024.0]
     assert [float(v) for v in framework_limits("vllm", numbers("l40s"))] == [2048.0, 256.0]
@@ -276,7 +276,7 @@ def test_runtime_memory_comes_off_before_tensorrt_llms_fraction():
     closed form. DeepSeek-R1 in FP8 on one 8-GPU H100 node keeps 84.1 GB of weights on each
     85.5 GB GPU: with the runtime's 1.4 GB it has no room for a request (every measured DeepSeek
     run on H100 in serving_silicon.csv uses 16-GPU pools), where without it one request fit."""
-    from workbench.workloads.concurrency import max_running, runtime_reserved_bytes
+    from workbench.workloads.serving_capacity import max_running, runtime_reserved_bytes
     from workbench.workloads.inference import LOGIT_BYTES, MAX_PREFILL_TOKENS, activation_bytes_per_token
     np.testing.assert_allclose(runtime_reserved_bytes([1, 2, 4, 8, 16]),
                                551e6 + np.array([0.0, 342.0, 392.0, 392.0, 392.0]) * 2 ** 20)
@@ -301,7 +301,7 @@ def test_kv_memory_rule_per_framework():
     times the room of the second (0.9 x 24 GB against 173 - 168 GB), both above zero: measured
     TensorRT-LLM and SGLang runs at that layout exist (serving_silicon.csv rows 126-128,
     726-730; the SGLang ..._tp4_0_ep1_0_286 and ..._tp4_ep1_1230)."""
-    from workbench.workloads.concurrency import max_running
+    from workbench.workloads.serving_capacity import max_running
     hw, model = numbers("b200", framework="trtllm"), load_model("deepseek_r1")
     kw = dict(prompt=1024.0, generate=1024.0, tp=4.0, attention_dp=1.0, w_bytes=1.0, kv_bytes=2.0, stream_bytes=2.0)
     total, weights, kv = max_running(hw, model, kv_memory_of="total", **kw)
@@ -323,7 +323,7 @@ def test_an_mtp_head_counts_its_layer_not_the_shared_embedding_and_head():
     (DeepSeek-V3 tech report sec. 2.2), so on one of 8 GPUs it adds its one layer's
     parameters / 8 in the weights' format (FP8: 1 byte), while a draft model adds all of its
     parameters (16-bit embeddings); the cache per token is one layer's, 1/61 of the target's."""
-    from workbench.workloads.concurrency import draft_memory
+    from workbench.workloads.serving_capacity import draft_memory
     from workbench.workloads.inference import kv_bytes_per_sequence
     from workbench.workloads.speculative import MTP_HEAD
     target = load_model("deepseek_v3")
@@ -342,7 +342,7 @@ def test_an_ep_that_does_not_divide_the_experts_holds_redundant_copies_in_memory
     """DeepSeek-R1 (256 experts) decoding on 48 GB200s (DEP48): each GPU holds 6 expert
     slots, 288 / 256 of the experts' bytes over the 48 (workloads/ops.expert_slots), the rest
     as ep = 1 puts it; and the pool is answered, where ep = 48 used to be refused."""
-    from workbench.workloads.concurrency import weights_per_device_bytes
+    from workbench.workloads.serving_capacity import weights_per_device_bytes
     from workbench.workloads.inference import part_weight_bytes
     model = load_model("deepseek_r1")
     _, experts = part_weight_bytes(model, 1.0, 1.0)

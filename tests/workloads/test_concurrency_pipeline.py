@@ -12,7 +12,8 @@ from workbench.backends import numbers
 from workbench.specs import load_model
 from workbench.units import DTYPE_BYTES
 from workbench.workloads import ops
-from workbench.workloads.concurrency import closed_loop, max_running
+from workbench.workloads.concurrency import closed_loop
+from workbench.workloads.serving_capacity import max_running
 from workbench.workloads.inference import pp_transfer
 
 HW = numbers("h100_sxm", framework="trtllm")
@@ -46,7 +47,7 @@ def test_fewer_requests_than_stages_leave_stages_idle():
 def test_each_gpu_holds_its_share_of_the_weights_and_caches():
     """max_running in closed form: (usable memory - weights / pp - activations) over
     (a request's cache / pp + its logits), the usable memory 90% of the GPU's."""
-    from workbench.workloads.concurrency import weights_per_device_bytes
+    from workbench.workloads.serving_capacity import weights_per_device_bytes
     from workbench.workloads.inference import LOGIT_BYTES, MAX_PREFILL_TOKENS, MEMORY_UTILIZATION, \
         activation_bytes_per_token, kv_bytes_per_sequence
     args = dict(prompt=8192.0, generate=1024.0, tp=2.0, attention_dp=1.0, w_bytes=1.0, kv_bytes=1.0, stream_bytes=2.0)

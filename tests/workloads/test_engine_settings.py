@@ -12,7 +12,7 @@ from workbench import predict
 from workbench.backends import numbers
 from workbench.errors import InputError
 from workbench.specs import load_model
-from workbench.workloads.concurrency import runtime_reserved_bytes
+from workbench.workloads.serving_capacity import runtime_reserved_bytes
 from workbench.workloads.inference import (LOGIT_BYTES, MAX_PREFILL_TOKENS, activation_bytes_per_token,
                                            kv_bytes_per_sequence)
 

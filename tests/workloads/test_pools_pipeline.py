@@ -14,7 +14,7 @@ from workbench.errors import InputError
 from workbench.specs import load_model
 from workbench.units import DTYPE_BYTES
 from workbench.workloads import ops
-from workbench.workloads.concurrency import max_running
+from workbench.workloads.serving_capacity import max_running
 from workbench.workloads.inference import pp_transfer
 from workbench.workloads.pools_closed_loop import disaggregated_closed_loop
 

@@ -240,7 +240,7 @@ class GpuBackend:
         `adp_batching_iters` (TensorRT-LLM's attention-DP balancing; None: off, and
         TensorRT-LLM's defaults 50 / 10 once one is given) replaces the framework's default;
         `lengths` "varied" desynchronizes a lockstep schedule (concurrency.DESYNCHRONIZED)."""
-        from ..workloads import adp_balance, concurrency as cc
+        from ..workloads import adp_balance, concurrency as cc, serving_capacity as capacity
         import dataclasses
         fw = framework_of(hw)
         # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
@@ -250,7 +250,7 @@ class GpuBackend:
                                                             activations=activations, kv=kv, model=model)
         consts = serving_constants()
         tp, attention_dp = framework_layout(fw, model, hw, tp, attention_dp)  # as the framework runs it
-        budget, max_sequences = cc.framework_limits(fw, hw, attention_dp)
+        budget, max_sequences = capacity.framework_limits(fw, hw, attention_dp)
         budget = budget if token_budget is None else token_budget  # the engine's settings, when given
         max_sequences = max_sequences if max_running is None else np.minimum(max_sequences, max_running)
         fraction = cc.MEMORY_UTILIZATION if memory_fraction is None else memory_fraction
@@ -268,7 +268,7 @@ class GpuBackend:
                            kv_reserved=consts["kv_reserved"].get(fw, "held"),
                            token_budget=budget, max_sequences=max_sequences, imbalance=imbalance,
                            attention_weights=attention_weights, attention_activations=att_act,
-                           **({} if draft_model is None else cc.draft_memory(
+                           **({} if draft_model is None else capacity.draft_memory(
                                model, draft_model, weights=weights, kv=kvd, tp=tp, attention_dp=attention_dp,
                                prompt=prompt, generate=generate)),
                            draft_len=draft_len, acceptance=acceptance, pp=pp, memory_fraction=fraction)

@@ -36,7 +36,7 @@ from ..backends.gpu import default_activations
 from ..primitives.kernel_fits import expected_experts_touched
 from ..specs import catalog_name, load_model
 from ..units import DTYPE_BYTES
-from ..workloads.concurrency import weights_per_device_bytes
+from ..workloads.serving_capacity import weights_per_device_bytes
 from ..workloads.ops import routed_params
 from ..workloads.inference import HEAD_BYTES, kv_bytes_per_sequence
 from .serving_rows import _n, layout, quant, replicas, system

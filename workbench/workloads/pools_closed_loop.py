@@ -8,7 +8,8 @@ import numpy as np
 from ..primitives._array import choose
 from ..units import DTYPE_BYTES
 from . import ops
-from .concurrency import iteration, max_running
+from .concurrency import iteration
+from .serving_capacity import max_running
 from .inference import pp_transfer
 from .parts import add_into
 from .speculative import expected_tokens_per_step
@@ -101,7 +102,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     A decode replica holds at most `decode_max_batch` requests (the engine's max_batch_size,
     max-running-requests or max_num_seqs per attention replica) and what its KV cache admits
     (`kv_memory_of`: what the decode framework's memory fraction applies to,
-    concurrency.max_running); the requests beyond queue before their prefill.
+    serving_capacity.max_running); the requests beyond queue before their prefill.
 
     `prefill_routing` (PREFILL_ROUTINGS): how prompts reach the prefill replicas, "random"
     (each replica its own M/D/1 queue) or "shared_queue" (one M/D/c queue over every batch
