@@ -3,8 +3,9 @@ concurrency x prompt x output x tp x ep x attention-DP grid of Qwen3-235B-A22B o
 against a loop of scalar calls; then the same concurrency x prompt x output grid at one
 layout with the MTP head speculating, over draft length x acceptance; then TensorRT-LLM's
 attention-DP balancing (its hold by quadrature, workloads/adp_balance.py) over the same grid at
-tp = 1 with 2-8 replicas x timeout x batching wait; then the wafer's closed loop (Llama 3.1
-70B on 4 CS-3) over the concurrency x prompt x output grid.
+tp = 1 with 2-8 replicas x timeout x batching wait; then its batch waiting (workloads/batch_wait.py,
+by quadrature) over the same grid at tp = 8 x timeout x token ratio; then the wafer's closed loop
+(Llama 3.1 70B on 4 CS-3) over the concurrency x prompt x output grid.
 
     .venv/bin/python benchmarks/bench_serving.py [--loop 50]
 """
@@ -50,6 +51,10 @@ def main() -> None:
     ds, adp_s = best_time(lambda: predict.serving(**balance, framework="trtllm", **common))
     print(f"attention-DP balancing: {ds.tpot_s.size:,} points in {adp_s:.2f} s ({ds.tpot_s.size / adp_s:,.0f} "
           "points/s)")
+    waiting = dict(grid, tp=8, ep=8, attention_dp=1, batch_wait_timeout_iters=[20, 40],
+                   batch_wait_max_tokens_ratio=[0.5, 0.8, 0.9])
+    ds, wait_s = best_time(lambda: predict.serving(**waiting, framework="trtllm", **common))
+    print(f"batch waiting: {ds.tpot_s.size:,} points in {wait_s:.2f} s ({ds.tpot_s.size / wait_s:,.0f} points/s)")
     wafer = dict(hardware="cs3", model="llama_3_1_70b", weights="fp16", kv="fp16", devices=4,
                  **{k: grid[k] for k in ("concurrency", "prompt", "generate")})
     ds, wafer_s = best_time(lambda: predict.serving(**wafer))

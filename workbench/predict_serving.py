@@ -13,6 +13,7 @@ from .predict import (_axes, _check_attention_weights, _check_dtype, _check_fram
                       _hardware_axis, _knob_axes, _model_axes, _speculation, inference)
 from .specs import load_hardware, load_model
 from .units import unit_attrs
+from .backends.kernel_tables import ENGINE_SETTINGS, check_engine_settings
 from .workloads.concurrency import LENGTHS
 
 
@@ -59,8 +60,6 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
 
 
 MOE_MLA_KERNELS = ("composed", "measured")
-ENGINE_SETTINGS = ("token_budget", "memory_fraction", "max_running", "recv_interval", "adp_timeout_iters",
-                   "adp_batching_iters")  # closed loop, None: defaults
 
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
@@ -98,20 +97,13 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
     for arg, v in (("concurrency", concurrency), ("prompt", prompt), ("generate", generate), ("tp", tp), ("ep", ep),
                    ("attention_dp", attention_dp), ("pp", pp)):
         check_positive(arg, v, integer=True)
-    for arg in ENGINE_SETTINGS:  # the engine's settings where given (None: the framework's defaults)
-        if engine[arg] is not None and arg.startswith("adp_"):
-            check_range(arg, engine[arg], low=0.0, high=np.inf, integer=True, allowed="an integer >= 0")
-        elif engine[arg] is not None and arg != "memory_fraction":
-            check_positive(arg, engine[arg], integer=True)
-    if engine["memory_fraction"] is not None:
-        check_range("memory_fraction", engine["memory_fraction"], low=0.0, high=1.0, open_low=True,
-                    allowed="a fraction in (0, 1]")
     for v in values_of(lengths):
         check_choice("lengths", v, LENGTHS)
     if min(values_of(generate)) < 2:
         raise InputError(f"generate={min(values_of(generate))} is not allowed with concurrency; allowed: an "
                          "integer >= 2 (TPOT = (end-to-end - TTFT) / (generate - 1))")
     framework = _check_framework(framework, specs, default="spec")
+    check_engine_settings(engine, specs.values(), framework)  # ranges, and TensorRT-LLM's options under it only
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)
     extra = {**({"draft_model": draft} if speculative else {}), **({"devices_min": True} if devices_min else {})}
@@ -147,7 +139,8 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
             draft_model=None, framework=None, hardware_overrides=None, concurrency=None, ep=1, attention_dp=1,
             activations=None, model_overrides=None, moe_mla_kernels="composed", attention_weights=None,
             token_budget=None, memory_fraction=None, max_running=None, recv_interval=None, lengths="equal",
-            adp_timeout_iters=None, adp_batching_iters=None):
+            adp_timeout_iters=None, adp_batching_iters=None, batch_wait_timeout_iters=None,
+            batch_wait_max_tokens_ratio=None):
     """Serving with continuous batching.
 
     With `concurrency` (requests in flight; a new one starts as each finishes, as the serving benchmarks of
@@ -173,7 +166,8 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     --max-running-requests, vLLM's max_num_seqs, TensorRT-LLM's max_batch_size; None: the framework's default),
     `recv_interval` SGLang's --scheduler-recv-interval (decode iterations between polls for new requests; None:
     1), `adp_timeout_iters` / `adp_batching_iters` TensorRT-LLM's attention_dp_config with enable_balance (its
-    timeout_iters / batching_wait_iters; None for both: off; workloads/adp_balance.py). `lengths`: "equal"
+    timeout_iters / batching_wait_iters; None: off; adp_balance.py), `batch_wait_timeout_iters` / `_max_tokens_ratio`
+    its batch waiting (None: off; batch_wait.py; these four with framework="trtllm" only). `lengths`: "equal"
     (every request the prompt and output given: those that finish together are replaced together) or "varied"
     (lengths differ between requests around those means, as benchmarks drawing them at random do: completions
     and arrivals spread, so a lockstep schedule takes its spread form, workloads/concurrency.DESYNCHRONIZED).
@@ -350,7 +344,10 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                              "system can be the decode pool)")
         fw = resolve(hw_spec, framework)
         consts = serving_constants()
-        hw = dataclasses.replace(be.numbers(hw_spec, {}, fw), graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0))
+        # the decode pool replays CUDA graphs of its decode-only iterations; a prefill pool runs eagerly
+        # (workloads/concurrency.py: only decode-only batches are captured)
+        saving = consts["kernel_graph_saving_s"].get(fw, 0.0) if side == "decode" else 0.0
+        hw = dataclasses.replace(be.numbers(hw_spec, {}, fw), graph_saving_s=saving)
         pools[side] = (hw, be, {f"{side}_overhead_s": iteration_overhead_s(fw, spec),
                                 f"{side}_overhead_s_per_sequence": consts["iteration_overhead_s_per_sequence"].get(fw, 0.0)},
                        request_latency_s(fw, spec))

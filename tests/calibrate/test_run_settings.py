@@ -65,7 +65,32 @@ def test_every_settings_line_names_its_script_and_commit():
         assert (df[col].dropna() >= 0).all() and df[col].isna().eq(
             (df.framework != "trtllm") | ~df.model.isin(["deepseek-ai/DeepSeek-R1", "openai/gpt-oss-120b"])
             | (df.gpu == "h200_sxm") & (df.model == "openai/gpt-oss-120b")).all()
+    waits = df[["batch_wait_timeout_iters", "batch_wait_max_tokens_ratio"]]  # TensorRT-LLM's batch waiting: both or none
+    assert waits.isna().all(axis=1).eq(waits.isna().any(axis=1)).all() and waits.dropna().gt(0).all().all()
+    assert (df.framework[waits.notna().all(axis=1)] == "trtllm").all()
     assert set(df.framework) == {"sglang", "trtllm", "vllm"}
+
+
+def test_the_tensorrt_llm_scripts_that_delay_batching():
+    """dsr1_fp8_b200_trt.sh holds prompts (batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio
+    0.8) at 1k/1k from concurrency 64 only; the Llama-3.1-70B scripts (20, 0.9) at 1k/1k below TP 8
+    only (70b_fp8_b200_trt_slurm.sh: `ISL == 1024 && OSL == 1024 && TP < 8`)."""
+    from types import SimpleNamespace
+    df = sr.load()
+    at = lambda d: next(d.itertuples())  # noqa: E731
+    high = SimpleNamespace(backend="trtllm", system="b200_sxm", model_path="deepseek-ai/DeepSeek-R1", precision="fp8",
+                           concurrency=64.0, isl=1024, osl=1024)
+    assert rs.engine(high, 8) == {"memory_fraction": 0.8, "kv": "fp8", "adp_timeout_iters": 60, "adp_batching_iters": 0,
+                                  "batch_wait_timeout_iters": 40, "batch_wait_max_tokens_ratio": 0.8}
+    for other in ({"concurrency": 32.0}, {"osl": 8192}):  # below 64 in flight, or at 1k/8k
+        assert "batch_wait_timeout_iters" not in rs.engine(SimpleNamespace(**{**vars(high), **other}), 8)
+    llama = df[(df.backend == "trtllm") & (df.model_path == "meta-llama/Llama-3.1-70B") & (df["mode"] == "agg")
+               & (df.isl == 1024)]
+    one_k = at(llama[llama.osl == 1024])
+    assert rs.engine(one_k, 4) == {"token_budget": 16384, "kv": "fp8", "batch_wait_timeout_iters": 20,
+                                   "batch_wait_max_tokens_ratio": 0.9}
+    assert "batch_wait_timeout_iters" not in rs.engine(one_k, 8)
+    assert "batch_wait_timeout_iters" not in rs.engine(at(llama[llama.osl == 8192]), 4)
 
 
 def test_tensorrt_llm_and_vllm_scripts_set_an_fp8_cache_where_the_checkpoint_asks_for_none():
@@ -75,7 +100,7 @@ def test_tensorrt_llm_and_vllm_scripts_set_an_fp8_cache_where_the_checkpoint_ask
     (vLLM): kv-cache-dtype fp8, max-num-batched-tokens 8192, gpu-memory-utilization 0.9."""
     df = sr.load()
     trt = df[(df.backend == "trtllm") & (df.system == "b200_sxm") & (df.model_path == "deepseek-ai/DeepSeek-R1")
-             & (df["mode"] == "agg") & (df.precision == "fp8") & (df.isl == 1024)]
+             & (df["mode"] == "agg") & (df.precision == "fp8") & (df.isl == 1024) & (df.concurrency < 64)]
     assert rs.engine(next(trt.itertuples()), 8) == {"memory_fraction": 0.8, "kv": "fp8", "adp_timeout_iters": 60,
                                                     "adp_batching_iters": 0}
     vllm = df[(df.backend == "vllm") & (df.system == "h200_sxm") & (df.model_path == "meta-llama/Llama-3.1-70B")

@@ -71,14 +71,16 @@ def test_concurrency_beyond_the_engine_batch_is_spread_over_replicas():
     engines of nvidia/Qwen3-32B-NVFP4 on GB200 (batch 14, concurrency 448) and 8 of
     nvidia/DeepSeek-V3.1-NVFP4 on B200 (batch 56, concurrency 448), measured a TTFT under
     1 s that one engine with 448 requests queued for 14 or 56 slots could not show; read as
-    replicas they come within 30% of TTFT and TPOT (a single engine put their TTFT at 150 s
-    and 2.6 s and their TPOT 4.8x and 2.3x the measured). Rows whose batch_size is per
-    attention-DP rank (MiniMax-M2.5 on vLLM, batch 16 x DP 4 = concurrency 64) run one engine."""
+    replicas they come within 30% of TPOT and 40% of TTFT (a single engine put their TTFT at
+    150 s and 2.6 s and their TPOT 4.8x and 2.3x the measured; their harness is not
+    InferenceX's, whose request latencies they are predicted with: TTFT 16-36% short). Rows
+    whose batch_size is per attention-DP rank (MiniMax-M2.5 on vLLM, batch 16 x DP 4 =
+    concurrency 64) run one engine."""
     rows = serving_rows.load().set_index("id", drop=False)
     rc5 = rows[rows.backend_version == "1.3.0rc5"]
     assert sorted(serving_rows.replicas(r) for r in rc5[rc5["mode"] == "agg"].itertuples()) == [8, 32, 32]
     res = serving_rows.predict_rows(rc5[rc5["mode"] == "agg"])
-    assert (res[["ttft_err", "tpot_err"]].abs() <= 0.30).all().all(), res[["id", "ttft_err", "tpot_err"]]
+    assert (res.tpot_err.abs() <= 0.30).all() and (res.ttft_err.abs() <= 0.40).all(), res[["id", "ttft_err", "tpot_err"]]
     mm = rows[(rows.model_path == "MiniMaxAI/MiniMax-M2.5") & (rows.batch_size * rows.attention_dp_size
                                                                == rows.concurrency) & (rows.batch_size > 1)]
     assert len(mm) and all(serving_rows.replicas(r) == 1 for r in mm.itertuples())
@@ -115,13 +117,27 @@ def test_least_median_shift_two_terms():
     assert abs(h_dense - 0.4e-3) <= 1e-4 and abs(h_moe - 2.5e-3) <= 1e-4
 
 
-def _latency_rows(rng, backend, model, n, concurrency, per_dense_s, per_moe_s, distort=1.0):
+def _latency_rows(rng, backend, model, n, concurrency, per_dense_s, per_moe_s, distort=1.0, harness="inferencex"):
     """Synthetic aggregated rows of one catalog model: TTFT = (base + its layers' latencies) x distort."""
     dense, moe = serving_rows._layer_counts(model)
     base = rng.uniform(0.02, 0.5, n)
     return pd.DataFrame({"mode": "agg", "backend": backend, "model": model, "concurrency": concurrency,
                          "steady_ttft_s": base, "first_wave_ttft_s": base, "request_latency_s": 0.0,
+                         "harness": harness,
                          "measured_ttft_s": (base + per_dense_s * dense + per_moe_s * moe) * distort})
+
+
+def test_request_latencies_come_from_the_known_harness_only():
+    """Rows of another harness (aiconfigurator's own collection: client and engine settings
+    unstated) at low concurrency, here 3 ms per layer slower, leave the latencies where
+    InferenceX's rows put them (LATENCY_FIT_HARNESS); every row still counts for the waves
+    and the held-out scores."""
+    rng = np.random.default_rng(5)
+    known = _latency_rows(rng, "trtllm", "meta-llama/Llama-3.1-70B", 60, 4, 0.2e-3, 0.0)
+    other = _latency_rows(rng, "trtllm", "meta-llama/Llama-3.1-8B", 60, 4, 3.2e-3, 0.0, harness="other")
+    _, fit = serving_rows.fit_ttft_constants(pd.concat([known, other], ignore_index=True))
+    assert abs(fit["frameworks"]["trtllm"]["request_latency_s_per_layer"] - 0.2e-3) <= 1e-4
+    assert fit["frameworks"]["trtllm"]["rows"] == 120
 
 
 def test_request_latencies_come_from_low_concurrency_rows():

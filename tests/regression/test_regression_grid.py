@@ -325,6 +325,19 @@ _LOCKSTEP_REFIT = ("issue 16: an MoE model's attention-DP replicas step in locks
 _rebase(_LOCKSTEP_REFIT, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp"))
 
 
+_EAGER_PREFILL_BATCH_WAIT = ("issue 16: an iteration that prefills runs eagerly (the engines replay CUDA graphs of "
+                             "decode-only iterations only: no graph saving there, and a prefill pool none), "
+                             "TensorRT-LLM's batch waiting (workloads/batch_wait.py; the grid sets none), and the "
+                             "request latencies fitted to InferenceX's runs only (serving_rows.LATENCY_FIT_HARNESS: "
+                             "0 ms per dense layer for every framework, 2.0 / 0.9 / 2.9 ms per MoE layer for "
+                             "TensorRT-LLM / vLLM / SGLang); refitted TensorRT-LLM 0.51 -> 0.42 ms per iteration, "
+                             "SGLang 5.99 -> 5.94 ms: fixed-concurrency TTFT x0.155-x1.100 (TensorRT-LLM's dense "
+                             "latency 2.2 -> 0 ms per layer), TPOT x0.974-x1.045; MTP TTFT x0.926-x1.106, TPOT "
+                             "x0.990-x1.032; the fixed pools TTFT x1.043, TPOT x1.001")
+_rebase(_EAGER_PREFILL_BATCH_WAIT, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp",
+                                    "disaggregated_fixed_pools"))
+
+
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
 # Labels changed on purpose: (call, column) -> (the points, as a mask of the reference; their new label; why).
 # The numbers of those points are unchanged and checked to RTOL like every other.

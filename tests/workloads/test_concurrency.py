@@ -19,7 +19,8 @@ from workbench.workloads.concurrency import closed_loop
                                               ("mixtral_8x7b", 4, "fp8")])  # weights = math dtype here
 def test_concurrency_one_is_the_static_model(model, tp, weights):
     """One request in flight: one prefill of the prompt, then decode steps alone, the
-    static model's kernels (on the same numbers: the engine's CUDA-graph saving included)."""
+    static model's kernels (on the same numbers: the engine's CUDA-graph saving in the decode
+    steps, the prefill eager in both)."""
     import dataclasses
 
     from workbench.workloads.inference import inference
@@ -357,3 +358,19 @@ def test_an_ep_that_does_not_divide_the_experts_holds_redundant_copies_in_memory
     flagged = predict.serving(hardware="h200", model="qwen3_30b_a3b", tp=1, attention_dp=256, ep=256,
                               concurrency=256, prompt=128, generate=16, weights="fp8")
     assert not bool(flagged.fits) and "ep=256 exceeds n_experts=128" in str(flagged.reason.values)
+
+
+def test_iterations_that_prefill_run_without_the_cuda_graph_saving():
+    """The engines replay CUDA graphs of decode-only iterations only (TensorRT-LLM's
+    cuda_graph_config captures generation-only batches, SGLang's graph runner decode batches),
+    so an iteration that prefills keeps every kernel's launch cost as the tables time it: a
+    graph saving shortens the decode iterations and leaves the prefill ones as they were."""
+    import dataclasses
+    hw = numbers("h200_sxm", framework="trtllm")
+    kw = dict(model=load_model("llama_3_1_8b"), concurrency=32.0, prompt=1024.0, generate=256.0, tp=1.0,
+              attention_dp=1.0, ep=1.0, weights="fp8", activations="fp8", kv="fp8", overhead_s=0.0,
+              token_budget=8192.0, schedule="spread")
+    eager = closed_loop(hw=dataclasses.replace(hw, graph_saving_s=0.0), **kw)
+    graphed = closed_loop(hw=dataclasses.replace(hw, graph_saving_s=4e-6), **kw)
+    assert float(graphed["decode_iteration_s"]) < float(eager["decode_iteration_s"])
+    assert float(graphed["prefill_iteration_s"]) == pytest.approx(float(eager["prefill_iteration_s"]), rel=1e-12)

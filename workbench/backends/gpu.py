@@ -229,7 +229,8 @@ class GpuBackend:
                     activations, kv, imbalance=1.0, moe_mla_kernels="composed", draft_model=None, draft_len=0.0,
                     acceptance=0.0, attention_weights=None, pp=1.0, token_budget=None, memory_fraction=None,
                     max_running=None, recv_interval=None, lengths="equal", adp_timeout_iters=None,
-                    adp_batching_iters=None, **_) -> dict:
+                    adp_batching_iters=None, batch_wait_timeout_iters=None, batch_wait_max_tokens_ratio=None,
+                    **_) -> dict:
         """Fixed-concurrency serving (workloads/concurrency.py) under the framework whose
         tables the numbers carry: its token budget and per-iteration host overhead; with a
         `draft_model` (a spec, or speculative.MTP_HEAD), speculative decoding. A
@@ -238,7 +239,8 @@ class GpuBackend:
         given to the weights and KV cache), `max_running` (requests an attention replica runs
         at once), `recv_interval` (SGLang's polling) or `adp_timeout_iters` /
         `adp_batching_iters` (TensorRT-LLM's attention-DP balancing; None: off, and
-        TensorRT-LLM's defaults 50 / 10 once one is given) replaces the framework's default;
+        TensorRT-LLM's defaults 50 / 10 once one is given) or `batch_wait_timeout_iters` /
+        `batch_wait_max_tokens_ratio` (its batch waiting; None: off) replaces the framework's default;
         `lengths` "varied" desynchronizes a lockstep schedule (concurrency.DESYNCHRONIZED)."""
         from ..workloads import adp_balance, concurrency as cc, serving_capacity as capacity
         import dataclasses
@@ -263,6 +265,8 @@ class GpuBackend:
                            schedule=consts["schedule"].get(fw, "clumped"), lengths=lengths,
                            recv_interval=1.0 if recv_interval is None else recv_interval,
                            **adp_balance.settings(adp_timeout_iters, adp_batching_iters),
+                           batch_wait_timeout_iters=batch_wait_timeout_iters or 0.0,
+                           batch_wait_max_tokens_ratio=batch_wait_max_tokens_ratio or 0.0,
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
                            kv_reserved=consts["kv_reserved"].get(fw, "held"),

@@ -45,6 +45,32 @@ def runs_here(spec) -> list[str]:
     return [fw for fw in FRAMEWORKS if fw not in have and vendor in serving_constants()["runs_on"].get(fw, [])]
 
 
+# predict.serving's engine settings (None: the framework's defaults); from adp_timeout_iters on,
+# TensorRT-LLM's executor options (attention-DP balancing, batch waiting)
+ENGINE_SETTINGS = ("token_budget", "memory_fraction", "max_running", "recv_interval", "adp_timeout_iters",
+                   "adp_batching_iters", "batch_wait_timeout_iters", "batch_wait_max_tokens_ratio")
+TRTLLM_ONLY = ENGINE_SETTINGS[4:]
+FRACTIONS = {"memory_fraction": "a fraction in (0, 1]", "batch_wait_max_tokens_ratio": "a fraction in [0, 1]"}
+
+
+def check_engine_settings(engine: dict, specs, framework) -> None:
+    """Refuse by name an engine setting out of its range (fractions; counts, TensorRT-LLM's
+    iteration counts from 0: off), or one of TensorRT-LLM's options where another framework
+    runs (on any of `specs` under `framework`)."""
+    import numpy as np
+    from .._broadcast import values_of
+    from ..errors import brief, check_range
+    for arg, v in ((a, engine[a]) for a in ENGINE_SETTINGS if engine.get(a) is not None):
+        if arg in FRACTIONS:
+            check_range(arg, v, low=0.0, high=1.0, open_low=arg == "memory_fraction", allowed=FRACTIONS[arg])
+        else:
+            check_range(arg, v, low=float(not arg.endswith("_iters")), high=np.inf, integer=True,
+                        allowed="an integer >= 0" if arg.endswith("_iters") else "a positive integer")
+        if arg in TRTLLM_ONLY and any(resolve(s, fw) != "trtllm" for s in specs for fw in values_of(framework)):
+            raise InputError(f"{arg}={brief(v)} is not allowed with framework={brief(framework)}; allowed: "
+                             "TensorRT-LLM's option, with framework='trtllm'")
+
+
 def resolve(spec, framework) -> str:
     """The framework a prediction on `spec` uses: the one named, or the spec's default
     (NONE where the spec has no tables). A framework with tables for the chip runs its

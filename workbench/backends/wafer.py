@@ -67,6 +67,8 @@ _WHY = {"zero": "weights stream from MemoryX, where the optimizer runs: there ar
         "recv_interval": "SGLang's polling for new requests; the wafer's scheduler is modelled on its own",
         "adp_timeout_iters": "TensorRT-LLM's attention-DP balancing; a wafer has no attention replicas",
         "adp_batching_iters": "TensorRT-LLM's attention-DP balancing; a wafer has no attention replicas",
+        "batch_wait_timeout_iters": "TensorRT-LLM's batch waiting; the wafer's scheduler is modelled on its own",
+        "batch_wait_max_tokens_ratio": "TensorRT-LLM's batch waiting; the wafer's scheduler is modelled on its own",
         "moe_mla_kernels": "GPU kernel tables; the wafer's layers are its mesh kernels",
         "precision": "the wafer computes bf16 on its fp16 datapath",
         "moe_host_s_per_local_expert": "a wafer runs its compiled program, with no host launch per expert"}

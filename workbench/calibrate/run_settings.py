@@ -38,7 +38,8 @@ import pandas as pd
 ENGINE_SETTINGS_CSV = Path(__file__).parent / "reference" / "inferencex_engine_settings.csv"
 RANGE_RATIO = 0.8  # InferenceX's RANDOM_RANGE_RATIO (module doc)
 SETTINGS = ("recv_interval", "token_budget", "memory_fraction", "adp_timeout_iters",
-            "adp_batching_iters")  # predict.serving arguments
+            "adp_batching_iters", "batch_wait_timeout_iters", "batch_wait_max_tokens_ratio")  # predict.serving arguments
+FRACTIONS = ("memory_fraction", "batch_wait_max_tokens_ratio")  # the settings that are no counts
 
 
 @functools.lru_cache(maxsize=None)
@@ -90,5 +91,5 @@ def engine(row, devices: int) -> dict:
     if m.empty:
         return {}
     line = m.iloc[0]
-    out = {k: (float(line[k]) if k == "memory_fraction" else int(line[k])) for k in SETTINGS if line[k] == line[k]}
+    out = {k: (float(line[k]) if k in FRACTIONS else int(line[k])) for k in SETTINGS if line[k] == line[k]}
     return {**out, **({"kv": line.kv} if isinstance(line.kv, str) else {})}

@@ -276,6 +276,7 @@ def predict_rows(df: pd.DataFrame) -> pd.DataFrame:
                     "concurrency": r.concurrency, "isl": r.isl, "osl": r.osl,
                     "measured_ttft_s": r.silicon_ttft_ms / 1e3, "measured_tpot_s": r.silicon_tpot_ms / 1e3,
                     "moe": _kind(r.model_path), "not_answered": why,
+                    "harness": "inferencex" if run_settings.inferencex(r) else "other",  # its client (run_settings)
                     # where the deployment came from: the row, or for what it leaves out the
                     # benchmark's configuration (calibrate/recipes.py); the MTP depth it decoded with
                     "pools_from": "row" if r.mode == "agg" or _states_workers(r) else "recipe",
@@ -323,7 +324,17 @@ LATENCY_KEYS = ("request_latency_s_per_layer", "request_latency_s_per_moe_layer"
 # bursts and queueing the schedules model coarsely dominate, and their error would pass into
 # the latency (with every row, SGLang's per-layer latency jumped 0 -> 3.2 ms on a 3% change of
 # 129 rows' TTFT: its only dense model's rows are at concurrency 64-512, so no row fixed it).
+# And on the rows of the harness whose client, request count and engine settings are known
+# (InferenceX's: run_settings): the other harnesses' runs (aiconfigurator's own collection)
+# state neither, and their low-concurrency TTFT grows with the prompt (TensorRT-LLM's Qwen3-32B
+# and Llama-3.1-8B: 1.3 ms per layer beyond the model at 1k-token prompts, 4.3-4.9 at 4k), a
+# prompt-length effect of an unstated configuration that a per-request latency would carry to
+# every run (fitted with them, TensorRT-LLM's dense latency was 3.3 ms per layer, where its
+# InferenceX rows need 0.1: Llama-3.1-70B's 56 rows TTFT median |err| 109%, 19% without them,
+# those other runs' then 57% short; every row's TTFT leave-one-model-out 27.8 -> 26.6%,
+# leave-one-GPU-out 26.9 -> 26.2%).
 LATENCY_FIT_MAX_CONCURRENCY = 16
+LATENCY_FIT_HARNESS = "inferencex"
 
 
 def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
@@ -332,7 +343,7 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     `waves`, TTFT = steady + (first wave - steady) / waves without the latency; the two
     latencies are, per framework, the least_median_shift of that with the model's
     (layers without routed experts, MoE layers) as scales over its rows at concurrency <=
-    LATENCY_FIT_MAX_CONCURRENCY (a term with no model of its kind among them, dense or
+    LATENCY_FIT_MAX_CONCURRENCY run by LATENCY_FIT_HARNESS's client (a term with no model of its kind among them, dense or
     MoE, stays 0: nothing there identifies it); the candidate with the least median |TTFT
     error| over all rows wins. Scored leave-one-model-out: each model's rows predicted with
     the waves and latencies chosen on the other models' rows; and leave-one-GPU-out, each
@@ -351,7 +362,8 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     def latencies(base, rows):
         """Each framework's two latencies from its low-concurrency rows (module constant)."""
         h = {}
-        for fw, g in rows[rows["concurrency"] <= LATENCY_FIT_MAX_CONCURRENCY].groupby("backend"):
+        fit_rows = (rows["concurrency"] <= LATENCY_FIT_MAX_CONCURRENCY) & (rows["harness"] == LATENCY_FIT_HARNESS)
+        for fw, g in rows[fit_rows].groupby("backend"):
             sc = scales.loc[g.index].to_numpy()
             kinds = np.array([np.any(sc[:, 1] == 0), np.any(sc[:, 1] > 0)])  # a dense model, an MoE model
             h[fw] = np.zeros(2)

@@ -77,6 +77,8 @@ first-token streaming: host time per request that no kernel table sees).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..primitives._array import choose
@@ -84,6 +86,7 @@ from ..units import DTYPE_BYTES
 from . import ops
 from .inference import MEMORY_UTILIZATION, _lm_head, _model_pass, pp_transfer, math_support
 from .adp_balance import held_iterations
+from .batch_wait import held as batch_wait_held, needed_prompts
 from .layers import add, layer_iteration
 from .parts import add_into
 from .serving_capacity import KV_MEMORY_OF, KV_RESERVED, max_running
@@ -122,7 +125,8 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
                 draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
                 memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, lengths="equal", kv_reserved="held",
-                adp_timeout_iters=0.0, adp_batching_iters=0.0) -> dict:
+                adp_timeout_iters=0.0, adp_batching_iters=0.0, batch_wait_timeout_iters=0.0,
+                batch_wait_max_tokens_ratio=0.0) -> dict:
     """Mean TTFT, TPOT and throughput of one instance under `concurrency` requests in flight
     (`schedule`: one of SCHEDULES, see the module). With a `draft` model (a spec: a small
     model, or the target's MTP head, speculative.draft_for) and draft_len = k > 0, every
@@ -144,7 +148,12 @@ def closed_loop(*, hw, model, concurrency, prompt, generate, tp, attention_dp, e
     TensorRT-LLM's attention-DP balancing holds prompts until every replica has one or that
     many iterations passed (`adp_batching_iters` more once all have one): a prompt waits
     adp_balance.held_iterations decode iterations, and its replica's prompts of that window
-    (2x its wait) are prefilled with it."""
+    (2x its wait) are prefilled with it. `batch_wait_timeout_iters` and
+    `batch_wait_max_tokens_ratio` both > 0: TensorRT-LLM's batch waiting (without attention
+    DP) holds prompts while others decode until their tokens reach the ratio of the token
+    budget or that many iterations passed: a prompt waits batch_wait.held decode iterations
+    and the prompts held with it are prefilled with it. An iteration that prefills runs
+    eagerly, without the CUDA-graph saving of the decode-only ones (`hw.graph_saving_s`)."""
     if lengths not in LENGTHS:
         raise ValueError(f"lengths={lengths!r} is not known; allowed: {', '.join(LENGTHS)}")
     args = dict(locals())
@@ -237,7 +246,8 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
                 max_sequences=np.inf, draft=None, draft_len=0.0, acceptance=0.0, draft_weights_bytes=0.0,
                 draft_kv_bytes_per_token=0.0, attention_weights=None, attention_activations=None, pp=1.0,
                 memory_fraction=MEMORY_UTILIZATION, recv_interval=1.0, kv_reserved="held",
-                adp_timeout_iters=0.0, adp_batching_iters=0.0) -> dict:
+                adp_timeout_iters=0.0, adp_batching_iters=0.0, batch_wait_timeout_iters=0.0,
+                batch_wait_max_tokens_ratio=0.0) -> dict:
     """closed_loop at one schedule (its doc)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} is not known; allowed: {', '.join(SCHEDULES)}")
@@ -286,12 +296,31 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     lockstep_replicas = np.where(balanced_or_dense, 1.0, attention_dp)
     kw = dict(hw=hw, model=model, context=prompt + generate / 2.0, prompt=prompt, tp=tp, attention_dp=attention_dp,
               ep=ep, kv_bytes=kv_bytes, imbalance=imbalance, routed=routed, **layer)
+    # An iteration that prefills runs eagerly: the engines replay CUDA graphs of decode-only
+    # batches (TensorRT-LLM's cuda_graph_config captures generation-only batches; SGLang's graph
+    # runner decode batches), so such an iteration's kernels keep their launch cost, as timed
+    eager = dict(kw, hw=dataclasses.replace(hw, graph_saving_s=0.0))
+    # TensorRT-LLM's batch waiting (without attention DP, while others decode): the prompts whose
+    # tokens beside the decoding ones reach the ratio of the budget
+    needed = needed_prompts(ratio=batch_wait_max_tokens_ratio, token_budget=token_budget, prompt=prompt,
+                            decoding_tokens=(r - 1.0) * share * (1.0 + k))
+    waits = np.where((np.asarray(attention_dp) == 1.0) & (r > 1.0) & (np.asarray(batch_wait_max_tokens_ratio) > 0.0),
+                     batch_wait_timeout_iters, 0.0)
+
+    def holds(arrivals_per_iter, others_per_iter):
+        """(decode iterations a prompt is held before its prefill, prompts held beside it):
+        TensorRT-LLM's attention-DP balancing (adp_balance; beside it, its replica's arrivals
+        over twice the wait) and its batch waiting (batch_wait, at the others' arrivals)."""
+        adp = held_iterations(arrivals_per_iter, attention_dp, adp_timeout_iters, adp_batching_iters)
+        wait, released = batch_wait_held(others_per_iter, needed, waits)
+        return adp + wait, 2.0 * adp * others_per_iter + released - 1.0
 
     def step(decode_batch, prefill_tokens):
         """(parts, seconds, sequences) of one iteration: its kernels plus the host overhead,
         h per iteration and h_seq per sequence in it (each decoding request, each prompt a
         chunk of the budget touches: at least one when any prefill runs)."""
-        it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, verify=1.0 + k, **kw)
+        it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, verify=1.0 + k,
+                       **(eager if np.all(np.asarray(prefill_tokens) > 0.0) else kw))
         it = add_into(it, pp_transfer(hw, model, tokens=decode_batch * (1.0 + k) + prefill_tokens, tp=tp, pp=pp,
                                        stream_bytes=stream_bytes))  # the micro-batch from stage to stage
         if draft is not None:  # k draft iterations of the decoding sequences; the prompts through the draft
@@ -349,18 +378,17 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         for _ in range(FIXED_POINT_ROUNDS):
             lam = r / (service_ttft + (generate - 1.0) * tpot)
             mean_iter = tpot * (generate - 1.0) / steps  # a decoding request's iteration (E tokens of it)
-            hold_iters = held_iterations(lam * decode_iter, attention_dp, adp_timeout_iters, adp_batching_iters)
-            q = 1.0 + lam * (mean_iter + 2.0 * hold_iters * decode_iter) * others  # the request and those beside it
+            hold_iters, beside = holds(lam * decode_iter, lam * others * decode_iter)
+            q = 1.0 + lam * mean_iter * others + beside  # the request and those beside it
             iters = np.maximum(q * prompt / token_budget, n_prefill)  # through the token budget, chunk by chunk
             _, own_iter, own_seqs = step((r - 1.0) * share, q * prompt / iters)
             service_ttft = 0.5 * mean_iter * others + hold_iters * decode_iter + (iters + n_prefill) / 2.0 * own_iter
             interrupts = np.minimum((lockstep_replicas * r - 1.0) / q * iters, steps)  # per_token reads it
             prefill_seqs = own_seqs  # the sequences of the iterations that interrupt
             tpot = per_token(own_iter, decode_iter)
-    else:  # the other schedules: the balancer's hold at their arrival rate (module adp_balance)
-        service_ttft = service_ttft + decode_iter * held_iterations(
-            r / (service_ttft + (generate - 1.0) * tpot) * decode_iter, attention_dp, adp_timeout_iters,
-            adp_batching_iters)
+    else:  # the other schedules: the engine's hold at their arrival rate
+        lam = r / (service_ttft + (generate - 1.0) * tpot)
+        service_ttft = service_ttft + decode_iter * holds(lam * decode_iter, lam * (r - 1.0) / r * decode_iter)[0]
     # TPOT is linear in the host constants: iterations and sequences it carries per token
     tpot_iterations, tpot_sequences = per_token(1.0, 1.0) + 0.0 * tpot, per_token(prefill_seqs, decode_seqs)
     host_tpot = overhead_s * tpot_iterations + overhead_s_per_sequence * tpot_sequences

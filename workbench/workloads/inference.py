@@ -13,6 +13,8 @@ token's step time is all layers at the micro-batch size. PP buys capacity, not s
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..primitives._array import choose, in_place, where
@@ -159,9 +161,11 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
     common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, ep=ep, imbalance=imbalance,
                   routed=routed)
 
-    pre = _model_pass(layer_prefill, hw, model, batch=batch, prompt=prompt, **common)
-    pre = add_into(pre, _lm_head(hw, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
-                   pp_transfer(hw, model, tokens=batch * prompt, tp=tp, pp=pp, stream_bytes=stream_bytes))
+    # the prefill runs eagerly: serving engines replay CUDA graphs of decode batches only (concurrency.py)
+    eager = dataclasses.replace(hw, graph_saving_s=0.0)
+    pre = _model_pass(layer_prefill, eager, model, batch=batch, prompt=prompt, **common)
+    pre = add_into(pre, _lm_head(eager, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
+                   pp_transfer(eager, model, tokens=batch * prompt, tp=tp, pp=pp, stream_bytes=stream_bytes))
 
     micro = batch / np.minimum(batch, pp)
     context = prompt + generate / 2.0

@@ -1,0 +1,71 @@
+"""TensorRT-LLM's batch waiting: how long a prompt is held so that prompts are prefilled together.
+
+With `batch_wait_timeout_iters` and `batch_wait_max_tokens_ratio` both above 0 (LLM API and
+trtllm-serve options of the PyTorch backend), TensorRT-LLM's executor holds the context
+requests its scheduler picked, in every iteration that also runs generation requests and
+without attention DP (PyExecutor._schedule and _waiting_requests,
+tensorrt_llm/_torch/pyexecutor/py_executor.py, 2025-2026). It releases them once the
+iteration's scheduled tokens (the prompts' tokens, plus one per generation request and its
+draft tokens) reach batch_wait_max_tokens_ratio x max_num_tokens, or once it has held them
+batch_wait_timeout_iters iterations: its counter counts held iterations only, and a release
+resets it. Either at 0 releases at once (the count reaches a 0 timeout, any tokens reach a
+0 ratio). InferenceX's DeepSeek-R1 FP8 B200 script sets 40 iterations and 0.8 at 1k/1k from
+concurrency 64 (`DELAY_BATCHING`, benchmarks/single_node/dsr1_fp8_b200_trt.sh, since
+2026-01-29).
+
+A window opens with a held prompt (t = 0) and closes at tau = min(T, S_(K-1)): T the timeout,
+S_j the j-th prompt to arrive after it (a Poisson stream of lam per iteration: a closed
+loop's completions, so its arrivals), K the prompts whose tokens with the running requests'
+reach the threshold (K <= 1: released at once; K prompts beyond the iteration's token budget
+never reach it, so only the timeout releases them). Over a window:
+
+    waiting prompt-iterations = E[tau] + E[int_0^tau N(t) dt]
+                              = int_0^T P(N(t) <= K - 2) dt + int_0^T lam t P(N(t) <= K - 3) dt
+    prompts released          = 1 + E[min(N(T), K - 1)]
+                              = 1 + lam T P(N(T) <= K - 3) + (K - 1) P(N(T) >= K - 1)
+
+(N(t) the arrivals by t, Poisson with mean lam t; n Pois(n; m) = m Pois(n - 1; m)), and a
+prompt's mean wait is their ratio. Checked against a simulation of the executor's counter
+(tests/workloads/test_batch_wait.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+QUADRATURE_POINTS = 64  # midpoints over [0, T] (as adp_balance; tests/workloads/test_batch_wait.py)
+
+
+def needed_prompts(*, ratio, token_budget, prompt, decoding_tokens):
+    """K: the prompts whose `prompt` tokens with the `decoding_tokens` of the running requests
+    reach `ratio` x `token_budget`, np.inf where the budget cannot hold that many (the
+    scheduler picks at most the prompts that fit beside the decoding tokens)."""
+    k = np.maximum(np.ceil((ratio * token_budget - decoding_tokens) / prompt), 1.0)
+    return np.where(k * prompt <= token_budget - decoding_tokens, k, np.inf)
+
+
+def _at_most(k, mean):
+    """P(N <= k) for N Poisson of `mean` (0 for k < 0, 1 for k infinite)."""
+    from scipy.special import gammaincc
+    finite = np.isfinite(k)
+    p = gammaincc(np.where(finite, np.maximum(k, 0.0) + 1.0, 1.0), np.maximum(mean, 1e-300))
+    return np.where(~finite, 1.0, np.where(k < 0.0, 0.0, p))
+
+
+def held(arrivals_per_iter, needed, timeout_iters) -> tuple:
+    """(mean iterations a prompt is held, mean prompts a release lets through) by
+    `arrivals_per_iter` (prompts per decode iteration), `needed` (K, needed_prompts) and
+    `timeout_iters` (0: off): the module doc's ratio. (0, 1) where K <= 1 or off."""
+    lam, k, t_max = np.broadcast_arrays(*(np.asarray(v, float) for v in (arrivals_per_iter, needed, timeout_iters)))
+    on = (t_max > 0.0) & (k > 1.0)
+    if not on.any():  # nothing held anywhere: no quadrature to run
+        return np.zeros(k.shape), np.ones(k.shape)
+    lam = np.maximum(lam, 0.0)
+    big_t = np.where(on, t_max, 1.0)[..., None]
+    t = big_t * (np.arange(QUADRATURE_POINTS) + 0.5) / QUADRATURE_POINTS
+    dt = big_t[..., 0] / QUADRATURE_POINTS
+    mean_t, k_ = lam[..., None] * t, k[..., None]
+    waiting = (_at_most(k_ - 2.0, mean_t) + mean_t * _at_most(k_ - 3.0, mean_t)).sum(-1) * dt
+    mean_end = lam * big_t[..., 0]
+    beyond = np.where(np.isfinite(k), np.where(np.isfinite(k), k, 0.0) - 1.0, 0.0) * (1.0 - _at_most(k - 2.0, mean_end))
+    prompts = 1.0 + mean_end * _at_most(k - 3.0, mean_end) + beyond
+    return np.where(on, waiting / prompts, 0.0), np.where(on, prompts, 1.0)
