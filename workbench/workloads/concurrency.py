@@ -319,10 +319,10 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         """(parts, seconds, sequences) of one iteration: its kernels plus the host overhead,
         h per iteration and h_seq per sequence in it (each decoding request, each prompt a
         chunk of the budget touches: at least one when any prefill runs)."""
-        it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, verify=1.0 + k,
-                       **(eager if np.all(np.asarray(prefill_tokens) > 0.0) else kw))
-        it = add_into(it, pp_transfer(hw, model, tokens=decode_batch * (1.0 + k) + prefill_tokens, tp=tp, pp=pp,
-                                       stream_bytes=stream_bytes))  # the micro-batch from stage to stage
+        run = eager if np.all(np.asarray(prefill_tokens) > 0.0) else kw
+        it = iteration(decode_batch=decode_batch, prefill_tokens=prefill_tokens, verify=1.0 + k, **run)
+        it = add_into(it, pp_transfer(run["hw"], model, tokens=decode_batch * (1.0 + k) + prefill_tokens, tp=tp,
+                                       pp=pp, stream_bytes=stream_bytes))  # the micro-batch from stage to stage
         if draft is not None:  # k draft iterations of the decoding sequences; the prompts through the draft
             # (an iteration without decoding sequences, or without prompts, runs no such draft pass:
             # each pass is timed at one sequence or token at least, then masked)
