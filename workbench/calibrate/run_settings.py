@@ -35,11 +35,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..backends.kernel_tables import ENGINE_SETTINGS, FRACTIONS
+
 ENGINE_SETTINGS_CSV = Path(__file__).parent / "reference" / "inferencex_engine_settings.csv"
 RANGE_RATIO = 0.8  # InferenceX's RANDOM_RANGE_RATIO (module doc)
-SETTINGS = ("recv_interval", "token_budget", "memory_fraction", "adp_timeout_iters",
-            "adp_batching_iters", "batch_wait_timeout_iters", "batch_wait_max_tokens_ratio")  # predict.serving arguments
-FRACTIONS = ("memory_fraction", "batch_wait_max_tokens_ratio")  # the settings that are no counts
+# predict.serving's engine settings the file transcribes: all but the running-request caps
+# (reference/README.md says why); FRACTIONS are the ones that are no counts
+SETTINGS = tuple(s for s in ENGINE_SETTINGS if s != "max_running")
 
 
 @functools.lru_cache(maxsize=None)
