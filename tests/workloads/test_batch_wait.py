@@ -90,6 +90,9 @@ def test_batch_waiting_trades_ttft_for_fewer_prefill_iterations():
     assert float(wait.tpot_s) <= float(base.tpot_s) * 1.001
     half = predict.serving(**kw, batch_wait_timeout_iters=40)  # no ratio: releases at once
     assert float(half.ttft_s) == pytest.approx(float(base.ttft_s), rel=1e-9)
+    swept = predict.serving(**kw, batch_wait_timeout_iters=[0, 20, 40], batch_wait_max_tokens_ratio=[0.5, 0.8])
+    ttft = swept.ttft_s.sel(batch_wait_max_tokens_ratio=0.8).values  # a longer timeout: a longer hold
+    assert ttft[0] == pytest.approx(float(base.ttft_s), rel=1e-9) and ttft[0] < ttft[1] < ttft[2]
 
 
 def test_batch_waiting_applies_where_tensorrt_llm_waits():

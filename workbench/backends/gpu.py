@@ -265,8 +265,9 @@ class GpuBackend:
                            schedule=consts["schedule"].get(fw, "clumped"), lengths=lengths,
                            recv_interval=1.0 if recv_interval is None else recv_interval,
                            **adp_balance.settings(adp_timeout_iters, adp_batching_iters),
-                           batch_wait_timeout_iters=batch_wait_timeout_iters or 0.0,
-                           batch_wait_max_tokens_ratio=batch_wait_max_tokens_ratio or 0.0,
+                           batch_wait_timeout_iters=0.0 if batch_wait_timeout_iters is None else batch_wait_timeout_iters,
+                           batch_wait_max_tokens_ratio=0.0 if batch_wait_max_tokens_ratio is None
+                           else batch_wait_max_tokens_ratio,
                            request_latency_s=request_latency_s(fw, model),
                            kv_memory_of=consts["kv_memory_of"].get(fw, "total"),
                            kv_reserved=consts["kv_reserved"].get(fw, "held"),
