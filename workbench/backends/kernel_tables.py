@@ -7,7 +7,10 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import InputError
+import numpy as np
+
+from .._broadcast import values_of
+from ..errors import InputError, brief, check_range
 from ..primitives.kernel_fits import EffGrid, KernelFits
 from ..specs import folder_stems
 
@@ -57,9 +60,6 @@ def check_engine_settings(engine: dict, specs, framework) -> None:
     """Refuse by name an engine setting out of its range (fractions; counts, TensorRT-LLM's
     iteration counts from 0: off), or one of TensorRT-LLM's options where another framework
     runs (on any of `specs` under `framework`)."""
-    import numpy as np
-    from .._broadcast import values_of
-    from ..errors import brief, check_range
     for arg, v in ((a, engine[a]) for a in ENGINE_SETTINGS if engine.get(a) is not None):
         if arg in FRACTIONS:
             check_range(arg, v, low=0.0, high=1.0, open_low=arg == "memory_fraction", allowed=FRACTIONS[arg])

@@ -343,8 +343,8 @@ def fit_ttft_constants(res: pd.DataFrame) -> tuple[float, dict]:
     `waves`, TTFT = steady + (first wave - steady) / waves without the latency; the two
     latencies are, per framework, the least_median_shift of that with the model's
     (layers without routed experts, MoE layers) as scales over its rows at concurrency <=
-    LATENCY_FIT_MAX_CONCURRENCY run by LATENCY_FIT_HARNESS's client (a term with no model of its kind among them, dense or
-    MoE, stays 0: nothing there identifies it); the candidate with the least median |TTFT
+    LATENCY_FIT_MAX_CONCURRENCY run by LATENCY_FIT_HARNESS's client (a term with no model of
+    its kind among them, dense or MoE, stays 0: nothing there identifies it); the candidate with the least median |TTFT
     error| over all rows wins. Scored leave-one-model-out: each model's rows predicted with
     the waves and latencies chosen on the other models' rows; and leave-one-GPU-out, each
     GPU's rows with those chosen on the other GPUs' rows."""

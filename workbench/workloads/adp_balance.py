@@ -42,7 +42,7 @@ def held_iterations(arrivals_per_replica, replicas, timeout_iters, batching_iter
     if not on.any():  # balancing off (or one replica) everywhere: no quadrature to run
         return np.zeros(n.shape)
     lam = np.maximum(lam, 1e-12)[..., None]
-    n_, big_t, b_ = n[..., None], t_max[..., None], b[..., None]
+    n_, big_t = n[..., None], t_max[..., None]
     u = (np.arange(QUADRATURE_POINTS) + 0.5) / QUADRATURE_POINTS
     t = big_t * u
     dt = big_t[..., 0] / QUADRATURE_POINTS

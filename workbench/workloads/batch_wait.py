@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-QUADRATURE_POINTS = 64  # midpoints over [0, T] (as adp_balance; tests/workloads/test_batch_wait.py)
+QUADRATURE_POINTS = 64  # midpoints over [0, T]: within 0.01% of 1,024 points to 0.5 prompts per
+# iteration, 0.3% at 2 (tests/workloads/test_batch_wait.py)
 
 
 def needed_prompts(*, ratio, token_budget, prompt, decoding_tokens):
@@ -66,6 +67,7 @@ def held(arrivals_per_iter, needed, timeout_iters) -> tuple:
     mean_t, k_ = lam[..., None] * t, k[..., None]
     waiting = (_at_most(k_ - 2.0, mean_t) + mean_t * _at_most(k_ - 3.0, mean_t)).sum(-1) * dt
     mean_end = lam * big_t[..., 0]
-    beyond = np.where(np.isfinite(k), np.where(np.isfinite(k), k, 0.0) - 1.0, 0.0) * (1.0 - _at_most(k - 2.0, mean_end))
+    reachable = np.where(np.isfinite(k), k, 1.0)  # K, or 1 where out of reach: no release by tokens
+    beyond = (reachable - 1.0) * (1.0 - _at_most(k - 2.0, mean_end))
     prompts = 1.0 + mean_end * _at_most(k - 3.0, mean_end) + beyond
     return np.where(on, waiting / prompts, 0.0), np.where(on, prompts, 1.0)

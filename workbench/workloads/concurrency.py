@@ -304,15 +304,15 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     # tokens beside the decoding ones reach the ratio of the budget
     needed = needed_prompts(ratio=batch_wait_max_tokens_ratio, token_budget=token_budget, prompt=prompt,
                             decoding_tokens=(r - 1.0) * share * (1.0 + k))
-    waits = np.where((np.asarray(attention_dp) == 1.0) & (r > 1.0) & (np.asarray(batch_wait_max_tokens_ratio) > 0.0),
-                     batch_wait_timeout_iters, 0.0)
+    batch_wait_iters = np.where((np.asarray(attention_dp) == 1.0) & (r > 1.0)
+                                & (np.asarray(batch_wait_max_tokens_ratio) > 0.0), batch_wait_timeout_iters, 0.0)
 
     def holds(arrivals_per_iter, others_per_iter):
         """(decode iterations a prompt is held before its prefill, prompts held beside it):
         TensorRT-LLM's attention-DP balancing (adp_balance; beside it, its replica's arrivals
         over twice the wait) and its batch waiting (batch_wait, at the others' arrivals)."""
         adp = held_iterations(arrivals_per_iter, attention_dp, adp_timeout_iters, adp_batching_iters)
-        wait, released = batch_wait_held(others_per_iter, needed, waits)
+        wait, released = batch_wait_held(others_per_iter, needed, batch_wait_iters)
         return adp + wait, 2.0 * adp * others_per_iter + released - 1.0
 
     def step(decode_batch, prefill_tokens):
