@@ -4,7 +4,7 @@ against a loop of scalar calls; then the same concurrency x prompt x output grid
 layout with the MTP head speculating, over draft length x acceptance; then TensorRT-LLM's
 attention-DP balancing (its hold by quadrature, workloads/adp_balance.py) over the same grid at
 tp = 1 with 2-8 replicas x timeout x batching wait; then its batch waiting (workloads/batch_wait.py,
-by quadrature) over the same grid at tp = 8 x timeout x token ratio; then the wafer's closed loop
+in closed form) over the same grid at tp = 8 x timeout x token ratio; then the wafer's closed loop
 (Llama 3.1 70B on 4 CS-3) over the concurrency x prompt x output grid.
 
     .venv/bin/python benchmarks/bench_serving.py [--loop 50]

@@ -5,6 +5,8 @@ max_num_tokens or the counter reaches the timeout), their limits in closed form,
 closed loop with it (predict.serving's batch_wait_timeout_iters / batch_wait_max_tokens_ratio)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -54,18 +56,30 @@ def test_the_hold_matches_the_executor_counter(lam, needed, timeout):
     assert float(prompts) == pytest.approx(sim_prompts, rel=rel)
 
 
-def test_the_quadrature_agrees_with_a_finer_one(monkeypatch):
-    """batch_wait.QUADRATURE_POINTS (64) against 1,024 points: the wait within 0.01% up to 0.5
-    prompts per iteration and 0.3% at 2 (0.006% and 0.23% when written); the prompts released
-    are in closed form, identical."""
-    from workbench.workloads import batch_wait
-    cases = [*CASES, (2.0, 8, 40)]
-    coarse = [held(*c) for c in cases]
-    monkeypatch.setattr(batch_wait, "QUADRATURE_POINTS", 1024)
-    fine = [held(*c) for c in cases]
-    np.testing.assert_allclose([float(c[0]) for c in coarse[:-1]], [float(f[0]) for f in fine[:-1]], rtol=1e-4)
-    assert float(coarse[-1][0]) == pytest.approx(float(fine[-1][0]), rel=0.003)
-    np.testing.assert_allclose([float(c[1]) for c in coarse], [float(f[1]) for f in fine], rtol=1e-12)
+def poisson_at_most(j, mean):
+    """P(N <= j) for N Poisson of `mean` (an array), term by term in logs."""
+    mean = np.asarray(mean, float)
+    if j < 0:
+        return np.zeros(mean.shape)
+    logs = [n * np.log(np.maximum(mean, 1e-300)) - mean - math.lgamma(n + 1.0) for n in range(int(j) + 1)]
+    return np.minimum(np.exp(logs).sum(0), 1.0)
+
+
+@pytest.mark.parametrize("lam, needed, timeout", [*CASES, (2.0, 8, 40), (3.0, 60, 120), (0.1, 2, 40)])
+def test_the_closed_form_equals_the_integrals(lam, needed, timeout):
+    """The module doc's integrals by a 20,000-point midpoint rule (the prompts held over the
+    window, int_0^T P(N(t) <= K - 2) + lam t P(N(t) <= K - 3) dt, and those released,
+    1 + lam T P(N(T) <= K - 3) + (K - 1) P(N(T) >= K - 1)) against the closed form
+    E[J (J + 1) / 2] / lam, 1 + E[J]: within 1e-6, from rare prompts to 3 per iteration."""
+    k = needed if np.isfinite(needed) else 10_000.0
+    t = timeout * (np.arange(20_000) + 0.5) / 20_000
+    m = lam * t
+    waiting = (poisson_at_most(k - 2, m) + m * poisson_at_most(k - 3, m)).sum() * timeout / 20_000
+    end = lam * timeout
+    released = 1.0 + end * poisson_at_most(k - 3, end) + (k - 1.0) * (1.0 - poisson_at_most(k - 2, end))
+    wait, prompts = held(lam, needed, timeout)
+    assert float(prompts) == pytest.approx(float(released), rel=1e-6)
+    assert float(wait) == pytest.approx(float(waiting / released), rel=1e-6)
 
 
 def test_the_limits_in_closed_form():
@@ -126,7 +140,7 @@ def test_batch_waiting_applies_where_tensorrt_llm_waits():
 
 def test_batch_waiting_needs_no_scipy():
     """The README's main job installs the core dependencies only (no scipy, which the silicon
-    extra brings): the Poisson sums are numpy's (batch_wait._at_most), so a serving call with
+    extra brings): the Poisson sums are numpy's (batch_wait._capped_moments), so a serving call with
     batch waiting runs where importing scipy fails."""
     import subprocess
     import sys

@@ -17,16 +17,23 @@ A window opens with a held prompt (t = 0) and closes at tau = min(T, S_(K-1)): T
 S_j the j-th prompt to arrive after it (a Poisson stream of lam per iteration: a closed
 loop's completions, so its arrivals), K the prompts whose tokens with the running requests'
 reach the threshold (K <= 1: released at once; K prompts beyond the iteration's token budget
-never reach it, so only the timeout releases them). Over a window:
+never reach it, so only the timeout releases them). Over a window, with N(t) the arrivals by
+t and J = min(N(T), K - 1) the prompts that join the first:
 
     waiting prompt-iterations = E[tau] + E[int_0^tau N(t) dt]
                               = int_0^T P(N(t) <= K - 2) dt + int_0^T lam t P(N(t) <= K - 3) dt
-    prompts released          = 1 + E[min(N(T), K - 1)]
-                              = 1 + lam T P(N(T) <= K - 3) + (K - 1) P(N(T) >= K - 1)
+                              = E[J (J + 1) / 2] / lam
+    prompts released          = 1 + E[J]
 
-(N(t) the arrivals by t, Poisson with mean lam t; n Pois(n; m) = m Pois(n - 1; m)), and a
-prompt's mean wait is their ratio. Checked against a simulation of the executor's counter
-(tests/workloads/test_batch_wait.py).
+The closed form: P(N(t) <= j) = P(S_(j+1) > t), so int_0^T P(N(t) <= j) dt =
+E[min(S_(j+1), T)] = sum_(i=1..j+1) P(N(T) >= i) / lam (each gap between arrivals is
+exponential: the i-th adds (1 - e^-lam(T - S_(i-1))) / lam while S_(i-1) < T, in mean
+P(S_i < T) / lam), and lam t P(N(t) = n) = (n + 1) P(N(t) = n + 1); the two integrals sum
+to sum_(i=1..K-1) i P(N(T) >= i) / lam = E[J (J + 1) / 2] / lam. A prompt's mean wait is
+the ratio of the two lines: one Poisson mean (lam T) per point, summed term by term to K - 1
+with P(N = n) / (lam T), so lam -> 0 needs no division (the wait tends to T).
+Checked against a simulation of the executor's counter and against the integrals by
+quadrature (tests/workloads/test_batch_wait.py).
 """
 from __future__ import annotations
 
@@ -34,10 +41,7 @@ import math
 
 import numpy as np
 
-TAIL_SIGMAS, TAIL_TERMS = 12.0, 30.0  # where _at_most stops summing (its doc)
 MAX_RECURRENCE_MEAN = 700.0  # e^-700 ~ 1e-304, above the smallest normal double (e^-708)
-QUADRATURE_POINTS = 64  # midpoints over [0, T]: within 0.01% of 1,024 points to 0.5 prompts per
-# iteration, 0.3% at 2 (tests/workloads/test_batch_wait.py)
 
 
 def needed_prompts(*, ratio, token_budget, prompt, decoding_tokens):
@@ -48,26 +52,28 @@ def needed_prompts(*, ratio, token_budget, prompt, decoding_tokens):
     return np.where(k * prompt <= token_budget - decoding_tokens, k, np.inf)
 
 
-def _at_most(k, mean):
-    """P(N <= k) for N Poisson of `mean` (0 for k < 0, 1 for k infinite): the partial sum of
-    e^-m m^n / n! over n <= k, to TAIL_SIGMAS standard deviations
-    (plus TAIL_TERMS) beyond the largest mean, where the rest is below 1e-15."""
-    k, mean = np.broadcast_arrays(np.asarray(k, float), np.maximum(np.asarray(mean, float), 0.0))
-    finite = np.isfinite(k)
-    top = float(np.max(mean, initial=0.0))
-    last = min(float(np.max(np.where(finite, k, -1.0), initial=-1.0)), np.ceil(top + TAIL_SIGMAS * np.sqrt(top))
-               + TAIL_TERMS)
-    cdf = np.where(k >= 0.0, np.exp(-mean), 0.0)
-    if top <= MAX_RECURRENCE_MEAN:  # the terms by recurrence (e^-m stays a normal double)
-        term = np.exp(-mean)
-        for n in range(1, int(max(last, 0.0)) + 1):
-            term = term * mean / n
-            cdf = cdf + term * (k >= n)
-    else:  # each term in logs: no underflow at large means
-        log_mean = np.log(np.maximum(mean, 1e-300))
-        for n in range(1, int(max(last, 0.0)) + 1):
-            cdf = cdf + np.exp(n * log_mean - mean - math.lgamma(n + 1.0)) * (k >= n)
-    return np.where(~finite | (k > last), 1.0, np.minimum(cdf, 1.0))
+def _capped_moments(mean, cap) -> tuple:
+    """(E[J (J + 1) / 2] / mean, E[J] / mean) for J = min(N, cap), N Poisson of `mean` and
+    `cap` >= 1 (np.inf: uncapped, mean / 2 + 1 and 1). Terms q_n = P(N = n) / mean =
+    e^-m m^(n-1) / n! for 1 <= n <= cap (by recurrence while e^-mean stays a normal double,
+    in logs beyond; q_1 = 1 at mean 0, where N is at most one arrival), and N > cap at
+    P(N > cap) / mean = (1 - e^-m) / m - sum q_n (its cancellation costs at most 1e-16 x cap^2
+    against sums of order 1)."""
+    mean, cap = np.broadcast_arrays(np.maximum(np.asarray(mean, float), 0.0), np.asarray(cap, float))
+    finite = np.isfinite(cap)
+    c = np.where(finite, cap, 0.0)
+    half_square, first, below = np.zeros(mean.shape), np.zeros(mean.shape), np.zeros(mean.shape)
+    recurrence = float(np.max(mean, initial=0.0)) <= MAX_RECURRENCE_MEAN
+    q, log_mean = np.exp(-mean), np.log(np.maximum(mean, 1e-300))
+    for n in range(1, int(np.max(c, initial=0.0)) + 1):
+        if n > 1:
+            q = q * mean / n if recurrence else np.exp((n - 1) * log_mean - mean - math.lgamma(n + 1.0))
+        q_in = q * (n <= c)
+        half_square, first, below = half_square + q_in * (n * (n + 1) / 2.0), first + q_in * n, below + q_in
+    any_arrival = np.where(mean > 0.0, -np.expm1(-mean) / np.maximum(mean, 1e-300), 1.0)  # P(N >= 1) / mean
+    beyond = np.maximum(any_arrival - below, 0.0)
+    return (np.where(finite, half_square + beyond * c * (c + 1.0) / 2.0, mean / 2.0 + 1.0),
+            np.where(finite, first + beyond * c, 1.0))
 
 
 def held(arrivals_per_iter, needed, timeout_iters) -> tuple:
@@ -76,16 +82,10 @@ def held(arrivals_per_iter, needed, timeout_iters) -> tuple:
     `timeout_iters` (0: off): the module doc's ratio. (0, 1) where K <= 1 or off."""
     lam, k, t_max = np.broadcast_arrays(*(np.asarray(v, float) for v in (arrivals_per_iter, needed, timeout_iters)))
     on = (t_max > 0.0) & (k > 1.0)
-    if not on.any():  # nothing held anywhere: no quadrature to run
+    if not on.any():  # nothing held anywhere: no sums to run
         return np.zeros(k.shape), np.ones(k.shape)
-    lam = np.maximum(lam, 0.0)
-    big_t = np.where(on, t_max, 1.0)[..., None]
-    t = big_t * (np.arange(QUADRATURE_POINTS) + 0.5) / QUADRATURE_POINTS
-    dt = big_t[..., 0] / QUADRATURE_POINTS
-    mean_t, k_ = lam[..., None] * t, k[..., None]
-    waiting = (_at_most(k_ - 2.0, mean_t) + mean_t * _at_most(k_ - 3.0, mean_t)).sum(-1) * dt
-    mean_end = lam * big_t[..., 0]
-    reachable = np.where(np.isfinite(k), k, 1.0)  # K, or 1 where out of reach: no release by tokens
-    beyond = (reachable - 1.0) * (1.0 - _at_most(k - 2.0, mean_end))
-    prompts = 1.0 + mean_end * _at_most(k - 3.0, mean_end) + beyond
-    return np.where(on, waiting / prompts, 0.0), np.where(on, prompts, 1.0)
+    big_t = np.where(on, t_max, 0.0)
+    mean_end = np.maximum(lam, 0.0) * big_t  # arrivals expected over a whole timeout
+    half_square, first = _capped_moments(mean_end, np.where(on, k - 1.0, 1.0))
+    prompts = 1.0 + mean_end * first
+    return np.where(on, big_t * half_square / prompts, 0.0), np.where(on, prompts, 1.0)
