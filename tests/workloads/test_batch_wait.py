@@ -71,7 +71,7 @@ def test_the_closed_form_equals_the_integrals(lam, needed, timeout):
     window, int_0^T P(N(t) <= K - 2) + lam t P(N(t) <= K - 3) dt, and those released,
     1 + lam T P(N(T) <= K - 3) + (K - 1) P(N(T) >= K - 1)) against the closed form
     E[J (J + 1) / 2] / lam, 1 + E[J]: within 1e-6, from rare prompts to 3 per iteration."""
-    k = needed if np.isfinite(needed) else 10_000.0
+    k = needed if np.isfinite(needed) else lam * timeout + 20.0 * np.sqrt(lam * timeout) + 50.0  # P(N <= k - 3) = 1
     t = timeout * (np.arange(20_000) + 0.5) / 20_000
     m = lam * t
     waiting = (poisson_at_most(k - 2, m) + m * poisson_at_most(k - 3, m)).sum() * timeout / 20_000
