@@ -71,8 +71,9 @@ class Explorer:
                                        ("metric_x", metric, metric_x, "metric x"),
                                        ("metric_y", metric, metric_y, "metric y")):
             c[key] = w.Dropdown(options=opts, value=value, description=text, **look)
-        text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "CS systems (0: fewest)"}
+        text = {"tp": "TP (GPUs)", "pp": "PP (GPUs)", "systems": "CS systems"}  # fits the 95 px label
         add_sliders(c, s, POWERS, {k: (lo, hi, text[k]) for k, (lo, hi) in RANGES.items()}, look)
+        c["systems"].tooltip = "0: the fewest systems that hold the model"
         self.controls = tag(c, "wb")
         self.live = {"roofline": LiveRoofline(),
                      "breakdown": LiveStacked(inference_parts(), "tpot_s", "time per decode step",
