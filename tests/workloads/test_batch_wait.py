@@ -96,6 +96,17 @@ def test_the_limits_in_closed_form():
     assert np.all(np.diff(held(np.array([0.01, 0.05, 0.2, 1.0]), 8, 40)[0]) < 0)
 
 
+def test_a_cap_far_beyond_the_arrivals_is_no_cap():
+    """K far past the arrivals a timeout can bring (a token budget of many short prompts):
+    the same hold as no ratio at all, (T + lam T^2 / 2) / (1 + lam T), to 1e-12, however
+    large K is (no sum runs to it: the cancellation of a complement times K^2 stays out)."""
+    lam, t = 0.1, 40.0
+    expect = (t + lam * t ** 2 / 2) / (1 + lam * t)
+    for k in (200.0, 30_000.0, 1e6):
+        wait, prompts = held(lam, k, t)
+        assert float(wait) == pytest.approx(expect, rel=1e-12) and float(prompts) == pytest.approx(1 + lam * t, rel=1e-12)
+
+
 def test_needed_prompts_follow_the_token_threshold():
     """0.8 x 8,192 tokens with 64 decoding: 8 prompts of 922 tokens (7,376 >= 6,490), one of
     7,372 (8k prompts are released at once), none where 8 x 1,000 cannot sit beside 200

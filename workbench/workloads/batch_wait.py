@@ -42,6 +42,7 @@ import math
 import numpy as np
 
 MAX_RECURRENCE_MEAN = 700.0  # e^-700 ~ 1e-304, above the smallest normal double (e^-708)
+TAIL_SIGMAS, TAIL_TERMS = 12.0, 30.0  # terms beyond mean + 12 sd + 30 are below 1e-15 of the sums
 
 
 def needed_prompts(*, ratio, token_budget, prompt, decoding_tokens):
@@ -58,14 +59,17 @@ def _capped_moments(mean, cap) -> tuple:
     e^-m m^(n-1) / n! for 1 <= n <= cap (by recurrence while e^-mean stays a normal double,
     in logs beyond; q_1 = 1 at mean 0, where N is at most one arrival), and N > cap at
     P(N > cap) / mean = (1 - e^-m) / m - sum q_n (its cancellation costs at most 1e-16 x cap^2
-    against sums of order 1)."""
+    against sums of order 1). A cap beyond TAIL_SIGMAS standard deviations (plus TAIL_TERMS)
+    of the largest mean caps nothing that counts (N exceeds it with odds below 1e-15): uncapped."""
     mean, cap = np.broadcast_arrays(np.maximum(np.asarray(mean, float), 0.0), np.asarray(cap, float))
-    finite = np.isfinite(cap)
+    top = float(np.max(mean, initial=0.0))
+    finite = cap <= np.ceil(top + TAIL_SIGMAS * np.sqrt(top) + TAIL_TERMS)
     c = np.where(finite, cap, 0.0)
     half_square, first, below = np.zeros(mean.shape), np.zeros(mean.shape), np.zeros(mean.shape)
-    recurrence = float(np.max(mean, initial=0.0)) <= MAX_RECURRENCE_MEAN
+    recurrence = top <= MAX_RECURRENCE_MEAN
+    last = float(np.max(c, initial=0.0))
     q, log_mean = np.exp(-mean), np.log(np.maximum(mean, 1e-300))
-    for n in range(1, int(np.max(c, initial=0.0)) + 1):
+    for n in range(1, int(last) + 1):
         if n > 1:
             q = q * mean / n if recurrence else np.exp((n - 1) * log_mean - mean - math.lgamma(n + 1.0))
         q_in = q * (n <= c)
