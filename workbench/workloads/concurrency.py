@@ -77,14 +77,12 @@ first-token streaming: host time per request that no kernel table sees).
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..primitives._array import choose
 from ..units import DTYPE_BYTES
 from . import ops
-from .inference import MEMORY_UTILIZATION, _lm_head, _model_pass, pp_transfer, math_support
+from .inference import MEMORY_UTILIZATION, _lm_head, _model_pass, eager as eager_numbers, pp_transfer, math_support
 from .adp_balance import held_iterations
 from .batch_wait import held as batch_wait_held, needed_prompts
 from .layers import add, layer_iteration
@@ -296,10 +294,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     lockstep_replicas = np.where(balanced_or_dense, 1.0, attention_dp)
     kw = dict(hw=hw, model=model, context=prompt + generate / 2.0, prompt=prompt, tp=tp, attention_dp=attention_dp,
               ep=ep, kv_bytes=kv_bytes, imbalance=imbalance, routed=routed, **layer)
-    # An iteration that prefills runs eagerly: the engines replay CUDA graphs of decode-only
-    # batches (TensorRT-LLM's cuda_graph_config captures generation-only batches; SGLang's graph
-    # runner decode batches), so such an iteration's kernels keep their launch cost, as timed
-    eager = dict(kw, hw=dataclasses.replace(hw, graph_saving_s=0.0))
+    eager = dict(kw, hw=eager_numbers(hw))  # an iteration that prefills runs eagerly (inference.eager)
     # TensorRT-LLM's batch waiting (without attention DP, while others decode): the prompts whose
     # tokens beside the decoding ones reach the ratio of the budget
     needed = needed_prompts(ratio=batch_wait_max_tokens_ratio, token_budget=token_budget, prompt=prompt,
@@ -370,8 +365,8 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         # average; with one clump the server is idle when it arrives.
         service_ttft = n_prefill * prefill_iter + np.where(clumps > 1.0, 0.5, 0.0) * prefill_iter
     tpot = per_token(prefill_iter, decode_iter)
+    others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
     if schedule == "spread":
-        others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
         # The others' prompts no longer come in clumps either: each (with the q - 1 that
         # arrived beside it) rides one of the tagged request's iterations, (r - 1) / q · I
         # of them in its life, solved with q and the arrival rate (FIXED_POINT_ROUNDS).
@@ -388,7 +383,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
             tpot = per_token(own_iter, decode_iter)
     else:  # the other schedules: the engine's hold at their arrival rate
         lam = r / (service_ttft + (generate - 1.0) * tpot)
-        service_ttft = service_ttft + decode_iter * holds(lam * decode_iter, lam * (r - 1.0) / r * decode_iter)[0]
+        service_ttft = service_ttft + decode_iter * holds(lam * decode_iter, lam * others * decode_iter)[0]
     # TPOT is linear in the host constants: iterations and sequences it carries per token
     tpot_iterations, tpot_sequences = per_token(1.0, 1.0) + 0.0 * tpot, per_token(prefill_seqs, decode_seqs)
     host_tpot = overhead_s * tpot_iterations + overhead_s_per_sequence * tpot_sequences

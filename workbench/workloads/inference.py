@@ -146,6 +146,14 @@ def max_batch(hw: GpuNumbers, model: ModelSpec, **kw):
     return np.maximum(np.floor((usable - m["fixed_bytes"]) / m["per_seq_bytes"]), 0.0)
 
 
+def eager(hw: GpuNumbers) -> GpuNumbers:
+    """`hw` for an iteration that prefills: the serving engines replay CUDA graphs of decode-only
+    batches only (TensorRT-LLM's cuda_graph_config captures generation-only batches, SGLang's
+    graph runner decode batches), so its kernels keep their launch cost as the tables time
+    them: no graph saving."""
+    return dataclasses.replace(hw, graph_saving_s=0.0)
+
+
 def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, generate,
               weights: str, activations: str, kv: str, ep=1.0, imbalance=1.0, attention_weights=None,
               attention_activations=None, queries=1.0) -> dict:
@@ -161,11 +169,10 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
     common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, ep=ep, imbalance=imbalance,
                   routed=routed)
 
-    # the prefill runs eagerly: serving engines replay CUDA graphs of decode batches only (concurrency.py)
-    eager = dataclasses.replace(hw, graph_saving_s=0.0)
-    pre = _model_pass(layer_prefill, eager, model, batch=batch, prompt=prompt, **common)
-    pre = add_into(pre, _lm_head(eager, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
-                   pp_transfer(eager, model, tokens=batch * prompt, tp=tp, pp=pp, stream_bytes=stream_bytes))
+    prefill_hw = eager(hw)
+    pre = _model_pass(layer_prefill, prefill_hw, model, batch=batch, prompt=prompt, **common)
+    pre = add_into(pre, _lm_head(prefill_hw, model, rows=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes),
+                   pp_transfer(prefill_hw, model, tokens=batch * prompt, tp=tp, pp=pp, stream_bytes=stream_bytes))
 
     micro = batch / np.minimum(batch, pp)
     context = prompt + generate / 2.0
