@@ -1,6 +1,7 @@
 """Fixtures shared by the test modules."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -8,6 +9,14 @@ import numpy as np
 import pytest
 
 STUDY_ROOT = Path(__file__).parent / "data" / "study_root"  # a project root with the tiny study
+# Workers of `-n auto` (pyproject addopts): one per core, at most this many. Each worker holds
+# the model stack and runs notebooks and Chromium; 4 stay well inside a 16 GB machine.
+XDIST_MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config):
+    """pytest-xdist's worker count for -n auto: the machine's cores, at most XDIST_MAX_WORKERS."""
+    return max(1, min(os.cpu_count() or 1, XDIST_MAX_WORKERS))
 
 
 @pytest.fixture
