@@ -138,3 +138,26 @@ def test_scripts_of_gpus_and_models_without_development_rows_are_transcribed():
     assert rs.engine(kimi, 8) == {"token_budget": 16384, "memory_fraction": 0.9, "kv": "fp8"}
     dev = sr.load()
     assert not ((dev.system == "b300_sxm") | dev.model_path.str.contains("Kimi|GLM")).any()
+
+
+def test_a_moe_table_is_read_where_it_timed_the_backend_the_script_runs():
+    """gptoss_fp4_h200_trt.sh sets moe_config.backend TRITON, the backend aiconfigurator-core's
+    collector timed TensorRT-LLM's Hopper MXFP4 W4A16 MoE tables with: those rows read the MoE
+    table (moe_mla_kernels "measured"). vLLM's gpt-oss Hopper scripts run Marlin
+    (VLLM_MXFP4_USE_MARLIN=1), a backend no table at gpt-oss's shape timed, and SGLang's B200
+    scripts flashinfer_trtllm, whose table backend is not stated: they stay composed."""
+    df = sr.load()
+    pick = lambda **kw: df[(df["mode"] == "agg") & df.model_path.str.contains(kw.pop("model"))  # noqa: E731
+                           & (df.backend == kw["backend"]) & (df.system == kw["system"])]
+    trt = pick(model="gpt-oss", backend="trtllm", system="h200_sxm")
+    engines = [rs.engine(r, int(r.tp_size)) for r in trt.itertuples() if rs.inferencex(r)]
+    assert engines and all(e.get("moe_mla_kernels") == "measured" for e in engines)
+    for backend, system, model in (("vllm", "h200_sxm", "gpt-oss"), ("vllm", "b200_sxm", "gpt-oss"),
+                                   ("sglang", "b200_sxm", "Qwen3.5"), ("trtllm", "b200_sxm", "gpt-oss")):
+        rows = pick(model=model, backend=backend, system=system)
+        assert len(rows) and all("moe_mla_kernels" not in rs.engine(r, int(r.tp_size)) for r in rows.itertuples())
+    csv = pd.read_csv(rs.ENGINE_SETTINGS_CSV)
+    assert set(csv.moe_backend.dropna()) == {"triton", "flashinfer_trtllm", "marlin", "flashinfer_mxfp4_mxfp8",
+                                             "flashinfer_int4"}
+    assert all(csv[(csv.framework == f) & (csv.gpu == g) & (csv.precision == p)].moe_backend.eq(b).any()
+               for (f, g, p), b in rs.MOE_TABLE_BACKENDS.items() if g == "h200_sxm")

@@ -27,6 +27,13 @@ checkpoint's own "auto" would keep 16 bits: every TensorRT-LLM DeepSeek-R1 and L
 (reference/inferencex_engine_settings.csv, transcribed from the scripts with their commits;
 their running-request caps are left out, as its README says); a row the file matches is
 predicted with them, any other with the framework's defaults.
+
+The MoE kernel. A script may pick the MoE backend its experts run (`moe_backend`: TensorRT-LLM's
+`moe_config.backend`, SGLang's `--moe-runner-backend`, vLLM's backend environment variables).
+Where the framework's measured MoE table for the row's format on that GPU timed that very
+backend (MOE_TABLE_BACKENDS), the row's MoE layers read the table (predict.serving's
+moe_mla_kernels="measured"); everywhere else they stay grouped GEMMs on the GEMM tables (the
+default, "composed"), which hold no W4A16 table on Hopper.
 """
 from __future__ import annotations
 
@@ -69,6 +76,16 @@ def harness_lengths(row) -> dict:
     return {"prompt": int(row.isl), "generate": int(row.osl), "lengths": "equal"}
 
 
+# (framework, GPU, precision of the script's line) -> the MoE backend the framework's measured
+# MoE table for that format was timed with. TensorRT-LLM's MXFP4 W4A16 tables on Hopper
+# (gpt-oss, precision fp4; specs/kernels/h100_sxm-trtllm.json, h200_sxm-trtllm.json,
+# "mxfp4_w4a16"): aiconfigurator-core's collector builds GPT-OSS MoE layers with
+# `model_config.moe_backend = "triton"` for 86 < SM < 100 (ai-dynamo/aiconfigurator,
+# collector/trtllm/collect_moe.py, run_moe_torch: "use triton backend for best performance on
+# Hopper"). No other table's backend is stated where a script picks one.
+MOE_TABLE_BACKENDS = {("trtllm", "h100_sxm", "fp4"): "triton", ("trtllm", "h200_sxm", "fp4"): "triton"}
+
+
 @functools.lru_cache(maxsize=None)
 def _table() -> pd.DataFrame:
     from .recipes import _architecture
@@ -94,4 +111,7 @@ def engine(row, devices: int) -> dict:
         return {}
     line = m.iloc[0]
     out = {k: (float(line[k]) if k in FRACTIONS else int(line[k])) for k in SETTINGS if line[k] == line[k]}
+    if isinstance(line.moe_backend, str) and \
+            MOE_TABLE_BACKENDS.get((line.framework, line.gpu, line.precision)) == line.moe_backend:
+        out["moe_mla_kernels"] = "measured"  # the MoE table timed the backend the script runs
     return {**out, **({"kv": line.kv} if isinstance(line.kv, str) else {})}
