@@ -82,7 +82,9 @@ def harness_lengths(row) -> dict:
 # "mxfp4_w4a16"): aiconfigurator-core's collector builds GPT-OSS MoE layers with
 # `model_config.moe_backend = "triton"` for 86 < SM < 100 (ai-dynamo/aiconfigurator,
 # collector/trtllm/collect_moe.py, run_moe_torch: "use triton backend for best performance on
-# Hopper"). No other table's backend is stated where a script picks one.
+# Hopper"). The others a script picks are not what a table timed: SGLang's default MoE tables
+# time its Triton fused MoE (collector/sglang/collect_moe.py), its B200/B300 scripts pick
+# flashinfer_trtllm; vLLM's gpt-oss Hopper scripts pick Marlin, timed only at Kimi-K2's shape.
 MOE_TABLE_BACKENDS = {("trtllm", "h100_sxm", "fp4"): "triton", ("trtllm", "h200_sxm", "fp4"): "triton"}
 
 
@@ -95,8 +97,10 @@ def _table() -> pd.DataFrame:
 
 def engine(row, devices: int) -> dict:
     """The engine settings (SETTINGS and "kv", only those the script set) InferenceX's
-    script launched a row's aggregated server with on `devices` GPUs, {} where no line of
-    reference/inferencex_engine_settings.csv matches (module doc)."""
+    script launched a row's aggregated server with on `devices` GPUs, with
+    moe_mla_kernels="measured" where its MoE backend is the one the MoE table timed
+    (MOE_TABLE_BACKENDS); {} where no line of reference/inferencex_engine_settings.csv
+    matches (module doc)."""
     from .recipes import _architecture
     from .serving_rows import system
     if not inferencex(row):
