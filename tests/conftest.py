@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 STUDY_ROOT = Path(__file__).parent / "data" / "study_root"  # a project root with the tiny study
-# Workers of `-n auto` (pyproject addopts): one per core, at most this many. Each worker holds
-# the model stack and runs notebooks and Chromium; 4 stay well inside a 16 GB machine.
+# Workers of `-n auto` (pyproject addopts): one per core, at most this many, since each worker
+# holds its own model stack, notebook kernels and Chromium (a bound on memory, not on speed).
 XDIST_MAX_WORKERS = 4
 
 

@@ -147,14 +147,16 @@ def test_a_moe_table_is_read_where_it_timed_the_backend_the_script_runs():
     (VLLM_MXFP4_USE_MARLIN=1), a backend no table at gpt-oss's shape timed, and SGLang's B200
     scripts flashinfer_trtllm, whose table backend is not stated: they stay composed."""
     df = sr.load()
-    pick = lambda **kw: df[(df["mode"] == "agg") & df.model_path.str.contains(kw.pop("model"))  # noqa: E731
-                           & (df.backend == kw["backend"]) & (df.system == kw["system"])]
-    trt = pick(model="gpt-oss", backend="trtllm", system="h200_sxm")
+
+    def pick(backend, system, model):
+        return df[(df["mode"] == "agg") & df.model_path.str.contains(model) & (df.backend == backend)
+                  & (df.system == system)]
+    trt = pick("trtllm", "h200_sxm", "gpt-oss")
     engines = [rs.engine(r, int(r.tp_size)) for r in trt.itertuples() if rs.inferencex(r)]
     assert engines and all(e.get("moe_mla_kernels") == "measured" for e in engines)
     for backend, system, model in (("vllm", "h200_sxm", "gpt-oss"), ("vllm", "b200_sxm", "gpt-oss"),
                                    ("sglang", "b200_sxm", "Qwen3.5"), ("trtllm", "b200_sxm", "gpt-oss")):
-        rows = pick(model=model, backend=backend, system=system)
+        rows = pick(backend, system, model)
         assert len(rows) and all("moe_mla_kernels" not in rs.engine(r, int(r.tp_size)) for r in rows.itertuples())
     csv = pd.read_csv(rs.ENGINE_SETTINGS_CSV)
     assert set(csv.moe_backend.dropna()) == {"triton", "flashinfer_trtllm", "marlin", "flashinfer_mxfp4_mxfp8",

@@ -115,7 +115,6 @@ def engine(row, devices: int) -> dict:
         return {}
     line = m.iloc[0]
     out = {k: (float(line[k]) if k in FRACTIONS else int(line[k])) for k in SETTINGS if line[k] == line[k]}
-    if isinstance(line.moe_backend, str) and \
-            MOE_TABLE_BACKENDS.get((line.framework, line.gpu, line.precision)) == line.moe_backend:
+    if MOE_TABLE_BACKENDS.get((line.framework, line.gpu, line.precision)) == line.moe_backend:  # blank: NaN
         out["moe_mla_kernels"] = "measured"  # the MoE table timed the backend the script runs
     return {**out, **({"kv": line.kv} if isinstance(line.kv, str) else {})}

@@ -63,21 +63,20 @@ def _capped_moments(mean, cap) -> tuple:
     of the largest mean caps nothing that counts (N exceeds it with odds below 1e-15): uncapped."""
     mean, cap = np.broadcast_arrays(np.maximum(np.asarray(mean, float), 0.0), np.asarray(cap, float))
     top = float(np.max(mean, initial=0.0))
-    finite = cap <= np.ceil(top + TAIL_SIGMAS * np.sqrt(top) + TAIL_TERMS)
-    c = np.where(finite, cap, 0.0)
+    capped = cap <= np.ceil(top + TAIL_SIGMAS * np.sqrt(top) + TAIL_TERMS)  # caps that can bind
+    c = np.where(capped, cap, 0.0)
     half_square, first, below = np.zeros(mean.shape), np.zeros(mean.shape), np.zeros(mean.shape)
     recurrence = top <= MAX_RECURRENCE_MEAN
-    last = float(np.max(c, initial=0.0))
     q, log_mean = np.exp(-mean), np.log(np.maximum(mean, 1e-300))
-    for n in range(1, int(last) + 1):
+    for n in range(1, int(np.max(c, initial=0.0)) + 1):
         if n > 1:
             q = q * mean / n if recurrence else np.exp((n - 1) * log_mean - mean - math.lgamma(n + 1.0))
         q_in = q * (n <= c)
         half_square, first, below = half_square + q_in * (n * (n + 1) / 2.0), first + q_in * n, below + q_in
     any_arrival = np.where(mean > 0.0, -np.expm1(-mean) / np.maximum(mean, 1e-300), 1.0)  # P(N >= 1) / mean
     beyond = np.maximum(any_arrival - below, 0.0)
-    return (np.where(finite, half_square + beyond * c * (c + 1.0) / 2.0, mean / 2.0 + 1.0),
-            np.where(finite, first + beyond * c, 1.0))
+    return (np.where(capped, half_square + beyond * c * (c + 1.0) / 2.0, mean / 2.0 + 1.0),
+            np.where(capped, first + beyond * c, 1.0))
 
 
 def held(arrivals_per_iter, needed, timeout_iters) -> tuple:
