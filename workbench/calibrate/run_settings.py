@@ -82,9 +82,14 @@ def harness_lengths(row) -> dict:
 # "mxfp4_w4a16"): aiconfigurator-core's collector builds GPT-OSS MoE layers with
 # `model_config.moe_backend = "triton"` for 86 < SM < 100 (ai-dynamo/aiconfigurator,
 # collector/trtllm/collect_moe.py, run_moe_torch: "use triton backend for best performance on
-# Hopper"). The others a script picks are not what a table timed: SGLang's default MoE tables
-# time its Triton fused MoE (collector/sglang/collect_moe.py), its B200/B300 scripts pick
-# flashinfer_trtllm; vLLM's gpt-oss Hopper scripts pick Marlin, timed only at Kimi-K2's shape.
+# Hopper"). vLLM's gpt-oss Hopper scripts pick Marlin, timed only at Kimi-K2's shape. SGLang's
+# B200 and B300 scripts pick flashinfer_trtllm, which is what its 0.5.14 tables for those GPUs
+# time by default for block-FP8 and NVFP4 (kernel_source sglang_flashinfer_trtllm_moe; the
+# Triton fused MoE is their second source, its only one on Hopper), but those rows stay composed:
+# reading the tables there, with every framework's constants refitted (workbench calibrate
+# fit-serving), gave SGLang TPOT median |err| 8.6% -> 7.0% in sample but 8.8% -> 9.7% leave-
+# one-model-out and 9.9% -> 10.6% leave-one-GPU-out, every row's TTFT leave-one-model-out
+# 27.2% -> 28.6% (Qwen3.5's TTFT 24.5% -> 18.2%, its TPOT 8.5% -> 10.2%).
 MOE_TABLE_BACKENDS = {("trtllm", "h100_sxm", "fp4"): "triton", ("trtllm", "h200_sxm", "fp4"): "triton"}
 
 

@@ -1,0 +1,105 @@
+"""The routed experts of one MoE layer two ways, at the kernel level: the composed estimate
+(the default of predict.serving, moe_mla_kernels="composed": the gate/up and down grouped
+GEMMs on the framework's GEMM surfaces, workloads/layers.layer_gemms, plus the gated
+activation) against the framework's measured fused-MoE tables (aiconfigurator-core 0.12.0,
+balanced routing: routing, permutation, both grouped GEMMs, activation and finalize timed as
+one op). Nothing is fitted here; the ratio is measured time / composed time per table row.
+
+    pip install -e '.[silicon]'
+    python benchmarks/moe_composed_vs_tables.py [--hardware h200_sxm] [--framework trtllm]
+
+Figures (this machine, 2 cores, 4 GPUs x 3 frameworks, 55 s): the median ratio over every
+table of a GPU and framework (formats and backends together) by tokens entering the layer
+(seven of the twelve pairs the script prints):
+
+                      tokens  1-64   65-1k   1k-4k   4k-16k
+    h100_sxm trtllm           1.17   1.13    1.69    2.58
+    h200_sxm trtllm           1.23   1.19    1.76    2.52
+    h200_sxm sglang           2.05   2.27    3.93    5.05
+    h200_sxm vllm             1.73   1.66    2.41    3.02
+    b200     trtllm           1.24   1.29    1.87    2.62
+    b200     sglang           1.61   1.66    2.40    3.15
+    b200     vllm             1.45   1.60    2.21    2.95
+
+At decode sizes the composed experts are close to the fastest backends (TensorRT-LLM's CUTLASS
+block-FP8 on H200 1.03, vLLM's FlashInfer TRT-LLM FP8 on B200 1.07-1.10) and far from the 4-bit
+weight-only ones (Marlin, Triton MXFP4: 2-9x); at prefill sizes every fused backend is 1.5-6x
+slower than the composition, the more so the thinner each expert is on its GPU (DeepSeek-V3's
+shape, TensorRT-LLM CUTLASS block-FP8 on H200 at 16k tokens: 2.4x at MoE TP 1, 5.9x at TP 8).
+The serving rows still favour the composed path held out (README, MoE layers), with the fitted
+request latency per MoE layer standing in for the prefill part of the difference; where a
+row's script runs the backend a table timed, the row reads the table
+(calibrate/run_settings.MOE_TABLE_BACKENDS).
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+GPUS = ("h100_sxm", "h200_sxm", "b200", "gb200")  # the GPUs of reference/serving_silicon.csv
+TOKEN_RANGES = (0, 64, 1024, 4096, 16384)
+
+
+def composed_s(hw, rows) -> np.ndarray:
+    """Seconds of the composed routed experts for each table row (m: tokens, k: hidden,
+    n: expert width, tp / ep: the MoE split), in the table's weight format."""
+    from workbench.primitives.gemm import elementwise, gemm
+    from workbench.primitives.kernel_fits import MOE_FORMATS
+    from workbench.workloads import ops
+    w_bytes, a_bytes, math = MOE_FORMATS[str(rows["dtype"].iloc[0])]
+    T, D, inter = (rows[c].to_numpy(float) for c in ("m", "k", "n"))
+    top_k, experts = rows["top_k"].to_numpy(float), rows["n_experts"].to_numpy(float)
+    tp, ep = rows["tp"].to_numpy(float), rows["ep"].to_numpy(float)
+    pairs, touched = ops.busiest_rank_experts(n_experts=experts, top_k=top_k, tokens=T, ep=ep)
+    m = pairs / touched
+    g = dict(hw=hw, dtype=math, a_bytes=a_bytes, b_bytes=w_bytes, c_bytes=2.0, count=touched, grouped=True)
+    up = gemm(m=m, n=2.0 * inter / tp, k=D, **g)["time_s"]
+    down = gemm(m=m, n=D, k=inter / tp, **g)["time_s"]
+    act = elementwise(hw=hw, nbytes=pairs * 3.0 * inter / tp * 2.0)["time_s"]
+    return up + down + act
+
+
+def compare(hardware: str, framework: str):
+    """One frame: every balanced-routing MoE table row of the GPU and framework with its
+    measured and composed seconds."""
+    import pandas as pd
+
+    from workbench.backends.gpu import _numbers
+    from workbench.calibrate import aiconfigurator
+    from workbench.specs import load_hardware
+    tables = aiconfigurator.import_kernels(hardware=hardware, framework=framework)
+    ds = tables.get((hardware, framework))
+    if ds is None:
+        return pd.DataFrame()
+    df = ds.to_dataframe().reset_index()
+    df = df[df["kind"] == "moe"]
+    hw = _numbers(load_hardware(hardware), {}, framework)
+    out = []
+    for (dtype, op), rows in df.groupby(["dtype", "op"]):
+        out.append(rows.assign(composed_s=composed_s(hw, rows)))
+    if not out:
+        return pd.DataFrame()
+    r = pd.concat(out)
+    return r.assign(hardware=hardware, framework=framework, ratio=r["time_s"] / r["composed_s"])
+
+
+def main() -> None:
+    import pandas as pd
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hardware", default=None, help="one of " + ", ".join(GPUS) + " (default: all)")
+    ap.add_argument("--framework", default=None, help="trtllm, vllm or sglang (default: all)")
+    args = ap.parse_args()
+    frames = [compare(h, f) for h in ([args.hardware] if args.hardware else GPUS)
+              for f in ([args.framework] if args.framework else ("trtllm", "vllm", "sglang"))]
+    r = pd.concat([f for f in frames if len(f)])
+    r["tokens"] = pd.cut(r["m"], TOKEN_RANGES + (np.inf,))
+    pd.set_option("display.width", 200)
+    print(r.pivot_table(index=["hardware", "framework"], columns="tokens", values="ratio", aggfunc="median",
+                        observed=True).round(2).to_string())
+    print(r.pivot_table(index=["hardware", "framework", "dtype", "op"], columns="tokens", values="ratio",
+                        aggfunc="median", observed=True).round(2).to_string())
+
+
+if __name__ == "__main__":
+    main()
