@@ -146,7 +146,8 @@ def test_a_moe_table_is_read_where_it_timed_the_backend_the_script_runs():
     table (moe_mla_kernels "measured"). vLLM's gpt-oss Hopper scripts run Marlin
     (VLLM_MXFP4_USE_MARLIN=1), a backend no table at gpt-oss's shape timed: they stay composed.
     SGLang's B200 scripts run flashinfer_trtllm, which its B200 tables time, but reading them
-    raised the held-out TPOT error (run_settings.MOE_TABLE_BACKENDS): those rows stay composed too."""
+    raised the held-out TPOT error (run_settings.MOE_TABLE_BACKENDS), as did TensorRT-LLM's
+    DeepSeek-R1 CUTLASS on H200: those rows stay composed too."""
     df = sr.load()
 
     def pick(backend, system, model):
@@ -156,11 +157,12 @@ def test_a_moe_table_is_read_where_it_timed_the_backend_the_script_runs():
     engines = [rs.engine(r, int(r.tp_size)) for r in trt.itertuples() if rs.inferencex(r)]
     assert engines and all(e.get("moe_mla_kernels") == "measured" for e in engines)
     for backend, system, model in (("vllm", "h200_sxm", "gpt-oss"), ("vllm", "b200_sxm", "gpt-oss"),
-                                   ("sglang", "b200_sxm", "Qwen3.5"), ("trtllm", "b200_sxm", "gpt-oss")):
+                                   ("sglang", "b200_sxm", "Qwen3.5"), ("trtllm", "b200_sxm", "gpt-oss"),
+                                   ("trtllm", "h200_sxm", "DeepSeek-R1")):
         rows = pick(backend, system, model)
         assert len(rows) and all("moe_mla_kernels" not in rs.engine(r, int(r.tp_size)) for r in rows.itertuples())
     csv = pd.read_csv(rs.ENGINE_SETTINGS_CSV)
     assert set(csv.moe_backend.dropna()) == {"triton", "flashinfer_trtllm", "marlin", "flashinfer_mxfp4_mxfp8",
-                                             "flashinfer_int4"}
+                                             "flashinfer_int4", "trtllm", "deepgemm", "cutlass"}
     assert all(csv[(csv.framework == f) & (csv.gpu == g) & (csv.precision == p)].moe_backend.eq(b).any()
                for (f, g, p), b in rs.MOE_TABLE_BACKENDS.items() if g == "h200_sxm")
