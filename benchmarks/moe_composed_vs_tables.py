@@ -23,9 +23,10 @@ table of a GPU and framework (formats and backends together) by tokens entering 
 
 At decode sizes the composed experts are close to the fastest backends (TensorRT-LLM's CUTLASS
 block-FP8 on H200 1.03, vLLM's FlashInfer TRT-LLM FP8 on B200 1.07-1.10) and far from the 4-bit
-weight-only ones (Marlin, Triton MXFP4: 2-9x); at prefill sizes every fused backend is 1.5-6x
-slower than the composition, the more so the thinner each expert is on its GPU (DeepSeek-V3's
-shape, TensorRT-LLM CUTLASS block-FP8 on H200 at 16k tokens: 2.4x at MoE TP 1, 5.9x at TP 8).
+weight-only ones (Marlin, Triton MXFP4: 2-9x); at prefill sizes every fused backend is slower
+than the composition (4k-16k tokens: from 1.3x, vLLM's FlashInfer TRT-LLM FP8 on B200, to 9x,
+Marlin), the more so the thinner each expert is on its GPU (DeepSeek-V3's shape, TensorRT-LLM
+CUTLASS block-FP8 on H200 at 16k tokens: 2.4x at MoE TP 1, 5.9x at TP 8).
 The serving rows still favour the composed path held out (README, MoE layers), with the fitted
 request latency per MoE layer standing in for the prefill part of the difference; where a
 row's script runs the backend a table timed, the row reads the table
