@@ -8,25 +8,26 @@ one op). Nothing is fitted here; the ratio is measured time / composed time per 
     pip install -e '.[silicon]'
     python benchmarks/moe_composed_vs_tables.py [--hardware h200_sxm] [--framework trtllm]
 
-Figures (this machine, 2 cores, 4 GPUs x 3 frameworks, 55 s): the median ratio over every
+Figures (this machine, 2 cores, 4 GPUs x 3 frameworks, 51 s): the median ratio over every
 table of a GPU and framework (formats and backends together) by tokens entering the layer
 (seven of the twelve pairs the script prints):
 
                       tokens  1-64   65-1k   1k-4k   4k-16k
-    h100_sxm trtllm           1.17   1.13    1.69    2.58
-    h200_sxm trtllm           1.23   1.19    1.76    2.52
-    h200_sxm sglang           2.05   2.27    3.93    5.05
-    h200_sxm vllm             1.73   1.66    2.41    3.02
-    b200     trtllm           1.24   1.29    1.87    2.62
-    b200     sglang           1.61   1.66    2.40    3.15
-    b200     vllm             1.45   1.60    2.21    2.95
+    h100_sxm trtllm           1.17   1.12    1.53    2.02
+    h200_sxm trtllm           1.23   1.18    1.62    2.02
+    h200_sxm sglang           2.01   2.22    3.34    4.07
+    h200_sxm vllm             1.71   1.61    2.14    2.61
+    b200     trtllm           1.24   1.30    1.87    2.44
+    b200     sglang           1.59   1.66    2.31    2.94
+    b200     vllm             1.44   1.59    2.18    2.79
 
 At decode sizes the composed experts are close to the fastest backends (TensorRT-LLM's CUTLASS
-block-FP8 on H200 1.03, vLLM's FlashInfer TRT-LLM FP8 on B200 1.07-1.10) and far from the 4-bit
-weight-only ones (Marlin, Triton MXFP4: 2-9x); at prefill sizes every fused backend is slower
-than the composition (4k-16k tokens: from 1.3x, vLLM's FlashInfer TRT-LLM FP8 on B200, to 9x,
-Marlin), the more so the thinner each expert is on its GPU (DeepSeek-V3's shape, TensorRT-LLM
-CUTLASS block-FP8 on H200 at 16k tokens: 2.4x at MoE TP 1, 5.9x at TP 8).
+block-FP8 on H200 1.02, vLLM's FlashInfer TRT-LLM FP8 on B200 1.07-1.10) and far from the 4-bit
+weight-only ones (Marlin, Triton MXFP4, TRT-LLM MXFP4: 2-6x, vLLM 0.19's own MXFP4 path 19x); at
+prefill sizes every fused backend is slower than the composition (4k-16k tokens: from 1.2x,
+vLLM's Triton MXFP4 on H100, and 1.4x, its FlashInfer TRT-LLM FP8 on B200, to 10x, Marlin INT4),
+the more so the thinner each expert is on its GPU (DeepSeek-V3's shape, TensorRT-LLM CUTLASS
+block-FP8 on H200 at 16k tokens: 2.5x at MoE TP 1, 7.5x at TP 8).
 The serving rows still favour the composed path held out (README, MoE layers), with the fitted
 request latency per MoE layer standing in for the prefill part of the difference; where a
 row's script runs the backend a table timed, the row reads the table
@@ -39,25 +40,26 @@ import argparse
 import numpy as np
 
 GPUS = ("h100_sxm", "h200_sxm", "b200", "gb200")  # the GPUs of reference/serving_silicon.csv
-TOKEN_RANGES = (0, 64, 1024, 4096, 16384)
+TOKEN_BINS = (0, 64, 1024, 4096, 16384)  # tokens entering the layer, bin edges
 
 
 def composed_s(hw, rows) -> np.ndarray:
     """Seconds of the composed routed experts for each table row (m: tokens, k: hidden,
-    n: expert width, tp / ep: the MoE split), in the table's weight format."""
-    from workbench.primitives.gemm import elementwise, gemm
+    n: expert width, tp / ep: the MoE split), in the table's weight format: the gate/up and
+    down matrices as the layer model runs them (workloads/layers.routed_gemm) and the gated
+    activation as workloads/layers.layer_elementwise counts it (read 2F, write F)."""
+    from workbench.primitives.gemm import elementwise
     from workbench.primitives.kernel_fits import MOE_FORMATS
-    from workbench.workloads import ops
+    from workbench.workloads.layers import routed_gemm
     w_bytes, a_bytes, math = MOE_FORMATS[str(rows["dtype"].iloc[0])]
-    T, D, inter = (rows[c].to_numpy(float) for c in ("m", "k", "n"))
+    tokens, hidden, inter = (rows[c].to_numpy(float) for c in ("m", "k", "n"))
     top_k, experts = rows["top_k"].to_numpy(float), rows["n_experts"].to_numpy(float)
-    tp, ep = rows["tp"].to_numpy(float), rows["ep"].to_numpy(float)
-    pairs, touched = ops.busiest_rank_experts(n_experts=experts, top_k=top_k, tokens=T, ep=ep)
-    m = pairs / touched
-    g = dict(hw=hw, dtype=math, a_bytes=a_bytes, b_bytes=w_bytes, c_bytes=2.0, count=touched, grouped=True)
-    up = gemm(m=m, n=2.0 * inter / tp, k=D, **g)["time_s"]
-    down = gemm(m=m, n=D, k=inter / tp, **g)["time_s"]
-    act = elementwise(hw=hw, nbytes=pairs * 3.0 * inter / tp * 2.0)["time_s"]
+    width = inter / rows["tp"].to_numpy(float)  # one expert's width on the GPU
+    g = dict(hw=hw, n_experts=experts, top_k=top_k, tokens=tokens, ep=rows["ep"].to_numpy(float), math=math,
+             w_bytes=w_bytes, a_bytes=a_bytes)
+    up = routed_gemm(k=hidden, n=2.0 * width, **g)["time_s"]
+    down = routed_gemm(k=width, n=hidden, **g)["time_s"]
+    act = elementwise(hw=hw, nbytes=tokens * top_k * 3.0 * width * a_bytes)["time_s"]
     return up + down + act
 
 
@@ -66,16 +68,15 @@ def compare(hardware: str, framework: str):
     measured and composed seconds."""
     import pandas as pd
 
-    from workbench.backends.gpu import _numbers
+    from workbench.backends import numbers
     from workbench.calibrate import aiconfigurator
-    from workbench.specs import load_hardware
     tables = aiconfigurator.import_kernels(hardware=hardware, framework=framework)
     ds = tables.get((hardware, framework))
     if ds is None:
         return pd.DataFrame()
     df = ds.to_dataframe().reset_index()
     df = df[df["kind"] == "moe"]
-    hw = _numbers(load_hardware(hardware), {}, framework)
+    hw = numbers(hardware, framework=framework)
     out = []
     for (dtype, op), rows in df.groupby(["dtype", "op"]):
         out.append(rows.assign(composed_s=composed_s(hw, rows)))
@@ -94,7 +95,7 @@ def main() -> None:
     frames = [compare(h, f) for h in ([args.hardware] if args.hardware else GPUS)
               for f in ([args.framework] if args.framework else ("trtllm", "vllm", "sglang"))]
     r = pd.concat([f for f in frames if len(f)])
-    r["tokens"] = pd.cut(r["m"], TOKEN_RANGES + (np.inf,))
+    r["tokens"] = pd.cut(r["m"], TOKEN_BINS + (np.inf,))
     pd.set_option("display.width", 200)
     print(r.pivot_table(index=["hardware", "framework"], columns="tokens", values="ratio", aggfunc="median",
                         observed=True).round(2).to_string())

@@ -48,6 +48,16 @@ def _split(mm: ops.Matmul, ways):
     return mm.k, mm.n
 
 
+def routed_gemm(*, hw: GpuNumbers, k, n, n_experts, top_k, tokens, ep, math: str, w_bytes, a_bytes,
+                imbalance=1.0) -> dict:
+    """One routed matrix of an MoE layer (k x n: one expert's share on the GPU) as one grouped
+    GEMM over the experts the busiest expert-parallel rank touches (ops.busiest_rank_experts),
+    each with that rank's tokens per touched expert times `imbalance`."""
+    pairs, touched = ops.busiest_rank_experts(n_experts=n_experts, top_k=top_k, tokens=tokens, ep=ep)
+    return _gemm(hw, m=pairs / touched * imbalance, n=n, k=k, count=touched, grouped=True, math=math,
+                 w_bytes=w_bytes, a_bytes=a_bytes)
+
+
 def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_bytes, a_bytes,
                 moe: bool, ep=1.0, imbalance=1.0, matmuls=None, routed=None) -> dict:
     """Matmuls of one layer (ops.layer_matmuls, or the `matmuls` given) on one TP rank.
@@ -70,11 +80,10 @@ def layer_gemms(hw: GpuNumbers, model: ModelSpec, *, tokens, tp, math: str, w_by
         parts.append(fused)
         mats = [mm for mm in mats if not mm.routed]
     for mm in mats:
-        if mm.routed:  # the busiest expert-parallel rank's experts (ops.busiest_rank_experts)
-            pairs, touched = ops.busiest_rank_experts(n_experts=mm.count, top_k=model.n_active_experts, tokens=T, ep=ep)
-            m_exp = pairs / touched * imbalance  # tokens per touched expert, busiest rank
+        if mm.routed:
             k, n = _split(mm, tp / ep)
-            parts.append(_gemm(m=m_exp, n=n, k=k, count=touched, grouped=True, **gr))
+            parts.append(routed_gemm(k=k, n=n, n_experts=mm.count, top_k=model.n_active_experts, tokens=T, ep=ep,
+                                     imbalance=imbalance, **gr))
         else:
             k, n = _split(mm, tp)
             parts.append(add(_gemm(m=T, n=n, k=k, **g), scale=mm.share))  # share: of the layers that have it
