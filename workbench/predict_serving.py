@@ -59,11 +59,11 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
     return grid, steps, float(first.ttft_s), max_batch, "" if bool(most.fits) else str(most.reason.item())
 
 
-MOE_MLA_KERNELS = ("composed", "measured")
+MOE_MLA_KERNELS = ("framework", "composed", "measured")
 
 
 def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, attention_dp, weights, activations, kv,
-                 framework, hardware_overrides, model_overrides, moe_mla_kernels="composed", draft_model=None,
+                 framework, hardware_overrides, model_overrides, moe_mla_kernels="framework", draft_model=None,
                  draft_len=0, acceptance=0.0, attention_weights=None, pp=1, engine=None, lengths="equal",
                  devices=None):
     """predict.serving at a fixed concurrency: every argument sweeps (lists are dimensions);
@@ -137,7 +137,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
 def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
             ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
             draft_model=None, framework=None, hardware_overrides=None, concurrency=None, ep=1, attention_dp=1,
-            activations=None, model_overrides=None, moe_mla_kernels="composed", attention_weights=None,
+            activations=None, model_overrides=None, moe_mla_kernels="framework", attention_weights=None,
             token_budget=None, memory_fraction=None, max_running=None, recv_interval=None, lengths="equal",
             adp_timeout_iters=None, adp_batching_iters=None, batch_wait_timeout_iters=None,
             batch_wait_max_tokens_ratio=None):
@@ -171,10 +171,12 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     (every request the prompt and output given: those that finish together are replaced together) or "varied"
     (lengths differ between requests around those means, as benchmarks drawing them at random do: completions
     and arrivals spread, so a lockstep schedule takes its spread form, workloads/concurrency.DESYNCHRONIZED).
-    `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM tables: what the
-    measured serving runs favour, leave-one-model-out) or "measured" (the framework's measured MoE-layer and EP
-    dispatch / combine kernel tables). MLA decode reads the framework's measured MLA kernel tables under both,
-    where it has them (analytical with absorbed weights where not).
+    `moe_mla_kernels`: "composed" (routed experts as grouped GEMMs on the framework's GEMM tables), "measured"
+    (the framework's measured MoE-layer and EP dispatch / combine kernel tables) or "framework" (the default:
+    composed in decode-only iterations, which the measured serving runs favour held out, and in an iteration
+    that prefills as the framework's prefill_moe_kernels in specs/serving/frameworks.yaml says). MLA decode
+    reads the framework's measured MLA kernel tables under all three, where it has them (analytical with
+    absorbed weights where not).
 
     Without it, open loop: Poisson arrivals (workloads/serving.py). `arrival_rate` in requests/s per instance (a
     list sweeps it; default: a grid up to saturation). With draft_len > 0, speculative decoding by
@@ -198,7 +200,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
                             acceptance=acceptance, attention_weights=attention_weights, devices=devices, lengths=lengths,
                             engine=engine)
     for arg, v, default in (("ep", ep, 1), ("attention_dp", attention_dp, 1), ("activations", activations, None),
-                            ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "composed"),
+                            ("model_overrides", model_overrides, None), ("moe_mla_kernels", moe_mla_kernels, "framework"),
                             ("lengths", lengths, "equal"), *((arg, engine[arg], None) for arg in ENGINE_SETTINGS)):
         if v is not default and v != default:
             raise InputError(f"{arg}={brief(v)} is not allowed without concurrency; allowed: {default} (the "
@@ -307,6 +309,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     from .backends import flag_problems
     from .layout import serving_problems
     from .workloads.serving_capacity import draft_memory
+    from .workloads.inference import eager
     from .workloads.pools_closed_loop import PREFILL_ROUTINGS, disaggregated_closed_loop
     check_choice("prefill_routing", prefill_routing, PREFILL_ROUTINGS)
     if decode_max_batch is not None:
@@ -346,8 +349,9 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         consts = serving_constants()
         # the decode pool replays CUDA graphs of its decode-only iterations; a prefill pool runs eagerly
         # (workloads/concurrency.py: only decode-only batches are captured)
-        saving = consts["kernel_graph_saving_s"].get(fw, 0.0) if side == "decode" else 0.0
-        hw = dataclasses.replace(be.numbers(hw_spec, {}, fw), graph_saving_s=saving)
+        hw = be.numbers(hw_spec, {}, fw)
+        hw = dataclasses.replace(hw, graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0)) if side == "decode" \
+            else eager(hw)  # no graph saving; its MoE layers by the framework's prefill rule
         pools[side] = (hw, be, {f"{side}_overhead_s": iteration_overhead_s(fw, spec),
                                 f"{side}_overhead_s_per_sequence": consts["iteration_overhead_s_per_sequence"].get(fw, 0.0)},
                        request_latency_s(fw, spec))

@@ -95,7 +95,9 @@ def test_the_models_ttft_error_is_not_a_function_of_the_stated_deployment(predic
     (vLLM), recorded at the commit that added the check: the TTFT error left is what the rows
     do not state, not a missing trend in the model. Checked: at least 85% of it stays. vLLM's
     0.234 since the request latencies come from InferenceX's runs only (its 55 runs of other
-    harnesses, whose low-concurrency TTFT grows with the prompt, are the ones that moved)."""
+    harnesses, whose low-concurrency TTFT grows with the prompt, are the ones that moved), 0.211
+    since its prefilling iterations read the measured fused-MoE tables (frameworks.yaml
+    prefill_moe_kernels)."""
     out = sr.explained_by_deployment(predicted)
     assert (out["ttft_after_linear_correction"] >= 0.85 * out["ttft_median_abs_log_err"]).all()
-    assert out.loc["vllm", "ttft_median_abs_log_err"] == pytest.approx(0.234, abs=0.02)
+    assert out.loc["vllm", "ttft_median_abs_log_err"] == pytest.approx(0.211, abs=0.02)

@@ -113,7 +113,7 @@ def test_layers_read_the_moe_tables_and_fall_back_without_them():
 
 
 def test_serving_takes_the_measured_kernels_when_asked():
-    """predict.serving(moe_mla_kernels=...): "composed" (default) and "measured" differ for an
+    """predict.serving(moe_mla_kernels=...): "composed" and "measured" differ for an
     MLA + MoE model and agree for a dense one; a bad value is one clear line."""
     from workbench import predict
     from workbench.errors import InputError
@@ -124,8 +124,36 @@ def test_serving_takes_the_measured_kernels_when_asked():
     assert float(ds.tpot_s.sel(moe_mla_kernels="composed")) != float(ds.tpot_s.sel(moe_mla_kernels="measured"))
     dense = predict.serving(model="llama_3_1_70b", **kw)
     assert float(dense.tpot_s.sel(moe_mla_kernels="composed")) == float(dense.tpot_s.sel(moe_mla_kernels="measured"))
-    with pytest.raises(InputError, match="moe_mla_kernels='fused' is not known; allowed: composed, measured"):
+    with pytest.raises(InputError, match="moe_mla_kernels='fused' is not known; allowed: framework, composed, measured"):
         predict.serving(model="deepseek_v3", **dict(kw, moe_mla_kernels="fused"))
+
+
+def test_framework_default_times_prefill_moe_by_the_framework_rule():
+    """The default moe_mla_kernels="framework" composes decode-only iterations under every
+    framework and, in iterations that prefill, follows specs/serving/frameworks.yaml
+    prefill_moe_kernels: TensorRT-LLM's ("composed") predicts exactly what "composed" does;
+    vLLM's ("measured") prefills slower than the composition (the fused MoE tables at prefill sizes run
+    1.2-10x the composed experts, benchmarks/moe_composed_vs_tables.py), so its TTFT is above
+    the composed path's; every prefill (closed loop, prefill pools, static) takes the rule
+    through inference.eager; a dense model does not see it."""
+    from workbench import predict
+    from workbench.backends.kernel_tables import serving_constants
+    rule = serving_constants()["prefill_moe_kernels"]
+    assert rule["trtllm"] == "composed" and rule["vllm"] == "measured"
+    kw = dict(hardware="h200_sxm", model="qwen3_235b_a22b", tp=8, concurrency=64, prompt=4096, generate=256,
+              weights="fp8_block", moe_mla_kernels=["framework", "composed", "measured"])
+    trt = predict.serving(framework="trtllm", **kw)
+    assert float(trt.ttft_s.sel(moe_mla_kernels="framework")) == float(trt.ttft_s.sel(moe_mla_kernels="composed"))
+    assert float(trt.tpot_s.sel(moe_mla_kernels="framework")) == float(trt.tpot_s.sel(moe_mla_kernels="composed"))
+    vllm = predict.serving(framework="vllm", **kw)
+    assert float(vllm.ttft_s.sel(moe_mla_kernels="framework")) > float(vllm.ttft_s.sel(moe_mla_kernels="composed"))
+    from workbench.backends import numbers
+    from workbench.workloads.inference import eager  # every prefill: the closed loop's, the pools', the static one's
+    assert numbers("h200_sxm", framework="vllm").measured_moe_prefill
+    assert eager(numbers("h200_sxm", framework="vllm")).measured_moe_mla
+    assert not eager(numbers("h200_sxm", framework="trtllm")).measured_moe_mla
+    dense = predict.serving(framework="vllm", **dict(kw, model="llama_3_1_70b", weights="fp8"))
+    assert float(dense.ttft_s.sel(moe_mla_kernels="framework")) == float(dense.ttft_s.sel(moe_mla_kernels="composed"))
 
 
 def test_measured_mode_takes_the_ep_kernels_for_dispatch_and_combine():

@@ -74,6 +74,7 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
         scale_up=link("scale_up"), scale_out=link("scale_out"), tdp_w=v["tdp_w"],
         sparse_speedup=dict(spec.sparse_2_4_speedup),
         kernels=fits_for(spec, framework), framework=framework,
+        measured_moe_prefill=serving_constants()["prefill_moe_kernels"].get(framework) == "measured",
         framework_overhead_s=overrides.get("framework_overhead_s"),
         compute_capability=spec.compute_capability)
 
@@ -226,7 +227,7 @@ class GpuBackend:
         return flag_problems(r, layout.problems(model, phase="training"))
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
-                    activations, kv, imbalance=1.0, moe_mla_kernels="composed", draft_model=None, draft_len=0.0,
+                    activations, kv, imbalance=1.0, moe_mla_kernels="framework", draft_model=None, draft_len=0.0,
                     acceptance=0.0, attention_weights=None, pp=1.0, token_budget=None, memory_fraction=None,
                     max_running=None, recv_interval=None, lengths="equal", adp_timeout_iters=None,
                     adp_batching_iters=None, batch_wait_timeout_iters=None, batch_wait_max_tokens_ratio=None,
@@ -246,8 +247,12 @@ class GpuBackend:
         import dataclasses
         fw = framework_of(hw)
         # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
+        # moe_mla_kernels "framework": decode composed, an iteration that prefills by the framework's
+        # rule (hw.measured_moe_prefill); "composed" or "measured": that path in every iteration
         hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0),
-                                 measured_moe_mla=moe_mla_kernels == "measured")
+                                 measured_moe_mla=moe_mla_kernels == "measured",
+                                 measured_moe_prefill=hw.measured_moe_prefill if moe_mla_kernels == "framework"
+                                 else moe_mla_kernels == "measured")
         hw, act, att_act, kvd, sparse_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,
                                                             activations=activations, kv=kv, model=model)
         consts = serving_constants()

@@ -123,7 +123,7 @@ class WaferBackend:
         """predict.serving at a fixed concurrency: the GPU layout and engine settings
         (predict_serving.ENGINE_SETTINGS) refused by name."""
         _refuse({"tp": (tp, 1), "ep": (ep, 1), "attention_dp": (attention_dp, 1), "pp": (pp, 1),
-                 "moe_mla_kernels": (moe_mla_kernels, "composed"),
+                 "moe_mla_kernels": (moe_mla_kernels, "framework"),
                  **{arg: (v, None) for arg, v in engine.items()}}, name)
         self.check_inference(name, tp=1, pp=1, ep=1, activations=activations, batch_max=False, placement="regions")
 

@@ -80,6 +80,10 @@ class GpuNumbers:
     # kernels (primitives/moe.py) instead of grouped GEMMs on the GEMM tables:
     # predict.serving(moe_mla_kernels="measured"); MLA decode reads its measured tables either way
     measured_moe_mla: bool = False
+    # The same for the MoE layers of an iteration that prefills only (inference.eager): the
+    # framework's rule (specs/serving/frameworks.yaml prefill_moe_kernels), unless
+    # predict.serving's moe_mla_kernels names one path for every iteration
+    measured_moe_prefill: bool = False
     # A serving engine's host time per iteration (scheduling, sampling, Python between graph
     # replays), when given as a knob; None: the serving framework's fitted constant
     # (specs/serving/frameworks.yaml iteration_overhead_s)

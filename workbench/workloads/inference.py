@@ -150,8 +150,9 @@ def eager(hw: GpuNumbers) -> GpuNumbers:
     """`hw` for an iteration that prefills: the serving engines replay CUDA graphs of decode-only
     batches only (TensorRT-LLM's cuda_graph_config captures generation-only batches, SGLang's
     graph runner decode batches), so its kernels keep their launch cost as the tables time
-    them: no graph saving."""
-    return dataclasses.replace(hw, graph_saving_s=0.0)
+    them: no graph saving. Its MoE layers read the framework's measured MoE tables where
+    `measured_moe_prefill` says so (specs/serving/frameworks.yaml prefill_moe_kernels)."""
+    return dataclasses.replace(hw, graph_saving_s=0.0, measured_moe_mla=hw.measured_moe_mla or hw.measured_moe_prefill)
 
 
 def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, generate,
