@@ -139,6 +139,7 @@ def test_framework_default_times_prefill_moe_by_the_framework_rule():
     from workbench import predict
     from workbench.backends.kernel_tables import serving_constants
     rule = serving_constants()["prefill_moe_kernels"]
+    assert set(rule) == {"trtllm", "vllm", "sglang", "none"} and set(rule.values()) <= {"composed", "measured"}
     assert rule["trtllm"] == "composed" and rule["vllm"] == "measured"
     kw = dict(hardware="h200_sxm", model="qwen3_235b_a22b", tp=8, concurrency=64, prompt=4096, generate=256,
               weights="fp8_block", moe_mla_kernels=["framework", "composed", "measured"])
