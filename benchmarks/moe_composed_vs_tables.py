@@ -1,9 +1,10 @@
 """The routed experts of one MoE layer two ways, at the kernel level: the composed estimate
-(the default of predict.serving, moe_mla_kernels="composed": the gate/up and down grouped
-GEMMs on the framework's GEMM surfaces, workloads/layers.layer_gemms, plus the gated
-activation) against the framework's measured fused-MoE tables (aiconfigurator-core 0.12.0,
-balanced routing: routing, permutation, both grouped GEMMs, activation and finalize timed as
-one op). Nothing is fitted here; the ratio is measured time / composed time per table row.
+(predict.serving's moe_mla_kernels="composed", and what its default "framework" runs in
+decode-only iterations: the gate/up and down grouped GEMMs on the framework's GEMM surfaces,
+workloads/layers.routed_gemm, plus the gated activation) against the framework's measured
+fused-MoE tables (aiconfigurator-core 0.12.0, balanced routing: routing, permutation, both
+grouped GEMMs, activation and finalize timed as one op). Nothing is fitted here; the ratio is
+measured time / composed time per table row.
 
     pip install -e '.[silicon]'
     python benchmarks/moe_composed_vs_tables.py [--hardware h200_sxm] [--framework trtllm]
@@ -28,9 +29,10 @@ prefill sizes every fused backend is slower than the composition (4k-16k tokens:
 vLLM's Triton MXFP4 on H100, and 1.4x, its FlashInfer TRT-LLM FP8 on B200, to 10x, Marlin INT4),
 the more so the thinner each expert is on its GPU (DeepSeek-V3's shape, TensorRT-LLM CUTLASS
 block-FP8 on H200 at 16k tokens: 2.5x at MoE TP 1, 7.5x at TP 8).
-The serving rows still favour the composed path held out (README, MoE layers), with the fitted
-request latency per MoE layer standing in for the prefill part of the difference; where a
-row's script runs the backend a table timed, the row reads the table
+Held out, the serving rows favour the composed path in decode under every framework and the
+measured tables in vLLM's prefills only (specs/serving/frameworks.yaml prefill_moe_kernels; under
+TensorRT-LLM and SGLang the fitted request latency per MoE layer stands in for the prefill part
+of the difference); where a row's script runs the backend a table timed, the row reads the table
 (calibrate/run_settings.MOE_TABLE_BACKENDS).
 """
 from __future__ import annotations
@@ -77,9 +79,7 @@ def compare(hardware: str, framework: str):
     df = ds.to_dataframe().reset_index()
     df = df[df["kind"] == "moe"]
     hw = numbers(hardware, framework=framework)
-    out = []
-    for (dtype, op), rows in df.groupby(["dtype", "op"]):
-        out.append(rows.assign(composed_s=composed_s(hw, rows)))
+    out = [rows.assign(composed_s=composed_s(hw, rows)) for _, rows in df.groupby(["dtype", "op"])]  # one format a call
     if not out:
         return pd.DataFrame()
     r = pd.concat(out)

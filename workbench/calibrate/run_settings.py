@@ -85,15 +85,16 @@ def harness_lengths(row) -> dict:
 # Hopper"). vLLM's gpt-oss Hopper scripts pick Marlin, timed only at Kimi-K2's shape. SGLang's
 # B200 and B300 scripts pick flashinfer_trtllm, which is what its 0.5.14 tables for those GPUs
 # time by default for block-FP8 and NVFP4 (kernel_source sglang_flashinfer_trtllm_moe; the
-# Triton fused MoE is their second source, its only one on Hopper), but those rows stay composed:
-# reading the tables there, with every framework's constants refitted (workbench calibrate
-# fit-serving), gave SGLang TPOT median |err| 8.6% -> 7.0% in sample but 8.8% -> 9.7% leave-
-# one-model-out and 9.9% -> 10.6% leave-one-GPU-out, every row's TTFT leave-one-model-out
-# 27.2% -> 28.6% (Qwen3.5's TTFT 24.5% -> 18.2%, its TPOT 8.5% -> 10.2%). With them the other
-# matches the scripts state (inferencex_engine_settings.csv): TensorRT-LLM's DeepSeek-R1 FP8 on
-# H200 (CUTLASS, the backend of its H200 block-FP8 table) and on B200 at 1k/8k from concurrency
-# 256 (DEEPGEMM, its B200 table's): TensorRT-LLM TPOT leave-one-GPU-out 9.7% -> 14.0%, every
-# row's TTFT leave-one-model-out 27.2% -> 28.7% after the first refit pass. Not applied.
+# Triton fused MoE is their second source, its only one on Hopper), but those rows stay
+# composed: reading the tables there, with every framework's constants refitted (workbench
+# calibrate fit-serving; tried at 814d302, before vLLM's prefill rule of 340f315), gave SGLang
+# TPOT median |err| 8.6% -> 7.0% in sample but 8.8% -> 9.7% leave-one-model-out and 9.9% ->
+# 10.6% leave-one-GPU-out, every row's TTFT leave-one-model-out 27.2% -> 28.6% (Qwen3.5's TTFT
+# 24.5% -> 18.2%, its TPOT 8.5% -> 10.2%). With them the other matches the scripts state
+# (inferencex_engine_settings.csv): TensorRT-LLM's DeepSeek-R1 FP8 on H200 (CUTLASS, the backend
+# of its H200 block-FP8 table) and on B200 at 1k/8k from concurrency 256 (DEEPGEMM, its B200
+# table's): TensorRT-LLM TPOT leave-one-GPU-out 9.7% -> 14.0%, every row's TTFT
+# leave-one-model-out 27.2% -> 28.7% after the first refit pass. Not applied.
 MOE_TABLE_BACKENDS = {("trtllm", "h100_sxm", "fp4"): "triton", ("trtllm", "h200_sxm", "fp4"): "triton"}
 
 
