@@ -258,10 +258,10 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     lam = np.atleast_1d(np.asarray(arrival_rate, dtype=float))
     r = latencies(arrival_rate=lam, output_len=float(generate), prefill_s=prefill_s, decode_step_s=decode_step_s,
                   quantile=quantile)
-    fits = r["batch"] <= max_batch
+    fits = (r["batch"] <= max_batch) & r["stable"]  # beyond saturation the queue grows without bound
     meets = fits & (r["ttft_quantile_s"] <= ttft_slo) & (r["tpot_s"] <= tpot_slo)
-    reason = np.where(fits, "", why_none_fits or
-                      f"the running batch exceeds the largest that fits in memory (max_batch={max_batch:g})")
+    reason = np.where(fits, "", why_none_fits or np.where(r["stable"], f"the running batch exceeds the largest that "
+                      f"fits in memory (max_batch={max_batch:g})", "beyond saturation: the queue grows without bound"))
     out_rate = lam * generate
     ds = xr.Dataset({
         "batch": ("arrival_rate", r["batch"]), "tpot_s": ("arrival_rate", r["tpot_s"]),
@@ -303,7 +303,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
 
     import xarray as xr
 
-    from .backends.gpu import part_maths
+    from .backends.gpu import part_maths, pool_maths
     from .backends.kernel_tables import (framework_layout, framework_of, iteration_overhead_s, request_latency_s,
                                          resolve, serving_constants)
     from .backends import flag_problems
@@ -382,8 +382,11 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         speculating = {} if draft is None else dict(
             draft_memory(spec, draft, weights=weights, kv=kvd, tp=decode_tp, attention_dp=decode_attention_dp,
                          prompt=prompt, generate=generate), draft_len=draft_len, acceptance=acceptance)
+    pre_maths, unsupported = pool_maths(pre_hw, dec_hw, weights=weights, attention_weights=attention_weights,
+                                        activations=activations, shared=(act, att_act))  # each GPU pool's own
     r = disaggregated_closed_loop(
         prefill_hw=pre_hw, decode_hw=dec_hw, model=spec, weights=weights, activations=act, kv=kvd, **speculating,
+        **pre_maths,
         attention_weights=attention_weights, attention_activations=att_act,
         **pre_h, **dec_h, waves=serving_constants()["benchmark_waves"],
         request_latency_s=pre_latency_s, kv_link_bytes_per_s=link, decode_pool=pool if wafer_decode else None,
@@ -392,7 +395,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         **{k: float(v) for k, v in sizes.items()})
     problems = [p for side, tp, adp, ep, pp in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep, prefill_pp),)
                 + ((("decode", decode_tp, decode_attention_dp, decode_ep, decode_pp),) if not wafer_decode else ())
-                for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_", pp=pp)] + mixed
+                for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_", pp=pp)] + mixed \
+        + unsupported
     if wafer_decode:
         problems += pool["problems"]
         r["decode_devices"], r["pe_grid_decode"] = pool["devices"] + 0.0 * r["tpot_s"], pool["pe_grid_decode"]

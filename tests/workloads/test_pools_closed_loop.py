@@ -160,3 +160,24 @@ def test_decode_max_batch_is_checked():
         predict.disaggregated(concurrency=64, decode_max_batch=0, **kw)
     with pytest.raises(InputError, match="decode_max_batch=16 is not allowed without concurrency"):
         predict.disaggregated(decode_max_batch=16, **kw)
+
+
+def test_each_gpu_pool_computes_in_its_own_math():
+    """A prefill pool of other GPUs than the decode pool's runs the weights in its own default
+    math (backends/gpu.default_activations): NVFP4 weights as W4A16 on an H200 prefill pool
+    beside a B200 decode pool running W4A4 (before, the decode pool's FP4 math reached the
+    H200 pool, which has no FP4 units: NaN times with fits=True). Its prefill batch is the
+    one an all-H200 deployment times; a math a pool lacks, asked for both, is flagged."""
+    from workbench import predict
+    args = dict(model="qwen3_32b", prefill_tp=2, decode_tp=2, concurrency=16, prompt=1024, generate=256, weights="fp4")
+    mixed = predict.disaggregated(prefill_hardware="h200_sxm", decode_hardware="b200", **args)
+    hopper = predict.disaggregated(prefill_hardware="h200_sxm", decode_hardware="h200_sxm", **args)
+    assert bool(mixed.fits) and np.isfinite(float(mixed.ttft_s)) and np.isfinite(float(mixed.tpot_s))
+    assert float(mixed.prefill_batch_s) == float(hopper.prefill_batch_s)  # the same W4A16 prefill on H200
+    fp8 = predict.disaggregated(prefill_hardware="a100_sxm", decode_hardware="h100_sxm",
+                                **dict(args, weights="fp8"))  # FP8 as W8A16 on Ampere (vLLM's FP8 Marlin)
+    assert bool(fp8.fits) and np.isfinite(float(fp8.ttft_s))
+    forced = predict.disaggregated(prefill_hardware="h200_sxm", decode_hardware="b200", activations="fp4", **args)
+    assert not bool(forced.fits)
+    assert str(forced.reason.values) == ("no fp4 math units on h200_sxm (the prefill pool); allowed: activations "
+                                         "a format both pools compute in")

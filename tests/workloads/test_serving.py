@@ -60,6 +60,22 @@ def test_beyond_saturation_is_flagged_unstable():
     assert list(r["stable"]) == [True, False] and np.isinf(r["tpot_s"][1])
 
 
+def test_a_slow_contraction_still_finds_the_fixed_point():
+    """A decode step linear in the batch, d(B) = a + b B, has the fixed point
+    B* = lam G a / (1 - rho - lam G b) in closed form; with lam G b / (1 - rho) = 0.905 the
+    fixed-point rounds close on it geometrically at that ratio and 60 of them leave it 2e-3
+    short, which read as beyond saturation (TPOT inf, fits=True) before the limit was
+    extrapolated. It is stable, and its batch and TPOT are the closed form's."""
+    from workbench.workloads.serving import steady_state
+    a, b, lam, G, c = 2e-3, 9e-4, 0.5, 2000.0, 0.01  # lam G b / (1 - rho) = 0.9 / 0.995
+    s = steady_state(arrival_rate=np.array([lam]), output_len=G, prefill_s=c, decode_step_s=lambda B: a + b * B)
+    rho = lam * c
+    exact = lam * G * a / (1.0 - rho - lam * G * b)
+    assert bool(s["stable"][0])
+    assert float(s["batch"][0]) == pytest.approx(exact, rel=1e-9)
+    assert float(s["iteration_s"][0]) == pytest.approx((a + b * exact) / (1.0 - rho), rel=1e-9)
+
+
 @pytest.mark.parametrize("a,k", [(0.6, 1), (0.8, 3), (0.9, 5), (0.5, 7)])
 def test_speculative_expected_tokens_against_sampling(a, k):
     """Leviathan et al. 2023 eq. 1: E = (1 - a^(k+1)) / (1 - a) for i.i.d. acceptance."""

@@ -133,3 +133,22 @@ def test_deepseek_v4_mtp_layer_is_its_sliding_window_alone():
     r = predict.serving(hardware="b200", model="deepseek_v4_pro", tp=8, concurrency=8, prompt=8192,
                         generate=1024, weights="fp4", framework="vllm", draft_len=3, acceptance=0.69)
     assert bool(r.fits) and float(r.tokens_per_step) == pytest.approx(1 + 0.69 + 0.69 ** 2 + 0.69 ** 3)
+
+
+def test_every_catalog_model_has_a_valid_mtp_head():
+    """draft_len > 0 without a draft model drafts with the target's MTP head: one layer of its
+    shape, which must be a valid spec for every catalog model. MiniMax-M3's 57 indexed layers
+    and Nemotron-H's 10 MLP-free blocks were copied into the one-layer head and refused
+    ("index_layers=57 is not allowed"); the head now keeps one indexed layer (a sparse target's
+    layer keeps its indexer) and a mixer with an MLP."""
+    from workbench.specs import list_models
+    for name in list_models():
+        m = load_model(name)
+        d = mtp_draft(m)
+        assert d.n_layers == 1 and d.n_mlp_free_layers == 0 and d.n_mixer_free_layers == 0, name
+        assert d.index_layers <= 1 and d.is_dsa == m.is_dsa or m.is_compressed, name
+    m3 = mtp_draft(load_model("minimax_m3"))
+    assert (m3.index_layers, m3.index_topk) == (1, load_model("minimax_m3").index_topk)
+    r = predict.serving(hardware="b200", model="nemotron_h_56b_base_8k", tp=8, concurrency=16, prompt=1024,
+                        generate=256, weights="fp8", draft_len=[0, 2], acceptance=0.7)
+    assert bool(r.fits.all()) and float(r.tokens_per_step.sel(draft_len=2)) == pytest.approx(1 + 0.7 + 0.49)

@@ -141,6 +141,24 @@ def part_maths(hw: GpuNumbers, *, weights: str, attention_weights, activations, 
     return hw, act, att_act, kvd, problems
 
 
+def pool_maths(prefill: GpuNumbers, decode: GpuNumbers | None, *, weights: str, attention_weights, activations,
+               shared: tuple) -> tuple[dict, list]:
+    """A disaggregated deployment's maths per GPU pool: (the prefill pool's own activations for
+    workloads/pools_closed_loop where they differ from `shared`, the (activations, attention
+    activations) resolved on the decode pool; problems). Each pool computes the weights in
+    its own default math (default_activations: NVFP4 as W4A4 on a Blackwell pool, W4A16 on a
+    Hopper one) unless `activations` names one for both; a pool without units for its math
+    is flagged fits=False with the reason (its time would be NaN)."""
+    act = activations or default_activations(weights, prefill)
+    att = None if attention_weights is None else activations or default_activations(attention_weights, prefill)
+    own = {} if (act, att) == tuple(shared) else {"prefill_activations": act, "prefill_attention_activations": att}
+    problems = [Problem(True, {}, lambda m=m, hw=hw, side=side: f"no {m} math units on {hw.label} (the {side} pool); "
+                                                                 "allowed: activations a format both pools compute in")
+                for side, hw, maths in (("prefill", prefill, (act, att)), ("decode", decode, shared)) if hw is not None
+                for m in dict.fromkeys(x for x in maths if x is not None) if not np.all(np.isfinite(hw.peak(m)))]
+    return own, problems[:1]
+
+
 def _unsupported(hw: GpuNumbers, dtype: str, shape) -> tuple:
     """(fits, reason) of a kernel in `dtype`: False where the chip has no such math units
     (its time is NaN: there is no such kernel to time)."""

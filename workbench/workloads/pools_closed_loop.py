@@ -68,7 +68,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                               decode_overhead_s_per_sequence=0.0, draft=None, draft_len=0.0, acceptance=0.0,
                               draft_weights_bytes=0.0, draft_kv_bytes_per_token=0.0, attention_weights=None,
                               attention_activations=None, prefill_pp=1.0, decode_pp=1.0, decode_pool=None,
-                              prefill_routing="random", decode_max_batch=np.inf, kv_memory_of="total") -> dict:
+                              prefill_routing="random", decode_max_batch=np.inf, kv_memory_of="total",
+                              prefill_activations=None, prefill_attention_activations=None) -> dict:
     """Fixed prefill and decode pools under `concurrency` requests in flight.
 
     Prefill: each of prefill_workers x prefill_attention_dp replicas prefills
@@ -98,6 +99,11 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     ships its layers' caches over its own GPUs' links. A decode replica runs its requests as
     min(r, pp) micro-batches, a token of one being every layer at the micro-batch's size plus
     the sends.
+
+    `prefill_activations` / `prefill_attention_activations`: the prefill pool's own maths where
+    its GPUs differ from the decode pool's (a prefill pool without FP4 units runs NVFP4
+    weights as W4A16 while a Blackwell decode pool runs W4A4; backends/gpu.default_activations);
+    None: the decode pool's. Both pools keep the weights' and the cache's formats.
 
     A decode replica holds at most `decode_max_batch` requests (the engine's max_batch_size,
     max-running-requests or max_num_seqs per attention replica) and what its KV cache admits
@@ -134,16 +140,23 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     room = np.maximum(np.minimum(per_decode, cap), 1.0)  # requests a decode replica can hold
     common = dict(model=model, context=prompt + generate / 2.0, prompt=prompt, kv_bytes=kv_bytes, routed=routed,
                   **layer)
+    pre_common, pre_stream_bytes = common, stream_bytes
+    if prefill_activations is not None:  # the prefill pool's maths (same weights and cache formats)
+        pre_layer, pre_routed = ops.part_formats(weights=weights, activations=prefill_activations,
+                                                 attention_weights=attention_weights,
+                                                 attention_activations=prefill_attention_activations)
+        pre_common = dict(common, routed=pre_routed, **pre_layer)
+        pre_stream_bytes = max(pre_layer["a_bytes"], ops.STREAM_BYTES)
     k = np.asarray(draft_len, float) if draft is not None else 0.0
     tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=k)
     pre_side = dict(hw=prefill_hw, decode_batch=0.0 * room, prefill_tokens=prefill_batch * prompt + 0.0 * room,
                     tp=prefill_tp, attention_dp=prefill_attention_dp, ep=prefill_ep)
-    pre = add_into(iteration(**pre_side, **common),  # the batch's activations from stage to stage
+    pre = add_into(iteration(**pre_side, **pre_common),  # the batch's activations from stage to stage
                    pp_transfer(prefill_hw, model, tokens=prefill_batch * prompt, tp=prefill_tp, pp=prefill_pp,
-                                stream_bytes=stream_bytes))
+                                stream_bytes=pre_stream_bytes))
     draft_prefill_s, draft_kv_bytes = 0.0, 0.0
     if draft is not None:  # the prompts through the draft, its cache shipped too
-        p = iteration(**pre_side, **dict(common, model=draft))
+        p = iteration(**pre_side, **dict(pre_common, model=draft))
         draft_prefill_s = np.where(k > 0, p["time_s"] + p["overhead_s"], 0.0)
         draft_kv_bytes = np.where(k > 0, draft.kv_cache_bytes(context=prompt, dtype=kv), 0.0)
     batch_s = pre["time_s"] + pre["overhead_s"] + draft_prefill_s + prefill_overhead_s + \

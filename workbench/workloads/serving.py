@@ -28,10 +28,23 @@ def steady_state(*, arrival_rate, output_len, prefill_s, decode_step_s):
     lam = np.asarray(arrival_rate, dtype=float)
     rho = lam * prefill_s
     stable = rho < 1.0
+    def retired(B):  # the batch that the iteration time at batch B implies (Little's law)
+        return lam * output_len * decode_step_s(np.maximum(B, 1.0)) / np.maximum(1.0 - rho, 1e-9)
+
     B = np.maximum(lam * output_len * decode_step_s(np.ones_like(lam)), 1e-9)
+    history = [B]
     for _ in range(FIXED_POINT_ITERATIONS):
-        T = decode_step_s(np.maximum(B, 1.0)) / np.maximum(1.0 - rho, 1e-9)
-        B = lam * output_len * T
+        B = retired(B)
+        history = history[-2:] + [B]
+    # The iterates rise monotonically to the smallest fixed point, geometrically with ratio q
+    # (the slope of `retired` there); near saturation q is close to 1 and 60 rounds leave them
+    # short (q = 0.83: 1e-5 of B), so the limit is extrapolated (Aitken's delta-squared) and
+    # kept where it is a fixed point.
+    step, last = history[2] - history[1], history[1] - history[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(last > 0, step / last, 0.0)
+        limit = np.where((q > 0.0) & (q < 1.0), B + step * q / (1.0 - q), B)
+    B = np.where(np.abs(retired(limit) - limit) <= 1e-6 * limit + 1e-9, limit, B)
     T = decode_step_s(np.maximum(B, 1.0)) / np.maximum(1.0 - rho, 1e-9)
     # No fixed point (the batch keeps growing): the load exceeds what decoding can retire.
     converged = np.abs(lam * output_len * T - B) <= 1e-6 * B + 1e-9

@@ -72,12 +72,16 @@ def mtp_draft(model):
     run once per drafted token. Its attention is full softmax attention, except in a target
     whose every layer is windowed: DeepSeek-V4's MTP layer is its sliding window alone, neither
     compressed (compress_ratios has 62 entries for 61 layers and the MTP layer's is 0,
-    DeepSeek-V4-Pro and -Flash config.json) nor indexed."""
+    DeepSeek-V4-Pro and -Flash config.json) nor indexed. A sparse target's layer keeps its
+    indexer (GLM-5's and MiniMax-M3's indexed layers); the layer has both a mixer and an MLP
+    (a hybrid target's MLP-free or mixer-free blocks are not its shape)."""
     import dataclasses
     windowed = model.n_sliding_layers == model.n_layers and model.is_compressed
     return dataclasses.replace(model, name=f"{model.name} MTP", n_layers=1, n_dense_layers=min(model.n_dense_layers, 1)
                                if not model.is_moe else 0, n_linear_layers=0, n_sliding_layers=1 if windowed else 0,
-                               n_csa_layers=0, n_hca_layers=0, index_topk=0 if windowed else model.index_topk)
+                               n_csa_layers=0, n_hca_layers=0, index_topk=0 if windowed else model.index_topk,
+                               index_layers=min(model.index_layers, 0 if windowed else 1), n_mlp_free_layers=0,
+                               n_mixer_free_layers=0)
 
 
 def with_speculation(r: dict, *, draft_step_s, verify_step_s, draft_len, acceptance, generate, out_tokens,
