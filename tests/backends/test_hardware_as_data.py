@@ -168,3 +168,25 @@ def test_model_overrides_sweep_model_size():
     assert w[0] < w[1] < w[2]
     with pytest.raises(InputError, match="model_overrides"):
         predict.inference(hardware="h100_sxm", model="llama_3_1_8b", model_overrides={"n_wheels": 3})
+
+
+@pytest.mark.parametrize("call", [
+    # DeepSeek Sparse Attention's indexer picks FP8 or 16-bit units by the FP8 peak
+    dict(fn="inference", hardware="h200_sxm", model="deepseek_v3_2", batch=16, tp=8, weights="fp8",
+         hardware_overrides={"peak_flops_per_s_fp8": [1.98e15, 7.92e15]}),
+    # the fixed-concurrency loop's math-support flag against a cache bound that has no peak axis
+    dict(fn="serving", hardware="gb200", model="llama_3_1_8b", concurrency=[1, 32],
+         hardware_overrides={"peak_flops_per_s_bf16": [1.25e15, 5e15]}),
+])
+def test_a_swept_peak_runs_through_every_part(call):
+    """A peak swept as a knob (a dimension) reaches parts that branch on whether the chip has
+    the math units at all (np.isfinite of the peak): they branched on the whole array ("the
+    truth value of an array ... is ambiguous", the DSA indexer's FP8-or-16-bit choice) or
+    broadcast the flag to a shape without the knob's axis (serving's reason). A higher peak
+    never slows a point, and the outputs are finite where they fit."""
+    call = dict(call)
+    ds = getattr(predict, call.pop("fn"))(prompt=1024, generate=128, **call)
+    (knob,) = call["hardware_overrides"]
+    t = ds.ttft_s.transpose(knob, ...).values
+    assert ds.sizes[knob] == 2 and bool(ds.fits.all()) and np.isfinite(t).all()
+    assert np.all(t[1] <= t[0] * (1 + 1e-12))

@@ -195,7 +195,7 @@ def sparse_indexer(*, hw: GpuNumbers, queries, pairs, cached_keys, n_heads, head
     no FP8), memory-bound in decode; one launch (the top-k selection rides on it)."""
     flops = 2.0 * pairs * n_heads * head_dim
     nbytes = cached_keys * head_dim * key_bytes + queries * n_heads * head_dim * act_bytes
-    math = dtype if np.isfinite(hw.peak(dtype)) else "bf16"
+    math = dtype if np.all(np.isfinite(hw.peak(dtype))) else "bf16"  # a swept peak is finite throughout
     compute_s = flops / (hw.peak(math) * hw.attention_peak_eff_for(math))
     memory_s = memory_time(hw=hw, nbytes=nbytes)
     return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s,

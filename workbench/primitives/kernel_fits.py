@@ -418,7 +418,7 @@ def dsa_peaks(hw, units: str) -> dict:
     at the GEMM format's math units, the indexer's scores in FP8 (16-bit where the chip has
     no FP8 units), the attention in 16-bit."""
     fp8 = hw.peak("fp8")
-    return dict(peak=hw.peak(units), index_peak=fp8 if np.isfinite(fp8) else hw.peak("bf16"),
+    return dict(peak=hw.peak(units), index_peak=np.where(np.isfinite(fp8), fp8, hw.peak("bf16")),
                 attention_peak=hw.peak("bf16"))
 
 

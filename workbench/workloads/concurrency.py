@@ -402,7 +402,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     out_rate = attention_dp * rate * generate
     supported, missing = math_support(hw, (layer["math"], activations))
     fits = (cap >= 1.0) & supported
-    reason = choose([(np.broadcast_to(~supported, np.shape(cap)), f"no {missing} math units on {hw.label}"),
+    reason = choose([(np.broadcast_to(~supported, np.shape(fits)), f"no {missing} math units on {hw.label}"),
                      (cap < 1.0, "weights, activations and the runtime's own memory leave no room for one "
                                  "request's KV cache")], "")
     return {
