@@ -12,7 +12,7 @@ from .errors import InputError, brief, check_choice, check_positive, check_range
 from .predict import (_axes, _check_attention_weights, _check_dtype, _check_framework, _check_one, _dispatch,
                       _hardware_axis, _knob_axes, _model_axes, _speculation, inference)
 from .specs import load_hardware, load_model
-from .units import unit_attrs
+from .units import with_units
 from .backends.kernel_tables import ENGINE_SETTINGS, check_engine_settings
 from .workloads.concurrency import LENGTHS
 
@@ -275,8 +275,7 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     best = np.where(meets, out_rate / per_device, 0.0)
     ds["goodput_tokens_per_s_per_device"] = best.max()
     ds["max_batch"] = max_batch
-    for name in ds.data_vars:
-        ds[name].attrs.update(unit_attrs(name))
+    with_units(ds)
     ds["arrival_rate"].attrs.update({"units": "1/s", "long_name": "request arrival rate"})
     ds.attrs.update({"function": "predict.serving", "hardware": hw.name, "model": spec.name,
                      "queueing_model": "Poisson arrivals; iterations decode the batch and prefill the new prompts (chunked)",
@@ -402,8 +401,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         r["decode_devices"], r["pe_grid_decode"] = pool["devices"] + 0.0 * r["tpot_s"], pool["pe_grid_decode"]
     r = flag_problems({k: np.asarray(v) for k, v in r.items()}, problems)
     ds = xr.Dataset({k: np.asarray(v).item() for k, v in r.items()})
-    for name in ds.data_vars:
-        ds[name].attrs.update(unit_attrs(name))
+    with_units(ds)
     ds.attrs.update({"function": "predict.disaggregated", "mode": "fixed pools at a fixed concurrency (closed loop)",
                      "prefill_hardware": pre_hw.label, "decode_hardware": dec_spec.name if wafer_decode else dec_hw.label,
                      "model": spec.name, "prefill_routing": prefill_routing,
@@ -492,8 +490,8 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                          f"(one prefill instance of {dev_p:g} devices and one decode instance of {dev_d:g})")
     first = inference(hardware=pre_hw, model=model, batch=1, prompt=prompt, generate=1, weights=weights,
                       kv=kv, framework=fw_p, attention_weights=attention_weights, **pre_layout)
-    grid, steps, _, max_batch, _ = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None, fw_d,
-                                               attention_weights)
+    grid, steps, _, max_batch, why_none = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None,
+                                                      fw_d, attention_weights)
     kv_bytes = spec.kv_cache_bytes(context=prompt, dtype=kv or "bf16")
     kv_s = kv_bytes / pre_be.kv_link_bytes_per_s(pre_be.numbers(pre_hw, {}), tp=prefill_tp, devices=prefill_devices)
     lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)
@@ -512,9 +510,10 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
         "prefill_per_decode_instances": float(ratio), "goodput_tokens_per_s_per_device": float(good),
         "n_prefill_instances": n_p, "n_decode_instances": n_d, "split_goodput_tokens_per_s_per_device": good_int,
         "colocated_goodput_tokens_per_s_per_device": float(colocated.goodput_tokens_per_s_per_device),
+        "fits": bool(first.fits) and max_batch >= 1.0,  # a pool that cannot hold one request serves none
+        "reason": f"prefill: {first.reason.item()}" if not bool(first.fits) else f"decode: {why_none}" if why_none else "",
     })
-    for name in ds.data_vars:
-        ds[name].attrs.update(unit_attrs(name))
+    with_units(ds)
     ds.attrs.update({"function": "predict.disaggregated", "prefill_hardware": pre_hw.name,
                      "decode_hardware": dec_hw.name, "model": spec.name})
     return ds

@@ -76,6 +76,13 @@ _SUFFIX_UNITS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def with_units(ds):
+    """The dataset with every data variable's `units` and `long_name` (unit_attrs)."""
+    for name in ds.data_vars:
+        ds[name].attrs.update(unit_attrs(name))
+    return ds
+
+
 def unit_attrs(name: str) -> dict[str, str]:
     """`units` and `long_name` attributes derived from a variable's name suffix."""
     for suffix, units, words in _SUFFIX_UNITS:

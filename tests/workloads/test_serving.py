@@ -130,3 +130,20 @@ def test_predict_disaggregated_runs_and_is_consistent():
         float(d.decode_requests_per_s) / float(d.prefill_requests_per_s))
     assert float(d.split_goodput_tokens_per_s_per_device) <= float(d.goodput_tokens_per_s_per_device) + 1e-9
     assert float(d.kv_transfer_bytes) == pytest.approx(2048 * 80 * 2 * 8 * 128 * 1.0)  # fp8 KV, 80 layers, 8 KV heads
+    assert bool(d.fits) and str(d.reason.values) == ""
+
+
+def test_the_slo_analysis_says_why_a_pool_serves_nothing():
+    """Without concurrency, a pool that cannot hold the model reads goodput 0: fits=False and
+    the reason name the pool (before, a zero goodput came with no reason: one CS-3 cannot hold
+    Llama-3.1-70B's layer regions; DeepSeek-V3 in FP8 is 671 GB, two H100s hold 160 GB)."""
+    wafer = predict.disaggregated(prefill_hardware="h100_sxm", decode_hardware="cs3", model="llama_3_1_70b",
+                                  prefill_tp=2, decode_tp=1, prompt=1024, generate=256, weights="fp16")
+    assert float(wafer.goodput_tokens_per_s_per_device) == 0.0 and not bool(wafer.fits)
+    assert str(wafer.reason.values) == "decode: the layer regions do not fit on the wafers"
+    held = predict.disaggregated(prefill_hardware="h100_sxm", decode_hardware="cs3", model="llama_3_1_70b",
+                                 prefill_tp=2, decode_tp=1, decode_devices=4, prompt=1024, generate=256, weights="fp16")
+    assert bool(held.fits) and float(held.goodput_tokens_per_s_per_device) > 0.0
+    gpu = predict.disaggregated(prefill_hardware="h100_sxm", decode_hardware="h100_sxm", model="deepseek_v3",
+                                prefill_tp=2, decode_tp=2, prompt=1024, generate=256, weights="fp8")
+    assert not bool(gpu.fits) and str(gpu.reason.values).startswith("prefill: ")
