@@ -143,12 +143,13 @@ def part_maths(hw: GpuNumbers, *, weights: str, attention_weights, activations, 
 
 def pool_maths(prefill: GpuNumbers, decode: GpuNumbers | None, *, weights: str, attention_weights, activations,
                shared: tuple) -> tuple[dict, list]:
-    """A disaggregated deployment's maths per GPU pool: (the prefill pool's own activations for
-    workloads/pools_closed_loop where they differ from `shared`, the (activations, attention
-    activations) resolved on the decode pool; problems). Each pool computes the weights in
-    its own default math (default_activations: NVFP4 as W4A4 on a Blackwell pool, W4A16 on a
-    Hopper one) unless `activations` names one for both; a pool without units for its math
-    is flagged fits=False with the reason (its time would be NaN)."""
+    """A disaggregated deployment's maths per GPU pool, as (own, problems). Each pool computes
+    the weights in its own default math (default_activations: NVFP4 as W4A4 on a Blackwell
+    pool, W4A16 on a Hopper one) unless `activations` names one for both. `own`: the prefill
+    pool's (prefill_activations, prefill_attention_activations) for
+    workloads/pools_closed_loop, empty where they equal `shared`, the pair resolved on the
+    decode pool. `problems`: the first pool without units for its math (its time would be
+    NaN), flagged fits=False with the reason."""
     act = activations or default_activations(weights, prefill)
     att = None if attention_weights is None else activations or default_activations(attention_weights, prefill)
     own = {} if (act, att) == tuple(shared) else {"prefill_activations": act, "prefill_attention_activations": att}
