@@ -427,7 +427,8 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     instance's GPUs; `*_pp` pipeline stages multiply an instance's GPUs, each stage holding
     1/pp of the layers. Returns mean ttft_s (prefill queueing + prefill + KV transfer over
     the prefill instance's link), tpot_s, throughput per device and user, fits and reason
-    (workloads/pools_closed_loop.disaggregated_closed_loop). One value per argument.
+    (workloads/pools_closed_loop.disaggregated_closed_loop). One value per argument. Pools of two
+    GPU kinds compute in their own maths unless `activations` names one (backends/gpu.pool_maths).
     `prefill_routing`: "random" (each prompt to a prefill replica drawn at random, as SGLang's
     PD load balancer does; each replica queues its own) or "shared_queue" (one queue every
     free replica takes the next prompt from). `decode_max_batch`: the decode engine's most
