@@ -493,6 +493,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
                       kv=kv, framework=fw_p, attention_weights=attention_weights, **pre_layout)
     grid, steps, _, max_batch, why_none = _step_table(dec_hw, model, dec_layout, prompt, generate, weights, kv, None,
                                                       fw_d, attention_weights)
+    why_not = f"prefill: {first.reason.item()}" if not bool(first.fits) else f"decode: {why_none}" if why_none else ""
     kv_bytes = spec.kv_cache_bytes(context=prompt, dtype=kv or "bf16")
     kv_s = kv_bytes / pre_be.kv_link_bytes_per_s(pre_be.numbers(pre_hw, {}), tp=prefill_tp, devices=prefill_devices)
     lam_p = prefill_capacity(prefill_s=float(first.ttft_s), kv_transfer_s=kv_s, ttft_slo_s=ttft_slo, quantile=quantile)
@@ -511,8 +512,7 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
         "prefill_per_decode_instances": float(ratio), "goodput_tokens_per_s_per_device": float(good),
         "n_prefill_instances": n_p, "n_decode_instances": n_d, "split_goodput_tokens_per_s_per_device": good_int,
         "colocated_goodput_tokens_per_s_per_device": float(colocated.goodput_tokens_per_s_per_device),
-        "fits": bool(first.fits) and max_batch >= 1.0,  # a pool that cannot hold one request serves none
-        "reason": f"prefill: {first.reason.item()}" if not bool(first.fits) else f"decode: {why_none}" if why_none else "",
+        "fits": not why_not, "reason": why_not,  # a pool that cannot hold one request serves none
     })
     with_units(ds)
     ds.attrs.update({"function": "predict.disaggregated", "prefill_hardware": pre_hw.name,

@@ -65,12 +65,13 @@ def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_w
     def prompt_tokens():
         return prompt if range_ratio is None else int(rng.integers(int(range_ratio * prompt), prompt + 1))
 
-    issued = [concurrency]  # the harness's requests so far
+    issued = concurrency  # the harness's requests so far
 
     def admit(arrivals):  # the arrivals the harness sends: no more than its requests
+        nonlocal issued
         if requests is not None:
-            arrivals = arrivals[:max(requests - issued[0], 0)]
-            issued[0] += len(arrivals)
+            arrivals = arrivals[:max(requests - issued, 0)]
+            issued += len(arrivals)
         return [[a, prompt_tokens(), length()] for a in arrivals]
 
     t = 0.0
@@ -115,7 +116,7 @@ def simulate(*, concurrency, prompt, generate, budget, iterations=6000, warmup_w
         arrived = [a for a in pending if a <= t]
         pending = [a for a in pending if a > t]
         queue += admit(arrived)
-        if requests is not None and issued[0] >= requests:
+        if requests is not None and issued >= requests:
             pending = []
     start = 0.0 if requests is not None else \
         warmup_waves * (done[concurrency - 1][2] if len(done) >= concurrency else 0.0)

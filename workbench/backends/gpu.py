@@ -153,11 +153,13 @@ def pool_maths(prefill: GpuNumbers, decode: GpuNumbers | None, *, weights: str, 
     act = activations or default_activations(weights, prefill)
     att = None if attention_weights is None else activations or default_activations(attention_weights, prefill)
     own = {} if (act, att) == tuple(shared) else {"prefill_activations": act, "prefill_attention_activations": att}
-    problems = [Problem(True, {}, lambda m=m, hw=hw, side=side: f"no {m} math units on {hw.label} (the {side} pool); "
-                                                                 "allowed: activations a format both pools compute in")
-                for side, hw, maths in (("prefill", prefill, (act, att)), ("decode", decode, shared)) if hw is not None
-                for m in dict.fromkeys(x for x in maths if x is not None) if not np.all(np.isfinite(hw.peak(m)))]
-    return own, problems[:1]
+    for side, hw, maths in (("prefill", prefill, (act, att)), ("decode", decode, shared)):
+        missing = [m for m in maths if hw is not None and m is not None and not np.all(np.isfinite(hw.peak(m)))]
+        if missing:
+            return own, [Problem(True, {}, lambda m=missing[0], label=hw.label, side=side:
+                                 f"no {m} math units on {label} (the {side} pool); allowed: activations a format "
+                                 "both pools compute in")]
+    return own, []
 
 
 def _unsupported(hw: GpuNumbers, dtype: str, shape) -> tuple:
