@@ -24,6 +24,7 @@ from .primitives.attention import ATTENTION_KERNELS
 from .primitives.collectives import COLLECTIVES
 from .primitives.mesh import MAPPINGS
 from .specs import MODEL_KNOBS, load_hardware, load_model, with_model_knobs
+from .specs.checkpoint_formats import resolve as resolve_checkpoint
 from .units import DENSE_DTYPES, DTYPES
 
 PLACEMENTS = ("regions", "streaming")
@@ -85,6 +86,14 @@ def _model_axes(model, model_overrides) -> tuple[dict, dict]:
             raise InputError(f"model_overrides key {k!r} is not a model knob; allowed: {', '.join(MODEL_KNOBS)}")
         axes[k] = as_axis(k, v)
     return axes, specs
+
+
+def checkpoint_weights(model, model_overrides, weights, attention_weights) -> tuple:
+    """(weights, attention_weights): as given, or with weights=None those the models'
+    checkpoints store (specs/checkpoint_formats.resolve)."""
+    if weights is not None:
+        return weights, attention_weights
+    return resolve_checkpoint(_model_axes(model, model_overrides)[1].values(), None, attention_weights)
 
 
 def _resolve_model(models: dict, model, point: dict):
@@ -251,7 +260,7 @@ def collective(*, hardware, devices, op, size_bytes, framework=None, hardware_ov
 
 
 def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048, generate=256,
-              weights="bf16", activations=None, kv=None, pe_grid=None, mapping="mesh",
+              weights=None, activations=None, kv=None, pe_grid=None, mapping="mesh",
               placement="regions", ep=1, imbalance=1.0, framework=None, hardware_overrides=None,
               model_overrides=None, decode_pe_grid=None, prefill_pe_grid=None, draft_model=None, draft_len=0,
               acceptance=0.8, attention_weights=None):
@@ -290,9 +299,12 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     every matmul but the routed experts (attention projections, dense MLPs, shared experts)
     when it differs from `weights`, the experts' (ops.part_formats: gpt-oss's BF16
     attention beside MXFP4 experts); each part computes in its format's default math
-    unless `activations` says one for all."""
+    unless `activations` says one for all. `weights=None`: the formats the checkpoint a model
+    is named by stores (its Hugging Face id, specs/checkpoint_formats.py; bf16 where not
+    listed), `attention_weights` too unless given."""
     hw_axis, specs = _hardware_axis(hardware)
     framework = _check_framework(framework, specs, default="spec")
+    weights, attention_weights = checkpoint_weights(model, model_overrides, weights, attention_weights)
     _check_dtype("weights", weights)
     _check_attention_weights(attention_weights, specs)
     for arg, v in (("activations", activations), ("kv", kv)):

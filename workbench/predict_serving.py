@@ -10,7 +10,7 @@ from ._broadcast import as_axis, evaluate, values_of
 from .backends import backend_for
 from .errors import InputError, brief, check_choice, check_positive, check_range
 from .predict import (_axes, _check_attention_weights, _check_dtype, _check_framework, _check_one, _dispatch,
-                      _hardware_axis, _knob_axes, _model_axes, _speculation, inference)
+                      _hardware_axis, _knob_axes, _model_axes, _speculation, checkpoint_weights, inference)
 from .specs import load_hardware, load_model
 from .units import with_units
 from .backends.kernel_tables import ENGINE_SETTINGS, check_engine_settings
@@ -135,7 +135,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
 
 
 def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=256, arrival_rate=None,
-            ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights="bf16", kv=None, acceptance=0.0, draft_len=0,
+            ttft_slo=2.0, tpot_slo=0.05, quantile=0.9, weights=None, kv=None, acceptance=0.0, draft_len=0,
             draft_model=None, framework=None, hardware_overrides=None, concurrency=None, ep=1, attention_dp=1,
             activations=None, model_overrides=None, moe_mla_kernels="framework", attention_weights=None,
             token_budget=None, memory_fraction=None, max_running=None, recv_interval=None, lengths="equal",
@@ -153,8 +153,8 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     all of a stage's GPUs, experts split `ep`-way. With `pp` stages each GPU holds 1/pp of the layers (their
     weights and every request's cache there) and min(requests, pp) micro-batches are in flight, each through
     every stage: PP buys capacity, not speed. Every argument sweeps.
-    `weights` is the routed experts' format and `attention_weights` (None: the same) every other matmul's, each
-    computing in its format's math unless `activations` says (predict.inference).
+    `weights` is the routed experts' format (None: the checkpoint's) and `attention_weights` (None: the same)
+    every other matmul's, each computing in its format's math unless `activations` says (predict.inference).
     `token_budget` (closed loop) is the tokens one iteration of an attention replica carries, as the engine was
     set: TensorRT-LLM's max_num_tokens, vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size over its
     DP size (None: the framework's default, workloads/serving_capacity.framework_limits).
@@ -187,8 +187,8 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     devices="min" counts them). An open-loop point that does not fit says why in `reason`. Scalar categorical
     arguments and knobs only (sweep hardware or models by calling once per value)."""
     import xarray as xr
-
     engine = {arg: v for arg, v in locals().items() if arg in ENGINE_SETTINGS}  # the engine's settings
+    weights, attention_weights = checkpoint_weights(model, model_overrides, weights, attention_weights)
     if concurrency is not None:
         if arrival_rate is not None:
             raise InputError(f"arrival_rate={brief(arrival_rate)} is not allowed with concurrency; allowed: None (the "
@@ -414,7 +414,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
 
 def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, decode_tp=1, prefill_devices=None,
                   decode_devices=None, prompt=2048, generate=256, ttft_slo=2.0, tpot_slo=0.05, quantile=0.9,
-                  weights="bf16", kv=None, total_devices=64, framework=None, concurrency=None, activations=None,
+                  weights=None, kv=None, total_devices=64, framework=None, concurrency=None, activations=None,
                   prefill_ep=1, prefill_attention_dp=1, prefill_workers=1, prefill_batch=1, decode_ep=1,
                   decode_attention_dp=1, decode_workers=1, draft_model=None, draft_len=0, acceptance=0.0,
                   attention_weights=None, prefill_pp=1, decode_pp=1, prefill_routing="random", decode_max_batch=None):
@@ -441,9 +441,9 @@ def disaggregated(*, prefill_hardware, decode_hardware, model, prefill_tp=1, dec
     its backend's link (every GPU its own NIC; a CS system's I/O). `framework` selects the
     kernel tables of the GPU pools (None: each GPU's default; a wafer pool takes none).
     `attention_weights`: every matmul's format but the routed experts' (`weights`), GPU
-    pools only (predict.inference)."""
+    pools only; weights=None: the checkpoint's formats (predict.inference)."""
     import xarray as xr
-
+    weights, attention_weights = checkpoint_weights(model, None, weights, attention_weights)
     if concurrency is not None:
         return _fixed_pools(prefill_hardware=prefill_hardware, decode_hardware=decode_hardware, model=model,
                             concurrency=concurrency, prompt=prompt, generate=generate, weights=weights,

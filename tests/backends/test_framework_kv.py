@@ -77,8 +77,7 @@ def test_fixed_pools_take_the_rule_too():
 
 
 @pytest.mark.parametrize("key, model, bad", [
-    ("hf_kv_cache", "qwen3_32b", ({"someone/Else-FP8": "fp8"}, {"nvidia/Qwen3-32B-NVFP4": "fp7"})),
-    ("hf_weights", "gpt_oss_120b", ({"someone/Else": "fp4"}, {"openai/gpt-oss-120b": "fp3"}))])
+    ("hf_kv_cache", "qwen3_32b", ({"someone/Else-FP8": "fp8"}, {"nvidia/Qwen3-32B-NVFP4": "fp7"}))])
 def test_a_recorded_format_must_name_one_of_the_ids_and_a_dtype(key, model, bad):
     from workbench.specs import build
     from workbench.specs.model import ModelSpec
@@ -118,7 +117,7 @@ def test_nvfp4_weights_of_a_checkpoint_that_stores_none_come_from_the_nvfp4_copy
     """Neither TensorRT-LLM nor vLLM quantizes weights to NVFP4 when it loads them: NVFP4 weights of a
     model whose loaded checkpoint (its id; a catalog name's first id) stores no 4-bit weights are
     NVIDIA's ModelOpt NVFP4 copy, whose cache is FP8 (frameworks.yaml kv_cache_nvfp4_copy).
-    gpt-oss's own checkpoint stores its experts in MXFP4 (hf_weights: served as they are, 16-bit
+    gpt-oss's own checkpoint stores its experts in MXFP4 (checkpoint_formats.csv: served as they are, 16-bit
     cache); nvidia/MiniMax-M3-NVFP4 stores 4-bit weights (MIXED_PRECISION) and asks for no FP8 cache;
     SGLang keeps 16 bits whatever it loads."""
     assert _kv(model, framework, weights="fp4")[0] == expected
@@ -136,12 +135,13 @@ def test_fp8_weights_name_no_copy_and_fp4_attention_weights_do():
 
 def test_the_nvfp4_copy_rule_is_what_every_shipped_copy_asks_for():
     """The evidence behind kv_cache_nvfp4_copy: every checkpoint in aiconfigurator-core's model_configs
-    whose ModelOpt quant_algo is NVFP4 asks for an FP8 cache (19 of 19 in 0.12.0); and each hf_weights
-    entry is what its checkpoint's configs say, every listed id whose configs declare 4-bit weights
-    recorded."""
+    whose ModelOpt quant_algo is NVFP4 asks for an FP8 cache (19 of 19 in 0.12.0), each of them a
+    checkpoint the format table (specs/checkpoint_formats.csv, which the rule reads) says stores
+    4-bit weights."""
     pytest.importorskip("aiconfigurator_core", reason="aiconfigurator-core (the silicon extra) is not installed")
     from workbench.backends.kernel_tables import serving_constants
-    from workbench.specs.catalog_import import _quantization, checkpoint_kv, checkpoint_weights, package_configs
+    from workbench.specs.catalog_import import _quantization, checkpoint_kv, package_configs
+    from workbench.specs.checkpoint_formats import checkpoint_formats
     configs, _ = package_configs()
     shipped = {re.sub(r"(_hf_quant)?_config\.json$", "", p.name).replace("--", "/", 1)
                for p in configs.glob("*_config.json")}
@@ -149,11 +149,7 @@ def test_the_nvfp4_copy_rule_is_what_every_shipped_copy_asks_for():
     assert len(nvfp4) >= 19
     assert {i: checkpoint_kv(configs, i)[0] for i in nvfp4} == {i: "fp8" for i in nvfp4}
     assert set(serving_constants()["kv_cache_nvfp4_copy"].values()) == {"fp8"}
-    recorded = {i: w for m in list_models() for i, w in load_model(m).hf_weights.items()}
-    listed = {i for m in list_models() for i in load_model(m).hf_ids}
-    assert recorded["openai/gpt-oss-120b"] == "fp4" and len(recorded) >= 25
-    for i in listed:
-        assert checkpoint_weights(configs, i)[0] == recorded.get(i), i
+    assert {i: checkpoint_formats(i)[0] for i in nvfp4} == {i: "fp4" for i in nvfp4}
 
 
 

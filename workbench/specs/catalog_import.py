@@ -189,7 +189,6 @@ def render(name: str, group: list, version: str) -> str:
                "# the FP8 / NVFP4 ones are quantized copies: same layers, other weight format)\n")
     out.append(f"hf_ids: [{', '.join(i for i, _ in group)}]\n")
     out.append(kv_block([(i, p.parent) for i, p in group], version))
-    out.append(weights_block([(i, p.parent) for i, p in group], version))
     text = "".join(out)
     back = build(ModelSpec, yaml.load(text, Loader=_Loader), origin=name)  # what a load will see
     assert back == dataclasses.replace(spec, source=back.source, notes=back.notes), name
@@ -242,27 +241,6 @@ def kv_block(ids: list, version: str) -> str:
         f"# KV-cache format each quantized checkpoint asks for (aiconfigurator-core {version} model_configs:\n",
         "# kv_cache_quant_algo, or quantization_config.kv_cache_scheme of 8-bit floats); TensorRT-LLM and\n"
         "# vLLM store the cache so when the KV dtype is left unset (specs/serving/frameworks.yaml kv_cache_auto)\n")
-
-
-FOUR_BIT_ALGOS = ("NVFP4", "MIXED_PRECISION")  # ModelOpt quant_algo of NVIDIA's -NVFP4 checkpoints
-
-
-def checkpoint_weights(folder: Path, hf: str) -> tuple:
-    """("fp4" or None, the files that say so) for a checkpoint whose own configs declare 4-bit
-    weights: config.json `quantization_config.quant_method` "mxfp4" (gpt-oss's experts), or a
-    ModelOpt `quant_algo` of FOUR_BIT_ALGOS in config.json or hf_quant_config.json."""
-    found = sorted(name for name, q in _quantization(folder, hf)
-                   if q.get("quant_method") == "mxfp4" or q.get("quant_algo") in FOUR_BIT_ALGOS)
-    return ("fp4" if found else None), found
-
-
-def weights_block(ids: list, version: str) -> str:
-    """The model YAML lines recording the checkpoints that store 4-bit weights (`ids`: [(hf
-    id, the folder of its configs)]), "" where none does."""
-    return _recorded_block(
-        ids, checkpoint_weights, "hf_weights",
-        f"# 4-bit weights each such checkpoint stores (aiconfigurator-core {version} model_configs:\n",
-        "# quant_method mxfp4, or ModelOpt quant_algo NVFP4 / MIXED_PRECISION)\n")
 
 
 def _primary_first(ids: list) -> list:

@@ -137,11 +137,6 @@ class ModelSpec(ContextCounts):
     # kv_cache_scheme): a serving framework that inherits it (specs/serving/frameworks.yaml
     # kv_cache_auto) stores the cache in it when the user leaves the KV dtype unset
     hf_kv_cache: dict = field(default_factory=dict, compare=False)
-    # 4-bit weight format a checkpoint stores, by Hugging Face id, where its own config says so
-    # (config.json quantization_config quant_method "mxfp4", as gpt-oss ships its experts; a
-    # ModelOpt quant_algo NVFP4 or MIXED_PRECISION): serving frameworks load those weights as
-    # they are, and quantize no other checkpoint to 4 bits at load time (kernel_tables.framework_kv)
-    hf_weights: dict = field(default_factory=dict, compare=False)
     # the Hugging Face id this spec was loaded by ("" for a catalog name, a file or a dict)
     checkpoint: str = field(default="", compare=False)
     notes: str = field(default="", compare=False)
@@ -151,7 +146,7 @@ class ModelSpec(ContextCounts):
             object.__setattr__(self, "hf_ids", tuple(self.hf_ids))
         if not all(isinstance(i, str) and i.count("/") == 1 for i in self.hf_ids):
             raise SpecError(self.name, "hf_ids", self.hf_ids, "a list of Hugging Face ids 'organization/name'")
-        for key in ("hf_kv_cache", "hf_weights"):  # per-checkpoint formats
+        for key in ("hf_kv_cache",):  # per-checkpoint formats (weights: specs/checkpoint_formats.csv)
             for i, dtype in dict(getattr(self, key)).items():
                 if i not in self.hf_ids or dtype not in DTYPE_BYTES:
                     raise SpecError(self.name, f"{key}.{i}", dtype, "an id of hf_ids with a dtype of units.DTYPE_BYTES")
