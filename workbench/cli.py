@@ -3,7 +3,7 @@
     workbench predict inference --hardware h100_sxm --devices 8 --model llama_3_1_70b \\
         --tp 8 --batch 64 --prompt 2048 --generate 256 --weights fp8 --json
     workbench predict inference --hardware-file my_chip.yaml --set hbm_bandwidth_bytes_per_s=4e12,8e12 ...
-    workbench list hardware|models|knobs HARDWARE
+    workbench list hardware|models|knobs HARDWARE|frameworks HARDWARE;  workbench list models NAME_OR_ID
     workbench sweep SPEC.yaml --out FILE.nc [--force]
     workbench run STUDY [--smoke] [-p name=value] | --all;  workbench report STUDY
     workbench demo
@@ -28,7 +28,7 @@ import numpy as np
 
 from . import predict
 from .errors import SHOWN_CHARS, InputError, brief
-from .specs import list_hardware, list_models
+from .cli_list import list_command
 
 KINDS = ("inference", "training", "serving", "disaggregated", "gemm", "attention", "collective")
 WORDS = {"batch": ("max",), "generate": ("max",), "devices": ("min",)}  # words a numeric argument also takes
@@ -212,50 +212,6 @@ def _add_predict(psub, kind: str, args: dict) -> None:
                              "model knobs go to model_overrides, others to hardware_overrides "
                              "(`workbench list knobs HARDWARE`)")
     sp.add_argument("--json", action="store_true", help="print JSON")
-
-
-def _list_frameworks(name) -> int:
-    """Frameworks with kernel tables for one hardware (default mark, the classes fitted and
-    their held-out error), then those that run their engine there without tables."""
-    from .backends import backend_for, kernel_tables
-    from .specs import load_hardware
-    spec = load_hardware(name)
-    have = kernel_tables.frameworks(spec)
-    engines = kernel_tables.runs_here(spec) if backend_for(spec).kind == "gpu" else []
-    if not have:
-        print(f"{spec.name}: no kernel tables (framework none: the spec's analytical efficiencies)")
-    via = "" if getattr(spec, "kernel_tables", spec.name) == spec.name else f" (tables of {spec.kernel_tables})"
-    for fw in have:
-        fits = kernel_tables.fits_for(spec, fw)
-        mark = " (default)" if fw == spec.default_framework else ""
-        print(f"{fw}{mark}{via}: {fits.source}")
-        for (c, v), sc in sorted(fits.scores.items()):
-            print(f"  {c:17s} {v:20s} {sc['rows']:7d} rows  held-out median |err| {sc['median_abs_err']:6.1%}"
-                  f"  p90 {sc['p90_abs_err']:6.1%}")
-    for fw in engines:
-        print(f"{fw}: its engine (schedule, token budget, host constants) over the analytical efficiencies")
-    if have:
-        print("none: the spec's analytical efficiencies")
-    return 0
-
-
-def _list(ns) -> int:
-    if ns.what == "frameworks":
-        if not ns.name:
-            raise InputError("list frameworks needs HARDWARE; allowed: a name from `workbench list hardware`")
-        return _list_frameworks(ns.name)
-    if ns.what != "knobs":
-        for n in list_hardware() if ns.what == "hardware" else list_models():
-            print(n)
-        return 0
-    if not ns.name:
-        raise InputError("list knobs needs HARDWARE; allowed: a name from `workbench list hardware`")
-    from .backends import list_knobs
-    rows = [(str(n), str(u), f"{v:g}" if isinstance(v, (int, float)) else str(v)) for n, u, v in list_knobs(ns.name)]
-    widths = [max((len(r[i]) for r in rows), default=0) for i in range(2)]
-    for n, u, v in rows:
-        print(f"{n:<{widths[0]}}  {u:<{widths[1]}}  {v}")
-    return 0
 
 
 def _import_kernels(ns) -> int:
@@ -446,7 +402,8 @@ def parser(table: dict) -> argparse.ArgumentParser:
     sw.add_argument("--progress", action="store_true", help="show a progress bar")
     ls = sub.add_parser("list", help="list the catalog, or the knobs of one hardware")
     ls.add_argument("what", choices=["hardware", "models", "knobs", "frameworks"])
-    ls.add_argument("name", nargs="?", help="knobs, frameworks: the hardware (name or YAML path)")
+    ls.add_argument("name", nargs="?", help="knobs, frameworks: the hardware (name or YAML path); models: a "
+                    "catalog name or Hugging Face id to describe")
     sub.add_parser("demo", help="print the demo prediction table")
     mb = sub.add_parser("microbench", help="run kernel microbenchmarks (needs PyTorch) into a netCDF file")
     mb.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -508,7 +465,7 @@ def main(argv=None) -> int:
         if ns.command == "sweep":
             return _sweep(ns, tuple(table))
         if ns.command == "list":
-            return _list(ns)
+            return list_command(ns)
         return demo()
     except InputError as e:
         print(f"workbench: error: {e}", file=sys.stderr)

@@ -95,3 +95,24 @@ def test_models_of_different_formats_need_weights_named():
     ds = predict.inference(hardware="h200_sxm", model=["deepseek-ai/DeepSeek-R1", "llama_3_1_70b"], tp=8,
                            weights="fp8")
     assert ds.sizes["model"] == 2
+
+
+def test_an_unrecorded_id_is_served_in_the_format_its_name_says():
+    """No config of nvidia/Qwen3-32B-NVFP4 is at hand: its -NVFP4 word names NVFP4 weights (every
+    matmul), an -AWQ copy INT4, a name without a format word none (bf16)."""
+    assert not cf.recorded("nvidia/Qwen3-32B-NVFP4")
+    assert cf.checkpoint_formats("nvidia/Qwen3-32B-NVFP4") == ("fp4", None)
+    assert cf.checkpoint_formats("someone/Llama-3.1-70B-Instruct-AWQ") == ("int4", None)
+    assert cf.checkpoint_formats("meta-llama/Llama-3.1-70B") is None
+    ds = predict.inference(hardware="b200", model="nvidia/Qwen3-32B-NVFP4", batch=4)
+    assert str(ds.weights.values) == "fp4"
+
+
+def test_list_models_names_each_checkpoint_s_formats(capsys):
+    from workbench.cli import main
+    assert main(["list", "models", "deepseek-ai/DeepSeek-R1"]) == 0
+    out = capsys.readouterr().out
+    spec = load_model("deepseek_r1")
+    assert f"{spec.n_params / 1e9:.1f}B parameters" in out
+    assert "* deepseek-ai/DeepSeek-R1" in out and "weights fp8_block" in out
+    assert "nvidia/DeepSeek-R1-NVFP4  weights fp4 (named by the id" in out

@@ -13,7 +13,7 @@ from .._broadcast import values_of
 from ..errors import InputError, brief, check_range
 from ..primitives.kernel_fits import EffGrid, KernelFits
 from ..specs import folder_stems
-from ..specs.checkpoint_formats import checkpoint_formats
+from ..specs.checkpoint_formats import checkpoint_formats, recorded
 
 KERNELS_DIR = Path(__file__).resolve().parents[1] / "specs" / "kernels"
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
@@ -156,7 +156,8 @@ def framework_kv(framework: str, model, hw, weights=()) -> str | None:
     takes the format the loaded checkpoint's quantization config asks for (the spec's
     hf_kv_cache for the id it was loaded by), and where `weights` (the formats the matmuls
     are served in) hold NVFP4 that the loaded checkpoint (the id it was loaded by, else the
-    spec's first) does not store itself (specs/checkpoint_formats.csv), the cache of the NVFP4 copy it must
+    spec's first) is not recorded to store itself (specs/checkpoint_formats.csv, read from its
+    config; an id only named NVFP4 is such a copy), the cache of the NVFP4 copy it must
     have loaded instead (`kv_cache_nvfp4_copy`); `kv_cache_fp8_attention` names, per
     framework, the attention kinds whose cache it keeps in FP8 from a CUDA compute
     capability on ("compressed": DeepSeek-V4's CSA/HCA layers; "dsa": an indexer's top-k
@@ -169,7 +170,7 @@ def framework_kv(framework: str, model, hw, weights=()) -> str | None:
         loaded = model.checkpoint or (model.hf_ids[0] if model.hf_ids else "")
         copy = consts["kv_cache_nvfp4_copy"].get(framework)
         if copy and "fp4" in {str(w).split("_")[0] for w in weights if w} and \
-                (checkpoint_formats(loaded) or ("bf16",))[0] != "fp4":
+                not (recorded(loaded) and checkpoint_formats(loaded)[0] == "fp4"):
             return copy
     kind = _attention_kind(model)
     least = consts["kv_cache_fp8_attention"].get(framework, {}).get(kind)

@@ -4,8 +4,10 @@ A model named by its Hugging Face id is served as that checkpoint ships: `weight
 default of predict.inference, predict.serving and predict.disaggregated) takes the routed
 experts' format (every matmul's, for a dense model) and `attention_weights` the format of the
 other matmuls (attention projections, dense MLPs, shared experts) where it differs, from
-`checkpoint_formats.csv`; a checkpoint it does not list (a full-precision one, a catalog name,
-a file, an id matched to the catalog only by its words) is bf16. The file is written by
+`checkpoint_formats.csv`. A checkpoint it does not list is what a format word of its id names
+(NAMED_FORMATS: `nvidia/Llama-3.1-8B-Instruct-FP8` fp8, `nvidia/Qwen3-32B-NVFP4` fp4, an -AWQ or
+-GPTQ copy int4; every matmul in it: its config is not at hand to say which parts it keeps),
+anything else (a full-precision id, a catalog name, a file) bf16. The file is written by
 
     python -m workbench.specs.checkpoint_formats   # from the installed aiconfigurator-core
 
@@ -127,9 +129,23 @@ def _table() -> dict:
     return {r["hf_id"]: (r["weights"], r["attention_weights"] or None) for r in rows}
 
 
+def recorded(hf_id: str) -> bool:
+    """Whether the table lists the checkpoint (its own configs read), not just its name."""
+    return hf_id in _table()
+
+
+# a weight-format word of a Hugging Face id (its last "-" words) -> the format (module doc)
+NAMED_FORMATS = {"fp8": "fp8", "nvfp4": "fp4", "fp4": "fp4", "mxfp4": "fp4", "int4": "int4", "awq": "int4",
+                 "gptq": "int4", "w4a16": "int4", "int8": "int8", "w8a8": "int8"}
+
+
 def checkpoint_formats(hf_id: str) -> tuple[str, str | None] | None:
-    """(weights, attention_weights or None: the same) a listed checkpoint stores, else None."""
-    return _table().get(hf_id)
+    """(weights, attention_weights or None: the same) a listed checkpoint stores, or the format
+    a word of an unlisted id names; None for neither."""
+    if recorded(hf_id):
+        return _table()[hf_id]
+    words = [w for w in re.split(r"[-_]", hf_id.split("/")[-1].lower()) if w in NAMED_FORMATS]
+    return (NAMED_FORMATS[words[-1]], None) if words else None
 
 
 def resolve(specs, weights, attention_weights) -> tuple:
