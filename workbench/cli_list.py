@@ -40,7 +40,8 @@ def _describe_model(name) -> int:
            + (f", {spec.n_dense_layers} dense layers first" if spec.n_dense_layers else "")) if spec.is_moe else ""
     print(f"{spec.name}: {spec.n_params / 1e9:.1f}B parameters, {spec.n_params_active / 1e9:.1f}B active a token; "
           f"{spec.n_layers} layers, d_model {spec.d_model}, {spec.n_heads} heads / {spec.n_kv_heads} KV heads{moe}")
-    print(f"  KV cache {spec.kv_bytes_per_token() / 1e3:.1f} kB a token in 16 bits; source: {spec.source}")
+    print(f"  KV cache {spec.kv_bytes_per_token() / 1e3:.1f} kB a token in 16 bits (softmax-attention layers, "
+          f"windows uncapped); source: {spec.source}")
     ids = list(spec.hf_ids) + ([spec.checkpoint] if spec.checkpoint and spec.checkpoint not in spec.hf_ids else [])
     if not ids:
         print("  no Hugging Face checkpoint recorded: weights=None serves it in bf16")

@@ -93,7 +93,7 @@ def checkpoint_weights(model, model_overrides, weights, attention_weights) -> tu
     checkpoints store (specs/checkpoint_formats.resolve)."""
     if weights is not None:
         return weights, attention_weights
-    return resolve_checkpoint(_model_axes(model, model_overrides)[1].values(), None, attention_weights)
+    return resolve_checkpoint(_model_axes(model, model_overrides)[1].values(), attention_weights)
 
 
 def _resolve_model(models: dict, model, point: dict):

@@ -148,13 +148,11 @@ def checkpoint_formats(hf_id: str) -> tuple[str, str | None] | None:
     return (NAMED_FORMATS[words[-1]], None) if words else None
 
 
-def resolve(specs, weights, attention_weights) -> tuple:
-    """(weights, attention_weights) of a prediction: as given, or with weights=None the formats
-    of the checkpoint each model was loaded by (its Hugging Face id; bf16 where not listed),
-    attention_weights taking the checkpoint's unless given. Models of different formats in one
+def resolve(specs, attention_weights=None) -> tuple:
+    """(weights, attention_weights) of a prediction with weights=None: the formats of the
+    checkpoint each model was loaded by (its Hugging Face id: checkpoint_formats; bf16 for any
+    other), attention_weights the checkpoint's unless given. Models of different formats in one
     call need weights=."""
-    if weights is not None:
-        return weights, attention_weights
     found = {(getattr(s, "checkpoint", "") or s.name): checkpoint_formats(getattr(s, "checkpoint", "") or "")
              or ("bf16", None) for s in specs}
     if len(set(found.values())) > 1:
