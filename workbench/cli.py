@@ -174,10 +174,14 @@ def _jsonable(ds) -> object:
         if isinstance(v, (np.floating, float)):
             return None if not np.isfinite(v) else float(v)
         return v if isinstance(v, (str, int)) else str(v)
-    if not ds.sizes:
-        return {k: clean(ds[k].values.item()) for k in ds.data_vars}
+    if not ds.sizes:  # the point's categorical inputs as resolved (model, weights), then its outputs
+        return {k: clean(ds[k].values.item()) for k in [*_scalar_coords(ds), *ds.data_vars]}
     df = ds.to_dataframe().reset_index()
     return [{k: clean(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
+
+
+def _scalar_coords(ds) -> list:
+    return [k for k in ds.coords if ds.coords[k].ndim == 0]
 
 
 def _predict(kind: str, args: dict, ns) -> int:
@@ -187,7 +191,8 @@ def _predict(kind: str, args: dict, ns) -> int:
     else:
         import pandas as pd
         with pd.option_context("display.max_colwidth", None):  # a reason is read whole, never cut at 50
-            print(ds.to_dataframe().to_string() if ds.sizes else ds.to_pandas().to_string())
+            print(ds.to_dataframe().to_string() if ds.sizes else
+                  pd.Series({k: ds[k].values.item() for k in [*_scalar_coords(ds), *ds.data_vars]}).to_string())
     return 0
 
 

@@ -124,3 +124,17 @@ def test_list_models_names_each_checkpoint_s_formats(capsys):
     assert f"{spec.n_params / 1e9:.1f}B parameters" in out
     assert "* deepseek-ai/DeepSeek-R1" in out and "weights fp8_block" in out
     assert "nvidia/DeepSeek-R1-NVFP4  weights fp4 (named by the id" in out
+
+
+def test_the_command_line_shows_the_formats_it_served_a_point_in(capsys):
+    """A point's categorical inputs as resolved come first in the table and the JSON, so a user
+    sees the checkpoint's format that weights=None chose."""
+    import json
+    from workbench.cli import main
+    args = ["predict", "inference", "--hardware", "h200_sxm", "--model", "deepseek-ai/DeepSeek-R1", "--tp", "8"]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["hardware", "h200_sxm"] and ["weights", "fp8_block"] in [ln.split() for ln in lines]
+    assert main(args + ["--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["weights"] == "fp8_block" and record["model"] == "deepseek_r1" and "tpot_s" in record
