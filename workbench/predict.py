@@ -201,12 +201,10 @@ def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", frame
         numeric["pe_grid"] = as_axis("pe_grid", pe_grid)
     knob_axes = _knob_axes(hardware_overrides, specs)
 
-    gpus_only = all(backend_for(s).kind == "gpu" for s in specs.values())  # a wafer-only setting says nothing here
     return evaluate(_dispatch("gemm", specs, knob_axes),
                     categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
                                  "mapping": as_axis("mapping", mapping), "framework": as_axis("framework", framework)},
-                    hide=("mapping",) if gpus_only else (), numeric={**numeric, **knob_axes},
-                    attrs={"function": "predict.gemm"})
+                    numeric={**numeric, **knob_axes}, attrs={"function": "predict.gemm"})
 
 
 def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True, kernel=None,
