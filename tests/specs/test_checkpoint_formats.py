@@ -51,13 +51,11 @@ def test_the_committed_table_is_the_package_s_configs_read_by_the_rules():
     model_configs (the `silicon` extra; CI installs it), and every config there of a checkpoint
     the catalog lists has its row, so the table cannot drift from the configs it cites (a later
     package version's new checkpoints are not required of it)."""
-    import csv
     pytest.importorskip("aiconfigurator_core")
     from workbench.specs import list_models
     from workbench.specs.catalog_import import package_configs
     folder, _ = package_configs()
-    with cf.CSV_PATH.open(newline="") as f:
-        committed = {r["hf_id"]: r for r in csv.DictReader(line for line in f if not line.startswith("#"))}
+    committed = cf.rows()
     derived = {r["hf_id"]: {k: str(v) for k, v in r.items()} for r in cf.derive(folder)}
     listed = {i for m in list_models() for i in load_model(m).hf_ids}
     assert {i: derived.get(i) for i in committed} == committed

@@ -153,10 +153,12 @@ def pool_maths(prefill: GpuNumbers, decode: GpuNumbers | None, *, weights: str, 
     act = activations or default_activations(weights, prefill)
     att = None if attention_weights is None else activations or default_activations(attention_weights, prefill)
     own = {} if (act, att) == tuple(shared) else {"prefill_activations": act, "prefill_attention_activations": att}
+    from ..workloads.inference import math_support
     for side, hw, maths in (("prefill", prefill, (act, att)), ("decode", decode, shared)):
-        missing = [m for m in maths if hw is not None and m is not None and not np.all(np.isfinite(hw.peak(m)))]
-        if missing:
-            return own, [Problem(True, {}, lambda m=missing[0], label=hw.label, side=side:
+        used = [m for m in maths if m is not None]
+        supported, missing = math_support(hw, used) if hw is not None and used else (True, None)
+        if not np.all(supported):
+            return own, [Problem(True, {}, lambda m=missing, label=hw.label, side=side:
                                  f"no {m} math units on {label} (the {side} pool); allowed: activations a format "
                                  "both pools compute in")]
     return own, []

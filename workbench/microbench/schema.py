@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..units import unit_attrs
+from ..units import with_units
 
 DIM = "measurement"
 KINDS = ("gemm", "attention", "decode_attention", "mla_decode", "moe", "memory", "launch", "all_reduce", "all_gather", "reduce_scatter",
@@ -91,8 +91,7 @@ def to_dataset(records, attrs: dict | None = None) -> xr.Dataset:
     for c in NUMBERS:
         data[c] = (DIM, pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float))
     ds = xr.Dataset(data, coords={DIM: np.arange(len(df))})
-    for name in ds.data_vars:
-        ds[name].attrs.update(unit_attrs(name))
+    with_units(ds)
     ds["value_si"].attrs.update({"long_name": "measured value (SI units; see metric)"})
     ds.attrs.update({k: _attr(v) for k, v in (attrs or {}).items()})
     validate(ds)

@@ -12,7 +12,7 @@ anything else (a full-precision id, a catalog name, a file) bf16. The file is wr
     python -m workbench.specs.checkpoint_formats   # from the installed aiconfigurator-core
 
 from the package's `model_configs/` (`<org>--<name>_config.json` and, for NVIDIA's ModelOpt
-checkpoints, `<org>--<name>_hf_quant_config.json`), by these rules (RULES, one per row):
+checkpoints, `<org>--<name>_hf_quant_config.json`), by these rules (each row names its own):
 
 - `quantization_config.quant_method` "fp8" with a `weight_block_size`: every linear layer in
   block-scaled FP8 (DeepSeek-V3/R1, Qwen3-*-FP8, GLM-5-FP8, MiniMax-M2.5: 128 x 128 blocks), the
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import json
 import re
 from pathlib import Path
 
@@ -41,7 +40,6 @@ from ..errors import InputError, brief
 
 CSV_PATH = Path(__file__).parent / "checkpoint_formats.csv"
 FIELDS = ("hf_id", "weights", "attention_weights", "rule", "files")
-RULES = ("fp8 blocks", "fp8 per tensor", "mxfp4 experts", "modelopt", "modelopt mixed")
 ATTENTION = re.compile(r"(self_attn|\battn\b|\.attn|linear_attn|mixer)", re.I)
 EXPERTS = re.compile(r"\bexperts\b", re.I)
 SHARED = re.compile(r"shared_expert", re.I)
@@ -50,16 +48,13 @@ MODELOPT_ALGO = {"FP8": "fp8", "NVFP4": "fp4", "W4A16_NVFP4": "fp4", "MXFP8": "f
                  "W4A16_AWQ": "int4"}  # ModelOpt quant_algo -> the format it stores
 
 
-def _quant_sections(folder: Path, stem: str) -> tuple:
-    """(config.json quantization_config, hf_quant_config.json quantization, the files read)."""
-    cfg, hq, files = None, None, []
-    for name, key in ((f"{stem}_config.json", "quantization_config"), (f"{stem}_hf_quant_config.json", "quantization")):
-        path = folder / name
-        q = json.loads(path.read_text()).get(key) if path.exists() else None
-        if isinstance(q, dict) and q:
-            files.append(name)
-            cfg, hq = (q, hq) if key == "quantization_config" else (cfg, q)
-    return cfg, hq, files
+def _quant_sections(folder: Path, hf_id: str) -> tuple:
+    """(config.json quantization_config, hf_quant_config.json quantization, the files read):
+    catalog_import._quantization's sections, which the KV-cache formats come from too."""
+    from .catalog_import import _quantization
+    found = dict(_quantization(folder, hf_id))
+    stem = hf_id.replace("/", "--")
+    return found.get(f"{stem}_config.json"), found.get(f"{stem}_hf_quant_config.json"), sorted(found)
 
 
 def _names_attention(patterns) -> bool:
@@ -84,10 +79,9 @@ def _mixed(layers: dict) -> tuple[str | None, str]:
     return _majority(list(routed.values())), _majority(attention) or "bf16"
 
 
-def formats_of(folder: Path, stem: str) -> dict | None:
+def formats_of(folder: Path, hf_id: str) -> dict | None:
     """The row of one checkpoint (FIELDS), or None where its configs declare no quantization."""
-    cfg, hq, files = _quant_sections(folder, stem)
-    hf_id = stem.replace("--", "/", 1)
+    cfg, hq, files = _quant_sections(folder, hf_id)
     row = {"hf_id": hf_id, "files": " ".join(files)}
     method = (cfg or {}).get("quant_method")
     if hq is not None or method == "modelopt":
@@ -117,16 +111,20 @@ def formats_of(folder: Path, stem: str) -> dict | None:
 
 def derive(folder: Path) -> list[dict]:
     """Every quantized checkpoint of a model_configs folder, sorted by id."""
-    stems = sorted(p.name[:-len("_config.json")] for p in Path(folder).glob("*_config.json")
-                   if not p.name.endswith("_hf_quant_config.json"))
-    return [r for r in (formats_of(Path(folder), s) for s in stems) if r is not None]
+    from .catalog_import import hf_id
+    ids = sorted(hf_id(p) for p in Path(folder).glob("*_config.json") if not p.name.endswith("_hf_quant_config.json"))
+    return [r for r in (formats_of(Path(folder), i) for i in ids) if r is not None]
+
+
+def rows(path: Path = CSV_PATH) -> dict:
+    """The committed table: {hf_id: row (FIELDS, as written)}."""
+    with Path(path).open(newline="") as f:
+        return {r["hf_id"]: r for r in csv.DictReader(line for line in f if not line.startswith("#"))}
 
 
 @functools.lru_cache(maxsize=1)
 def _table() -> dict:
-    with CSV_PATH.open(newline="") as f:
-        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
-    return {r["hf_id"]: (r["weights"], r["attention_weights"] or None) for r in rows}
+    return {i: (r["weights"], r["attention_weights"] or None) for i, r in rows().items()}
 
 
 def recorded(hf_id: str) -> bool:

@@ -256,7 +256,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
                                      attention_activations=attention_activations)
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], layer["a_bytes"], DTYPE_BYTES[kv]
-    stream_bytes = max(a_bytes, ops.STREAM_BYTES)
+    stream_bytes = ops.stream_bytes(a_bytes)
     per_replica = concurrency / attention_dp
     # Paged KV caches hold what a request has so far: staggered requests (spread arrivals) hold
     # p + g/2 tokens on average; in lockstep or clumps they all reach p + g together. A

@@ -166,7 +166,7 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
     layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
                                      attention_activations=attention_activations)
     math, w_bytes, a_bytes, kv_bytes = layer["math"], layer["w_bytes"], layer["a_bytes"], DTYPE_BYTES[kv]
-    stream_bytes = max(a_bytes, ops.STREAM_BYTES)  # residual stream, norms and all-reduces stay 16-bit
+    stream_bytes = ops.stream_bytes(a_bytes)  # residual stream, norms and all-reduces stay 16-bit
     common = dict(tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes, kv_bytes=kv_bytes, ep=ep, imbalance=imbalance,
                   routed=routed)
 

@@ -174,7 +174,7 @@ def linear_layers(hw, model, *, tokens, sequences, tp, math, a_bytes) -> dict:
                          kind=model.linear_kind,
                          key_dim=model.linear_key_head_dim, value_dim=model.linear_value_head_dim,
                          qkv_width=model.linear_qkv_width / tp, conv_kernel=model.linear_conv_kernel,
-                         state_bytes_per_element=model.linear_state_bytes_per_element, act_bytes=max(a_bytes, ops.STREAM_BYTES),
+                         state_bytes_per_element=model.linear_state_bytes_per_element, act_bytes=ops.stream_bytes(a_bytes),
                          dtype=attention_math(math))
     return add(r, scale=model.n_linear_layers / model.n_layers)
 

@@ -28,6 +28,11 @@ SPLITS = ("n", "k", "none")
 STREAM_BYTES = 2.0
 
 
+def stream_bytes(a_bytes):
+    """Bytes a value of the residual stream moves: the activations' format, at least 16 bits."""
+    return np.maximum(a_bytes, STREAM_BYTES)
+
+
 def part_formats(*, weights: str, activations: str, attention_weights: str | None = None,
                  attention_activations: str | None = None) -> tuple[dict, dict | None]:
     """Each part's precision: (math, w_bytes, a_bytes) of the layer's every matmul but the
@@ -309,13 +314,13 @@ def tp_allreduce_bytes(model, *, tokens, a_bytes):
     (the residual stream stays 16-bit; AIConfigurator models them the same way, its
     ModelConfig.comm_quant_mode defaulting to CommQuantMode.half, aiconfigurator-core 0.12.0
     sdk/config.py)."""
-    return tokens * model.d_model * np.maximum(a_bytes, STREAM_BYTES)
+    return tokens * model.d_model * stream_bytes(a_bytes)
 
 
 def expert_dispatch_bytes(model, *, tokens, a_bytes):
     """Bytes of each all-to-all of an MoE layer (dispatch, combine): every token's hidden
     state (a latent MoE's latent) to its k experts, in at least 16 bits."""
-    return tokens * model.n_active_experts * model.expert_width * max(a_bytes, STREAM_BYTES)
+    return tokens * model.n_active_experts * model.expert_width * stream_bytes(a_bytes)
 
 
 def training_model_flops(model, *, tokens, seq_len):

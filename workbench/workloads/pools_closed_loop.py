@@ -123,7 +123,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     layer, routed = ops.part_formats(weights=weights, activations=activations, attention_weights=attention_weights,
                                      attention_activations=attention_activations)
     w_bytes, a_bytes, kv_bytes = DTYPE_BYTES[weights], layer["a_bytes"], DTYPE_BYTES[kv]
-    stream_bytes = max(a_bytes, ops.STREAM_BYTES)
+    stream_bytes = ops.stream_bytes(a_bytes)
     replicas_p = prefill_workers * prefill_attention_dp
     replicas_d = decode_workers * decode_attention_dp
     per_decode = concurrency / replicas_d
@@ -146,7 +146,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                                                  attention_weights=attention_weights,
                                                  attention_activations=prefill_attention_activations)
         pre_common = dict(common, routed=pre_routed, **pre_layer)
-        pre_stream_bytes = max(pre_layer["a_bytes"], ops.STREAM_BYTES)
+        pre_stream_bytes = ops.stream_bytes(pre_layer["a_bytes"])
     k = np.asarray(draft_len, float) if draft is not None else 0.0
     tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=k)
     pre_side = dict(hw=prefill_hw, decode_batch=0.0 * room, prefill_tokens=prefill_batch * prompt + 0.0 * room,
