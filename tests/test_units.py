@@ -10,13 +10,16 @@ from workbench.units import DTYPE_BYTES, DTYPES, dtype_bytes, format_si, unit_at
 
 # Bytes per element: IEEE 754 binary32 = 4 B; TF32 is stored as FP32 (NVIDIA A100
 # whitepaper: TF32 is a math mode, tensors stay FP32 in memory); bf16 / fp16 = 2 B;
-# FP8 (E4M3/E5M2, OCP FP8 spec) and int8 = 1 B; int4 and FP4 (E2M1) pack two per byte.
+# FP8 (E4M3/E5M2, OCP FP8 spec) and int8 = 1 B; int4 packs two per byte; "fp4" is NVFP4:
+# two E2M1 values per byte plus one E4M3 scale per 16 values (NVIDIA, 'Introducing NVFP4 for
+# Efficient and Accurate Low-Precision Inference', 2025), 0.5 + 1/16 B.
 EXPECTED_BYTES = {
     "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0,
-    "fp8": 1.0, "fp8_block": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5,
+    "fp8": 1.0, "fp8_block": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5625,
     # 2:4 structured-sparse weights: half the values + a 2-bit index per kept value
-    # (arXiv 2104.08378 Sec. 2): dense / 2 + 1/8 B per dense element
-    "bf16_2:4": 1.125, "fp16_2:4": 1.125, "fp8_2:4": 0.625, "int8_2:4": 0.625, "fp4_2:4": 0.375,
+    # (arXiv 2104.08378 Sec. 2): dense / 2 + 1/8 B per dense element (NVFP4: its kept values'
+    # scales, one per 16 of them, halve too)
+    "bf16_2:4": 1.125, "fp16_2:4": 1.125, "fp8_2:4": 0.625, "int8_2:4": 0.625, "fp4_2:4": 0.40625,
 }
 
 

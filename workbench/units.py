@@ -14,9 +14,15 @@ KIB, MIB, GIB, TIB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
 MILLI, MICRO, NANO = 1e-3, 1e-6, 1e-9
 BITS_PER_BYTE = 8
 
-# Bytes per element. Sub-byte formats are packed (two int4 / fp4 values per byte); the
-# per-block scale factors of MX/NV formats are ignored here and added by callers that
-# model them (about 1/16 to 1/32 of a byte per element).
+# Bytes per element as stored. Sub-byte formats are packed (two int4 / fp4 values per byte).
+# "fp4" is NVFP4, whose every 16 values share one FP8 (E4M3) scale: 0.5 + 1/16 B per element
+# (NVIDIA, 'Introducing NVFP4 for Efficient and Accurate Low-Precision Inference', 2025-06:
+# 16-value micro-blocks, E4M3 scale per block, one FP32 scale per tensor), the bytes the
+# kernel tables' rooflines count (calibrate/kernel_features.GEMM_BYTES, kernel_fits.MOE_FORMATS),
+# so a served fp4 GEMM's roofline is the one its surface was fitted with. MXFP4 (OCP MX v1.0:
+# one E8M0 scale per 32 values, 0.5 + 1/32) stored as "fp4" (gpt-oss's experts) counts 6% over;
+# its MoE tables read their own bytes (MOE_FORMATS' mxfp4_*). INT4 counts its packed values
+# only (weight-only tables' rooflines: GEMM_BYTES).
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4.0,
     "tf32": 4.0,  # stored as fp32; tf32 only changes the tensor-core math
@@ -26,7 +32,7 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8_block": 1.0,  # block-scaled FP8 (DeepSeek-V3, Qwen3 FP8 checkpoints): one FP32 scale per 128x128 block
     "int8": 1.0,
     "int4": 0.5,
-    "fp4": 0.5,
+    "fp4": 0.5 + 1.0 / 16.0,  # NVFP4 (above)
 }
 # 2:4 structured-sparse weights (NVIDIA Ampere+ and AMD CDNA3 sparse tensor cores: two of
 # every four weights kept): half the values plus a 2-bit index per kept value (NVIDIA,
@@ -37,6 +43,7 @@ DTYPE_BYTES: dict[str, float] = {
 SPARSE_2_4 = {"bf16_2:4": "bf16", "fp16_2:4": "fp16", "fp8_2:4": "fp8", "int8_2:4": "int8", "fp4_2:4": "fp4"}
 DTYPE_BYTES.update({sparse: DTYPE_BYTES[dense] / 2.0 + 1.0 / 8.0 for sparse, dense in SPARSE_2_4.items()})
 DTYPES = tuple(DTYPE_BYTES)
+FOUR_BIT_BYTES = (DTYPE_BYTES["int4"], DTYPE_BYTES["fp4"])  # 4-bit weights, as stored (W4A16 kernels take either)
 DENSE_DTYPES = tuple(d for d in DTYPES if d not in SPARSE_2_4)  # what activations and KV caches may be
 # Formats that run on another dtype's math units: block-scaled FP8 is FP8 tensor-core math
 # with per-block scales applied in the GEMM's epilogue, a 2:4 format its dense format's

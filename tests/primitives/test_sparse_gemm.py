@@ -17,7 +17,8 @@ from workbench.units import DTYPE_BYTES, SPARSE_2_4
 def test_bytes_are_half_the_values_plus_the_indices():
     """arXiv 2104.08378 Sec. 2: two kept values and two 2-bit indices per four weights."""
     assert DTYPE_BYTES["bf16_2:4"] == 2 * 2 / 4 + 4 / 8 / 4
-    assert DTYPE_BYTES["fp8_2:4"] == 0.625 and DTYPE_BYTES["fp4_2:4"] == 0.375
+    # NVFP4 keeps one E4M3 scale per 16 kept values: (0.5 + 1/16) / 2 + 1/8
+    assert DTYPE_BYTES["fp8_2:4"] == 0.625 and DTYPE_BYTES["fp4_2:4"] == 0.40625
     assert set(SPARSE_2_4.values()) <= set(DTYPE_BYTES)
 
 

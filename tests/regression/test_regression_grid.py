@@ -359,6 +359,16 @@ _OPEN_LOOP_LIMIT = ("the open-loop batch's fixed point extrapolated (workloads/s
                     "point inf -> finite (outside the targets), the other changed points batch x1.0000000-x1.0000568. "
                     "Beyond saturation a point is now fits=False with its reason")
 _rebase(_OPEN_LOOP_LIMIT, ("serving_h100_8b", "serving_h200_70b_spec", "serving_moe", "serving_h100_8b_tables"))
+_NVFP4_SCALES = ("fp4 is NVFP4 as stored, 0.5 + 1/16 B per element with its E4M3 scales (units.DTYPE_BYTES), the "
+                 "bytes the fp4 GEMM and MoE tables' rooflines were fitted with: a served fp4 GEMM reproduces its table "
+                 "(B200 TensorRT-LLM median -0.3%, was -4.8%; -7.9% at m <= 16); fp4 GEMMs x1.036-x1.121, fp4 "
+                 "inference TPOT x1.001-x1.086, TTFT x1.000-x1.047; refitted serving constants (TensorRT-LLM 0.36 -> "
+                 "1.27 ms per iteration, 1 -> 2 us per sequence, graph saving 6 -> 10 us per kernel; vLLM 1.49 -> 1.60 ms, 0 -> 3 us, 6 -> 17 "
+                 "us per sequence; SGLang 5.94 -> 5.66 ms, 13 -> 17 us per sequence, 2.9 -> 3.0 ms request latency "
+                 "per MoE layer): fixed-concurrency TTFT x0.979-x1.029, TPOT x0.777-x1.088; MTP TTFT x1.015-x1.034, "
+                 "TPOT x0.922-x1.061; the fixed pools TTFT x1.030, TPOT x1.032")
+_rebase(_NVFP4_SCALES, ("inference_gpu_moe", "gemm_gpu", "serving_fixed_concurrency_tables",
+                        "serving_fixed_concurrency_mtp", "disaggregated_fixed_pools"))
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"

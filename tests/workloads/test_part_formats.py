@@ -23,12 +23,13 @@ SERVE = dict(prompt=1024, generate=256, concurrency=[4, 64], framework="trtllm")
 
 def test_part_formats_is_none_where_the_parts_agree():
     layer, routed = ops.part_formats(weights="fp4", activations="fp4")
-    assert routed is None and layer == {"math": "fp4", "w_bytes": 0.5, "a_bytes": 0.5}
+    nvfp4 = 0.5 + 1 / 16  # two E2M1 values per byte, one E4M3 scale per 16 (units.DTYPE_BYTES)
+    assert routed is None and layer == {"math": "fp4", "w_bytes": nvfp4, "a_bytes": nvfp4}
     assert ops.part_formats(weights="fp4", activations="fp4", attention_weights="fp4")[1] is None
     layer, routed = ops.part_formats(weights="fp4", activations="fp4", attention_weights="bf16",
                                      attention_activations="bf16")
     assert layer == {"math": "bf16", "w_bytes": 2.0, "a_bytes": 2.0}
-    assert routed == {"math": "fp4", "w_bytes": 0.5, "a_bytes": 0.5}
+    assert routed == {"math": "fp4", "w_bytes": nvfp4, "a_bytes": nvfp4}
 
 
 def test_routed_parameters_in_closed_form():

@@ -20,7 +20,7 @@ from ..units import DTYPE_BYTES
 # read their scales too (one FP32 per 128x128 weight block and per 1x128 activation run for
 # fp8_block; one FP8 per 16 elements for NVFP4), the output is 16-bit.
 GEMM_BYTES = {"bf16": (2.0, 2.0, 2.0), "fp16": (2.0, 2.0, 2.0), "fp8": (1.0, 1.0, 2.0),
-              "fp8_block": (1.0 + 4.0 / 128, 1.0 + 4.0 / 128 ** 2, 2.0), "fp4": (0.5 + 1.0 / 16, 0.5 + 1.0 / 16, 2.0),
+              "fp8_block": (1.0 + 4.0 / 128, 1.0 + 4.0 / 128 ** 2, 2.0), "fp4": (DTYPE_BYTES["fp4"], DTYPE_BYTES["fp4"], 2.0),
               "int8": (1.0, 1.0, 2.0), "int4": (2.0, 0.5, 2.0)}
 GEMM_PEAK = {"fp8_block": "fp8", "int4": "bf16"}  # math dtype of each format
 # the element formats of the attention tables (bytes from units.DTYPE_BYTES)
@@ -175,7 +175,7 @@ def _served_path(rows: pd.DataFrame, key=SERVED_KEY) -> pd.DataFrame:
 
 # bytes per element an EP all-to-all sends (block-scaled formats carry their scales; the
 # primitive reads the same numbers: collectives.EP_ELEMENT_BYTES)
-EP_BYTES = {"bf16": 2.0, "fp16": 2.0, **EP_ELEMENT_BYTES, "fp4": 0.5 + 1.0 / 16}
+EP_BYTES = {"bf16": 2.0, "fp16": 2.0, **EP_ELEMENT_BYTES, "fp4": DTYPE_BYTES["fp4"]}
 
 
 def collective_traffic(op: str, size, devices):

@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from ..errors import check_choice
-from ..units import DTYPE_BYTES, DTYPES, SPARSE_2_4
+from ..units import DTYPE_BYTES, DTYPES, FOUR_BIT_BYTES, SPARSE_2_4
 from .hardware_numbers import GpuNumbers
 from .gemm_work import wave_quantization, weight_passes
 from .kernel_fits import attribute, served_time
@@ -80,17 +80,14 @@ def memory_time(*, hw: GpuNumbers, nbytes):
 
 def gemm_variant(dtype: str, b_bytes) -> str:
     """The measured table a GEMM reads: its math dtype ('fp8': per-tensor scaled W8A8), or
-    'int4' for 16-bit math on 4-bit weights (W4A16 weight-only); other weight-only formats
+    'int4' for 16-bit math on 4-bit weights (W4A16 weight-only: INT4, or FP4 weights as
+    gpt-oss's MXFP4 experts run on a chip without FP4 math); other weight-only formats
     have no table ("")."""
-    if isinstance(b_bytes, float):  # one weight format (every call of the layer model)
-        return dtype if b_bytes >= DTYPE_BYTES[dtype] else "int4" if dtype in ("bf16", "fp16") and b_bytes == 0.5 \
-            else ""
-    b = np.asarray(b_bytes)
+    b = np.asarray(b_bytes, float)
     if np.all(b >= DTYPE_BYTES[dtype]):
         return dtype
-    return "int4" if dtype in ("bf16", "fp16") and np.all(b == 0.5) else ""
-
-
+    four_bit = np.isin(b, FOUR_BIT_BYTES)
+    return "int4" if dtype in ("bf16", "fp16") and np.all(four_bit) else ""
 
 
 # A 2:4-sparse GEMM's speedup over its dense GEMM, as a share of the datasheet's sparse

@@ -25,6 +25,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..units import DTYPE_BYTES
 from ._array import _is_xr, block, blocks, where
 from .gemm_work import gemm_roofline  # numpy only: the GEMM roofline with its weight passes
 
@@ -279,7 +280,7 @@ def mla_decode_roofline(*, batch, kv_len, n_heads, latent, rope=MLA_ROPE_DIM, pe
 # units). NVFP4: one FP8 scale per 16 elements; MXFP4: one E8M0 scale per 32; block FP8:
 # one FP32 per 128x128 block. W4A16 formats (INT4 weight-only, MXFP4 on Hopper) run 16-bit math.
 MOE_FORMATS = {"bf16": (2.0, 2.0, "bf16"), "fp8": (1.0, 1.0, "fp8"), "fp8_block": (1.0 + 4.0 / 128 ** 2, 1.0, "fp8"),
-               "fp4": (0.5 + 1.0 / 16, 0.5 + 1.0 / 16, "fp4"), "int4": (0.5 + 2.0 / 128, 2.0, "bf16"),
+               "fp4": (DTYPE_BYTES["fp4"], DTYPE_BYTES["fp4"], "fp4"), "int4": (0.5 + 2.0 / 128, 2.0, "bf16"),
                "mxfp4_w4a16": (0.5 + 1.0 / 32, 2.0, "bf16"), "mxfp4_w4a8": (0.5 + 1.0 / 32, 1.0 + 1.0 / 32, "fp8")}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..units import FOUR_BIT_BYTES
 from .hardware_numbers import GpuNumbers
 from .kernel_fits import MOE_FORMATS, attribute, moe_roofline, served_time
 
@@ -20,7 +21,7 @@ W4A16 = ("mxfp4_w4a16", "int4")  # 4-bit weights on 16-bit math: MXFP4 first (gp
 def moe_variants(math: str, w_bytes: float) -> tuple:
     """The MoE tables a layer in `math` with `w_bytes` weights may read, in order."""
     if math in ("bf16", "fp16"):
-        return ("bf16",) if w_bytes >= 2.0 else W4A16 if w_bytes == 0.5 else ()
+        return ("bf16",) if w_bytes >= 2.0 else W4A16 if w_bytes in FOUR_BIT_BYTES else ()
     return (math,) if math in MOE_FORMATS else ()
 
 
