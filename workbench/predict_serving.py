@@ -304,7 +304,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
 
     from .backends.gpu import part_maths, pool_maths
     from .backends.kernel_tables import (framework_layout, framework_of, iteration_overhead_s, request_latency_s,
-                                         resolve, serving_constants)
+                                         resolve, served, serving_constants)
     from .backends import flag_problems
     from .layout import serving_problems
     from .workloads.serving_capacity import draft_memory
@@ -348,7 +348,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         consts = serving_constants()
         # the decode pool replays CUDA graphs of its decode-only iterations; a prefill pool runs eagerly
         # (workloads/concurrency.py: only decode-only batches are captured)
-        hw = be.numbers(hw_spec, {}, fw)
+        hw = served(be.numbers(hw_spec, {}, fw), fw)
         hw = dataclasses.replace(hw, graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0)) if side == "decode" \
             else eager(hw)  # no graph saving; its MoE layers by the framework's prefill rule
         pools[side] = (hw, be, {f"{side}_overhead_s": iteration_overhead_s(fw, spec),

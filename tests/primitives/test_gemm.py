@@ -263,3 +263,29 @@ def test_a_served_gemm_reads_the_roofline_its_surface_was_fitted_with(hardware, 
         np.testing.assert_allclose(served, fitted, rtol=0.01, err_msg=f"{hardware} {framework} {fmt}")
         checked += 1
     assert checked >= 3
+
+
+def test_an_input_quantized_upstream_skips_the_tables_quantization_latency():
+    """aiconfigurator's collectors time Linear.forward on a BF16 input, so a scaled format's
+    table holds its input's quantization (B200 vLLM: FP8 and NVFP4 fixed latency above the
+    BF16 table's). A served model that fuses that quantization into the kernel before
+    (hw.fused_input_quant: frameworks.yaml fused_activation_quant) takes the format's surface
+    with the BF16 table's fixed latency: exactly the difference, BF16 GEMMs unchanged, and never
+    below the roofline."""
+    import dataclasses
+    hw = numbers("b200", framework="vllm")
+    fused = dataclasses.replace(hw, fused_input_quant=True)
+    plain_fixed = hw.fitted("gemm", "bf16")[1]
+    m = np.array([1.0, 16.0, 256.0])
+    for fmt in ("fp8", "fp4"):
+        b = DTYPE_BYTES[fmt]
+        table, served = (gemm(hw=h, m=m, n=7168.0, k=4096.0, dtype=fmt, a_bytes=b, b_bytes=b, c_bytes=2.0)
+                         for h in (hw, fused))
+        fixed = hw.fitted("gemm", fmt)[1]
+        assert fixed > plain_fixed
+        np.testing.assert_allclose(table["time_s"] - served["time_s"], fixed - plain_fixed, rtol=1e-9)
+        roof = np.maximum(2.0 * m * 7168 * 4096 / hw.peak(fmt),
+                          (m * 4096 * b + 4096 * 7168 * b + m * 7168 * 2.0) / hw.hbm_bandwidth_bytes_per_s)
+        assert np.all(served["time_s"] >= roof)
+    bf16 = [gemm(hw=h, m=m, n=7168.0, k=4096.0, dtype="bf16")["time_s"] for h in (hw, fused)]
+    np.testing.assert_array_equal(*bf16)

@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..layout import GpuLayout, Problem, context_problems, serving_problems
 from . import flag_problems, per_spec
 from .kernel_tables import (NONE, fits_for, framework_kv, framework_layout, framework_of, iteration_overhead_s,
-                            request_latency_s, serving_constants, tables_of)
+                            request_latency_s, served, serving_constants, tables_of)
 
 @per_spec
 def _knobs(spec, every: bool = False) -> dict:
@@ -272,7 +272,7 @@ class GpuBackend:
         # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
         # moe_mla_kernels "framework": decode composed, an iteration that prefills by the framework's
         # rule (hw.measured_moe_prefill); "composed" or "measured": that path in every iteration
-        hw = dataclasses.replace(hw, graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0),
+        hw = dataclasses.replace(served(hw, fw), graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0),
                                  measured_moe_mla=moe_mla_kernels == "measured",
                                  measured_moe_prefill=hw.measured_moe_prefill if moe_mla_kernels == "framework"
                                  else moe_mla_kernels == "measured")

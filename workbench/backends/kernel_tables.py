@@ -109,6 +109,14 @@ def serving_constants() -> dict:
     return yaml.safe_load(SERVING_CONSTANTS.read_text())
 
 
+def served(hw, framework: str):
+    """`hw` as the framework's served model runs its GEMMs: their inputs quantized by the kernel
+    before where its fused_activation_quant (specs/serving/frameworks.yaml) says so."""
+    import dataclasses
+    return dataclasses.replace(hw, fused_input_quant=bool(serving_constants()["fused_activation_quant"].get(framework,
+                                                                                                          False)))
+
+
 def request_latency_s(framework: str, model) -> float:
     """A framework's host latency of one request before its first token (specs/serving/
     frameworks.yaml): its latency per layer over the layers without routed experts plus its

@@ -121,6 +121,10 @@ def sparse_speed(hw: GpuNumbers, dtype: str):
 HOST_BOUND_FACTOR = 4.0
 # The tensor-core math of a scaled format, whose table stands in for a host-bound one.
 SCALED_FORMAT_MATH = {"fp8_block": "fp8"}
+# Formats whose tables time the Linear on a 16-bit input, its quantization included
+# (aiconfigurator's collectors call Linear.forward on a BF16 tensor: TensorRT-LLM's
+# collect_gemm.py for fp8, fp8_block and nvfp4).
+QUANTIZED_INPUT = ("fp8", "fp8_block", "fp4")
 
 
 def host_bound_table(fixed_s, math_fixed_s):
@@ -148,9 +152,13 @@ def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     where the numbers carry no surface for this GEMM. A 2:4-sparse GEMM reads the dense
     format's surface, its compute term divided by the sparse speedup (sparse_speed)."""
     math, speed = sparse_speed(hw, dtype)
-    grid, fixed_s, passes, wave_tile = _served_surface(hw, math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes))
+    variant = math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes)
+    grid, fixed_s, passes, wave_tile = _served_surface(hw, variant)
     if grid is None:
         return None
+    if hw.fused_input_quant and variant in QUANTIZED_INPUT:  # the input arrives quantized: no quantize kernel
+        plain, plain_fixed_s = hw.fitted("gemm", "bf16")
+        fixed_s = fixed_s if plain is None else np.minimum(fixed_s, plain_fixed_s)
     eff = grid(m=m, n=n, k=k)  # kernel_fits.gemm_roofline's coordinates
     compute_ideal = 2.0 * m * n * k * wave_quantization(m, n, *wave_tile, hw.n_sms) / (hw.peak(math) * speed)
     memory_ideal = (m * k * a_bytes + weight_passes(m, *passes) * k * n * b_bytes

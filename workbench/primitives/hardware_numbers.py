@@ -84,6 +84,12 @@ class GpuNumbers:
     # framework's rule (specs/serving/frameworks.yaml prefill_moe_kernels), unless
     # predict.serving's moe_mla_kernels names one path for every iteration
     measured_moe_prefill: bool = False
+    # A served model quantizes a scaled-format GEMM's input in the kernel that produces it
+    # (RMSNorm + quantize, SwiGLU + quantize), where the kernel tables time the Linear on a
+    # 16-bit input, quantization kernel included: a served FP8 / block-FP8 / NVFP4 GEMM then
+    # takes its surface with the fixed latency of the framework's BF16 GEMM table
+    # (primitives/gemm.fitted_gemm; specs/serving/frameworks.yaml fused_activation_quant)
+    fused_input_quant: bool = False
     # A serving engine's host time per iteration (scheduling, sampling, Python between graph
     # replays), when given as a knob; None: the serving framework's fitted constant
     # (specs/serving/frameworks.yaml iteration_overhead_s)
