@@ -298,8 +298,6 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                          "prefill instance is prefill_tp x prefill_attention_dp x prefill_pp GPUs)")
     if decode_devices is not None and not isinstance(decode_devices, str):
         check_positive("decode_devices", decode_devices, integer=True)
-    import dataclasses
-
     import xarray as xr
 
     from .backends.gpu import part_maths, pool_maths
@@ -349,8 +347,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         # the decode pool replays CUDA graphs of its decode-only iterations; a prefill pool runs eagerly
         # (workloads/concurrency.py: only decode-only batches are captured)
         hw = served(be.numbers(hw_spec, {}, fw), fw)
-        hw = dataclasses.replace(hw, graph_saving_s=consts["kernel_graph_saving_s"].get(fw, 0.0)) if side == "decode" \
-            else eager(hw)  # no graph saving; its MoE layers by the framework's prefill rule
+        hw = hw if side == "decode" else eager(hw)  # no graph saving; its MoE layers by the framework's prefill rule
         pools[side] = (hw, be, {f"{side}_overhead_s": iteration_overhead_s(fw, spec),
                                 f"{side}_overhead_s_per_sequence": consts["iteration_overhead_s_per_sequence"].get(fw, 0.0)},
                        request_latency_s(fw, spec))

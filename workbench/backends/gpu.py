@@ -272,8 +272,7 @@ class GpuBackend:
         # the serving engine replays its iterations from CUDA graphs (the tables time kernels one by one)
         # moe_mla_kernels "framework": decode composed, an iteration that prefills by the framework's
         # rule (hw.measured_moe_prefill); "composed" or "measured": that path in every iteration
-        hw = dataclasses.replace(served(hw, fw), graph_saving_s=serving_constants()["kernel_graph_saving_s"].get(fw, 0.0),
-                                 measured_moe_mla=moe_mla_kernels == "measured",
+        hw = dataclasses.replace(served(hw, fw), measured_moe_mla=moe_mla_kernels == "measured",
                                  measured_moe_prefill=hw.measured_moe_prefill if moe_mla_kernels == "framework"
                                  else moe_mla_kernels == "measured")
         hw, act, att_act, kvd, sparse_problems = part_maths(hw, weights=weights, attention_weights=attention_weights,

@@ -110,11 +110,14 @@ def serving_constants() -> dict:
 
 
 def served(hw, framework: str):
-    """`hw` as the framework's served model runs its GEMMs: their inputs quantized by the kernel
-    before where its fused_activation_quant (specs/serving/frameworks.yaml) says so."""
+    """`hw` as the framework's serving engine runs its kernels (specs/serving/frameworks.yaml):
+    decode iterations replayed from CUDA graphs (kernel_graph_saving_s; an eager prefill takes
+    it off again: workloads/inference.eager) and, where fused_activation_quant says so, the
+    GEMMs' inputs quantized by the kernel before."""
     import dataclasses
-    return dataclasses.replace(hw, fused_input_quant=bool(serving_constants()["fused_activation_quant"].get(framework,
-                                                                                                          False)))
+    consts = serving_constants()
+    return dataclasses.replace(hw, graph_saving_s=consts["kernel_graph_saving_s"].get(framework, 0.0),
+                               fused_input_quant=bool(consts["fused_activation_quant"].get(framework, False)))
 
 
 def request_latency_s(framework: str, model) -> float:
