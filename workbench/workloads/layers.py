@@ -369,6 +369,19 @@ def _gemms_beside(block, model, moe):
     return None if block is None else ops.mlp_matmuls(model, moe=moe)
 
 
+def _layer_parts(hw, model, *, tokens, att, block, tp, math, w_bytes, a_bytes, moe, ep, imbalance, routed) -> list:
+    """The classed parts of one layer over `tokens` tokens beside its attention `att` (the
+    measured `block`, or None where composed): matmuls, attention, elementwise and the TP
+    all-reduce. One attention replica: expert parallelism moves no tokens beyond the
+    all-reduce (expert_all_to_all)."""
+    return [_classed(layer_gemms(hw, model, tokens=tokens, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
+                                 moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe),
+                                 routed=routed), "matmul"),
+            _classed(att, "attention"),
+            _classed(layer_elementwise(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
+            tp_allreduce(hw, model, tokens=tokens, tp=tp, a_bytes=a_bytes, moe=moe)]
+
+
 def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
                   imbalance=1.0, routed=None) -> dict:
     """One layer's prefill of `batch` prompts of `prompt` tokens (`routed`: the routed
@@ -378,14 +391,8 @@ def layer_prefill(hw, model, *, batch, prompt, tp, math, w_bytes, a_bytes, kv_by
                             w_bytes=w_bytes, kv_bytes=kv_bytes, a_bytes=a_bytes)
     att = block if block is not None else prefill_attention(hw, model, batch=batch, prompt=prompt, tp=tp, math=math,
                                                             a_bytes=a_bytes, kv_bytes=kv_bytes)
-    parts = [_classed(layer_gemms(hw, model, tokens=T, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
-                                  moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe),
-                                  routed=routed), "matmul"),
-             _classed(att, "attention"),
-             _classed(layer_elementwise(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
-             tp_allreduce(hw, model, tokens=T, tp=tp, a_bytes=a_bytes, moe=moe)]
-    # one attention replica: expert parallelism moves no tokens beyond the all-reduce (expert_all_to_all)
-    return add(*parts)
+    return add(*_layer_parts(hw, model, tokens=T, att=att, block=block, tp=tp, math=math, w_bytes=w_bytes,
+                             a_bytes=a_bytes, moe=moe, ep=ep, imbalance=imbalance, routed=routed))
 
 
 def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_bytes, moe, ep=1.0,
@@ -397,13 +404,8 @@ def layer_decode(hw, model, *, batch, context, tp, math, w_bytes, a_bytes, kv_by
                             w_bytes=w_bytes, kv_bytes=kv_bytes, a_bytes=a_bytes)
     att = block if block is not None else decode_attention(hw, model, batch=batch, context=context, tp=tp, math=math,
                                                            kv_bytes=kv_bytes, queries=queries)
-    parts = [_classed(layer_gemms(hw, model, tokens=batch, tp=tp, math=math, w_bytes=w_bytes, a_bytes=a_bytes,
-                                  moe=moe, ep=ep, imbalance=imbalance, matmuls=_gemms_beside(block, model, moe),
-                                  routed=routed), "matmul"),
-             _classed(att, "attention"),
-             _classed(layer_elementwise(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe), "elementwise"),
-             tp_allreduce(hw, model, tokens=batch, tp=tp, a_bytes=a_bytes, moe=moe)]
-    # one attention replica: expert parallelism moves no tokens beyond the all-reduce (expert_all_to_all);
+    parts = _layer_parts(hw, model, tokens=batch, att=att, block=block, tp=tp, math=math, w_bytes=w_bytes,
+                         a_bytes=a_bytes, moe=moe, ep=ep, imbalance=imbalance, routed=routed)
     # decode_attention's arrays are new, the layer's own: its sums are written into them
     return add(*parts, own=1 if block is None else None)
 

@@ -308,11 +308,8 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
                      (np.broadcast_to(n_micro < 1, shape), "global_batch < dp x micro_batch"),
                      (np.broadcast_to(used > capacity, shape), "weights + optimizer + activations exceed memory")], "")
     return {
-        "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
-        "samples_per_s": global_batch / step,
-        "model_flops_per_s_per_device": model_flops / step / devices,
-        "hardware_flops_per_s_per_device": (model_flops + recompute_flops) / step / devices,
-        "mfu": model_flops / step / devices / peak, "hfu": (model_flops + recompute_flops) / step / devices / peak,
+        **step_rates(step=step, tokens=tokens, samples=global_batch, devices=devices, model_flops=model_flops,
+                     recompute_flops=recompute_flops, peak=peak),
         "memory_per_device_bytes": used, "memory_capacity_bytes": capacity,
         "weights_optimizer_per_device_bytes": state, "activations_per_device_bytes": act + logits,
         **per_part,
@@ -328,3 +325,14 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
         "output_layer_s": n_micro * (head_fwd + head_bwd + head_recomp), "moe_host_s": n_micro * moe_host,
         "n_micro_batches": n_micro, "devices": devices, "model_flops": model_flops,
     }
+
+
+def step_rates(*, step, tokens, samples, devices, model_flops, recompute_flops, peak) -> dict:
+    """The rates of a training step of `step` seconds over `devices` (GPUs or CS systems):
+    tokens and samples per second, model and hardware FLOP/s per device (the recomputation's
+    FLOPs counted in the hardware's), and MFU / HFU against the device's `peak`."""
+    return {"step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
+            "samples_per_s": samples / step,
+            "model_flops_per_s_per_device": model_flops / step / devices,
+            "hardware_flops_per_s_per_device": (model_flops + recompute_flops) / step / devices,
+            "mfu": model_flops / step / devices / peak, "hfu": (model_flops + recompute_flops) / step / devices / peak}

@@ -74,7 +74,7 @@ from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from . import ops
 from .training import (ADAM_BYTES_PER_PARAM, RECOMPUTE, activation_bytes_per_token_layer, chunk_state_bytes_per_token,
-                       linear_state_bytes_per_token_layer)
+                       linear_state_bytes_per_token_layer, step_rates)
 from .wafer_inference import grid_candidates
 from .wafer_layers import prefill_layer
 
@@ -157,11 +157,8 @@ def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, globa
     peak = w.peak("fp16")
     act = mb["per_sequence_bytes"] * micro
     return {
-        "step_time_s": step, "tokens_per_s": tokens / step, "tokens_per_s_per_device": tokens / step / devices,
-        "samples_per_s": global_batch / step,
-        "model_flops_per_s_per_device": model_flops / step / devices,
-        "hardware_flops_per_s_per_device": (model_flops + recompute_flops) / step / devices,
-        "mfu": model_flops / step / devices / peak, "hfu": (model_flops + recompute_flops) / step / devices / peak,
+        **step_rates(step=step, tokens=tokens, samples=global_batch, devices=devices, model_flops=model_flops,
+                     recompute_flops=recompute_flops, peak=peak),
         "memory_per_device_bytes": act, "memory_capacity_bytes": capacity + 0.0 * act,
         "activations_per_device_bytes": act, "fits": fits,
         "reason": choose([(~fits, "one sequence's activations exceed the wafer's SRAM")], ""),
