@@ -201,10 +201,14 @@ def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", frame
         numeric["pe_grid"] = as_axis("pe_grid", pe_grid)
     knob_axes = _knob_axes(hardware_overrides, specs)
 
-    return evaluate(_dispatch("gemm", specs, knob_axes),
-                    categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
-                                 "mapping": as_axis("mapping", mapping), "framework": as_axis("framework", framework)},
-                    numeric={**numeric, **knob_axes}, attrs={"function": "predict.gemm"})
+    ds = evaluate(_dispatch("gemm", specs, knob_axes),
+                  categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
+                               "mapping": as_axis("mapping", mapping), "framework": as_axis("framework", framework)},
+                  numeric={**numeric, **knob_axes}, attrs={"function": "predict.gemm"})
+    gpus = [s for s in specs.values() if backend_for(s).kind == "gpu"]
+    if held := kernel_tables.table_held_out_error(gpus, framework, "gemm", dtype):
+        ds.attrs["held_out_error"] = held
+    return ds
 
 
 def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True, kernel=None,

@@ -13,7 +13,7 @@ from .predict import (_axes, _check_attention_weights, _check_dtype, _check_fram
                       _hardware_axis, _knob_axes, _model_axes, _speculation, checkpoint_weights, inference)
 from .specs import load_hardware, load_model
 from .units import with_units
-from .backends.kernel_tables import ENGINE_SETTINGS, check_engine_settings
+from .backends.kernel_tables import ENGINE_SETTINGS, check_engine_settings, held_out_error
 from .workloads.concurrency import LENGTHS
 
 
@@ -124,6 +124,8 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
                          "tpot": "(end-to-end - TTFT) / (generate - 1), mean over requests",
                          **({"speculative": f"draft={draft if isinstance(draft, str) else draft.name}"}
                             if speculative else {})})
+    if held := held_out_error([specs[n] for n, be in backends.items() if be.kind == "gpu"], framework):
+        ds.attrs["held_out_error"] = held
     if kinds - {"gpu"}:
         ds.attrs["wafer_scheduler"] = ("ASSUMED (Cerebras' serving scheduler is not public): each prompt a pipelined "
                                        "pass holding decoding for its busiest stage's share; workloads/wafer_serving.py")
@@ -401,8 +403,9 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     with_units(ds)
     ds.attrs.update({"function": "predict.disaggregated", "mode": "fixed pools at a fixed concurrency (closed loop)",
                      "prefill_hardware": pre_hw.label, "decode_hardware": dec_spec.name if wafer_decode else dec_hw.label,
-                     "model": spec.name, "prefill_routing": prefill_routing,
-                     "activations": act, "kv": kvd,
+                     "model": spec.name, "prefill_routing": prefill_routing, "activations": act, "kv": kvd,
+                     "held_out_error": held_out_error([load_hardware(h) for h in (prefill_hardware, decode_hardware)
+                                                       [:len(pools)]], framework),
                      "prefill_attention_run": f"tp {float(prefill_tp):g} x dp {float(prefill_attention_dp):g}",
                      "decode_attention_run": f"{float(pool['devices']):g} CS systems" if wafer_decode else
                      f"tp {float(decode_tp):g} x dp {float(decode_attention_dp):g}"})

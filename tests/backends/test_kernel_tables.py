@@ -155,3 +155,43 @@ def test_a_framework_runs_its_engine_on_a_gpu_without_its_tables():
     trn = predict.training(hardware="mi300x", model="llama_3_1_8b", devices=8, seq_len=4096, global_batch=64,
                            framework="vllm")
     assert str(trn.kernel_tables.values) == "none"
+
+
+def test_a_serving_prediction_states_the_held_out_error_of_each_framework_it_ran():
+    """predict.serving and predict.disaggregated carry, in attrs["held_out_error"], each resolved
+    framework's TPOT and TTFT median |error| on serving runs held out of its fit (frameworks.yaml
+    tpot_held_out / ttft_held_out); a wafer or framework='none' (nothing fitted) states none."""
+    consts = kernel_tables.serving_constants()
+    ds = predict.serving(hardware=["h100_sxm", "b200"], model="llama_3_1_8b", concurrency=8, prompt=512, generate=64,
+                         framework=["vllm", "sglang"])
+    held = ds.attrs["held_out_error"]
+    for fw in ("vllm", "sglang"):
+        for key in ("tpot_held_out", "ttft_held_out"):
+            e = consts[key][fw]
+            assert f"{e['leave_one_model_out']:.1%} with the run's model held out" in held
+            assert f"({e['runs']} runs)" in held
+    assert "trtllm" not in held
+    default = predict.serving(hardware="h200_sxm", model="llama_3_1_8b", concurrency=8, prompt=512, generate=64)
+    assert default.attrs["held_out_error"].split("): ")[1].startswith(f"{load_hardware('h200_sxm').default_framework}:")
+    assert "held_out_error" not in predict.serving(hardware="h200_sxm", model="llama_3_1_8b", concurrency=8,
+                                                   prompt=512, generate=64, framework="none").attrs
+    assert "held_out_error" not in predict.serving(hardware="cs3", model="llama_3_1_8b", concurrency=8, prompt=512,
+                                                   generate=64).attrs
+    pools = predict.disaggregated(prefill_hardware="h200_sxm", decode_hardware="h200_sxm", model="llama_3_1_8b",
+                                  concurrency=8, prompt=512, generate=64, framework="vllm")
+    assert pools.attrs["held_out_error"].split("): ")[1].startswith("vllm: TPOT")
+
+
+def test_a_gemm_prediction_states_its_surfaces_held_out_error():
+    """predict.gemm on a GPU with tables states each dtype's surface score (median and p90
+    |error| on the shapes its fit held out by fold, from specs/kernels); a chip without tables
+    (the spec's analytical efficiencies) and a wafer state none."""
+    ds = predict.gemm(hardware=["h200_sxm", "cs3"], m=[16, 4096], n=4096, k=4096, dtype=["bf16", "fp8"])
+    fits = kernel_tables.fits_for(load_hardware("h200_sxm"), load_hardware("h200_sxm").default_framework)
+    for dtype in ("bf16", "fp8"):
+        sc = fits.scores[("gemm", dtype)]
+        assert (f"h200_sxm {fits.framework} gemm {dtype}: median {sc['median_abs_err']:.1%}, p90 {sc['p90_abs_err']:.1%} over "
+                f"{sc['rows']:,} measured shapes") in ds.attrs["held_out_error"]
+    assert "cs3" not in ds.attrs["held_out_error"]
+    assert "held_out_error" not in predict.gemm(hardware="mi300x", m=16, n=4096, k=4096).attrs
+    assert "held_out_error" not in predict.gemm(hardware="h200_sxm", m=16, n=4096, k=4096, framework="none").attrs

@@ -35,9 +35,13 @@ def test_writers_replace_only_their_sections(tmp_path):
     assert after["request_latency_s_per_layer"] == {"trtllm": 0.0, "vllm": 0.0, "sglang": 2e-3, "none": 0.0}
     assert after["request_latency_s_per_moe_layer"] == {"trtllm": 0.0, "vllm": 0.0, "sglang": 3e-3, "none": 0.0}
     assert after["benchmark_waves"] == 3.0
+    # the held-out errors each writer fitted, as data (a fit without a leave-one-GPU-out figure: .nan)
+    assert after["tpot_held_out"]["vllm"]["runs"] == 3 and after["tpot_held_out"]["vllm"]["leave_one_model_out"] == 0.2
+    assert np.isnan(after["tpot_held_out"]["vllm"]["leave_one_gpu_out"]) and set(after["tpot_held_out"]) == {"vllm"}
+    assert set(after["ttft_held_out"]) == {"sglang"} and after["ttft_held_out"]["sglang"]["leave_one_model_out"] == 0.2
     for kept in set(before) - {"kernel_graph_saving_s", "iteration_overhead_s", "iteration_overhead_s_per_sequence",
                                "iteration_overhead_s_per_moe_layer", "request_latency_s_per_layer",
-                               "request_latency_s_per_moe_layer", "benchmark_waves"}:
+                               "request_latency_s_per_moe_layer", "benchmark_waves", "tpot_held_out", "ttft_held_out"}:
         assert after[kept] == before[kept], kept
     assert path.read_text().count("\n#") == SERVING_CONSTANTS.read_text().count("\n#")  # comments kept
 
@@ -153,3 +157,27 @@ def test_fit_serving_keeps_each_frameworks_better_tpot_pass(monkeypatch):
     savings, overheads = written[-1]
     assert savings["sglang"]["kernel_graph_saving_s"] == 12e-6 and overheads["sglang"]["iteration_overhead_s"] == 5.98e-3
     assert savings["vllm"]["kernel_graph_saving_s"] == 0.0 and overheads["vllm"]["iteration_overhead_s"] == 1.5e-3
+
+
+def _comment_percent(section: str, framework: str, label: str) -> float:
+    """The percentage after `label` in the comment of a fitted constant's line of frameworks.yaml."""
+    import re
+    lines = SERVING_CONSTANTS.read_text().split(f"\n{section}:\n", 1)[1].split("\n")
+    line = next(l for l in lines if l.startswith(f"  {framework}:"))
+    return float(re.search(re.escape(label) + r"[^0-9]*([0-9.]+)%", line).group(1)) / 100.0
+
+
+@pytest.mark.parametrize("framework", ["trtllm", "vllm", "sglang"])
+def test_held_out_errors_are_those_the_fit_wrote_beside_its_constants(framework):
+    """The tpot_held_out / ttft_held_out data (what predict.serving states in its attrs) and the
+    comments the same fit wrote on the constants (iteration_overhead_s: TPOT;
+    request_latency_s_per_moe_layer: TTFT) give the same leave-one-model-out and
+    leave-one-GPU-out errors, to the comments' 0.1%."""
+    c = serving_constants()
+    for key, section in (("tpot_held_out", "iteration_overhead_s"), ("ttft_held_out", "request_latency_s_per_moe_layer")):
+        e = c[key][framework]
+        assert e["leave_one_model_out"] == pytest.approx(_comment_percent(section, framework, "leave-one-model-out"),
+                                                         abs=6e-4)
+        assert e["leave_one_gpu_out"] == pytest.approx(_comment_percent(section, framework, "leave-one-GPU-out"),
+                                                       abs=6e-4)
+        assert e["runs"] > 100

@@ -120,6 +120,44 @@ def served(hw, framework: str):
                                fused_input_quant=bool(consts["fused_activation_quant"].get(framework, False)))
 
 
+def table_held_out_error(specs, framework, kernel_class: str, variants) -> str:
+    """The held-out error of the fitted kernel surfaces a kernel prediction reads: for each of
+    the GPU `specs` under each value of `framework` (resolved per chip) with tables, each
+    variant's median and 90th-percentile |error| on the measured shapes its fit held out by
+    fold (the surface's score in specs/kernels/HARDWARE-FRAMEWORK.json); "" where none."""
+    notes = []
+    for spec in specs:
+        for fw in sorted({resolve(spec, v) for v in values_of(framework)} - {NONE}):
+            fits = fits_for(spec, fw)
+            for variant in values_of(variants):
+                sc = fits.scores.get((kernel_class, variant)) if fits is not None else None
+                if sc:
+                    notes.append(f"{spec.name} {fw} {kernel_class} {variant}: median {sc['median_abs_err']:.1%}, "
+                                 f"p90 {sc['p90_abs_err']:.1%} over {sc['rows']:,} measured shapes")
+    return "held-out |error| of the fitted kernel surfaces (specs/kernels): " + "; ".join(notes) if notes else ""
+
+
+HELD_OUT_PARTS = (("tpot_held_out", "TPOT"), ("ttft_held_out", "TTFT"))  # frameworks.yaml sections
+
+
+def held_out_error(specs, framework) -> str:
+    """What the measured serving runs say of the serving predictions `framework` gives on
+    the GPU `specs` (each value of it resolved per chip): per framework, TPOT's and TTFT's
+    median |error| on a model and on a GPU held out of its constants' fit, over the runs
+    they were fitted on (frameworks.yaml tpot_held_out and ttft_held_out, written by
+    `workbench calibrate fit-serving`); "" where no framework with fitted constants runs."""
+    consts, notes = serving_constants(), []
+    used = sorted({resolve(s, fw) for s in specs for fw in values_of(framework)} - {NONE})
+    for fw in used:
+        parts = [f"{label} {e['leave_one_model_out']:.1%} with the run's model held out, {e['leave_one_gpu_out']:.1%} "
+                 f"with its GPU held out ({e['runs']} runs)" for key, label in HELD_OUT_PARTS
+                 if (e := consts.get(key, {}).get(fw))]
+        notes.append(f"{fw}: " + ("; ".join(parts) if parts else "no measured serving runs"))
+    return ("median |error| against the measured aggregated serving runs held out of the constants' fit "
+            "(specs/serving/frameworks.yaml): " + " | ".join(notes)
+            if notes else "")
+
+
 def request_latency_s(framework: str, model) -> float:
     """A framework's host latency of one request before its first token (specs/serving/
     frameworks.yaml): its latency per layer over the layers without routed experts plus its

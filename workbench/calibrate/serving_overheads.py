@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .serving_rows import (_layer_counts, _rewrite, _section, gpu_note, held_out_median, least_median_shift,
-                           predict_rows)
+from .serving_rows import (_layer_counts, _rewrite, _section, gpu_note, held_out_median, held_out_section,
+                           least_median_shift, predict_rows)
 
 GRAPH_SAVINGS_S = (0.0, 1e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6, 10e-6, 12e-6, 15e-6, 20e-6)  # candidates of the fit
 # The per-sequence overhead's grid: 1 us steps up to 60 us, above any per-request host cost
@@ -45,7 +45,8 @@ def write_constants(savings: dict, overheads: dict, path: Path | None = None) ->
     notes = {"iteration_overhead_s_per_moe_layer": moe_note}
     return _rewrite(path or SERVING_CONSTANTS, {"kernel_graph_saving_s": _section(savings, "kernel_graph_saving_s", note),
                                                 **{key: _section(overheads, key, notes.get(key, note))
-                                                   for key in OVERHEAD_KEYS}})
+                                                   for key in OVERHEAD_KEYS},
+                                                "tpot_held_out": held_out_section(overheads)})
 
 
 def _moe_iterations(rows: pd.DataFrame) -> np.ndarray:

@@ -417,10 +417,20 @@ def write_ttft_constants(waves: float, fit: dict, path: Path | None = None) -> P
     note = (lambda f: f"{f['rows']} rows; leave-one-model-out TTFT median |err| "
                       f"{f['loo_model_median_abs_err']:.1%} (median {f['loo_model_median_err']:+.1%})" + gpu_note(f))
     sections = {key: _section(fit["frameworks"], key, note) for key in LATENCY_KEYS}
+    sections["ttft_held_out"] = held_out_section(fit["frameworks"])
     score = f"{waves}" + (f"  # TTFT median |err| {fit['median_abs_err']:.1%}; leave-one-model-out "
                           f"{fit['loo_model_median_abs_err']:.1%}" if "median_abs_err" in fit else "") + \
         gpu_note(fit)
     return _rewrite(path or SERVING_CONSTANTS, sections, {"benchmark_waves": score})
+
+
+def held_out_section(fits: dict) -> list[str]:
+    """The lines of a `*_held_out` section of frameworks.yaml: each fitted framework's rows and
+    leave-one-model-out and leave-one-GPU-out median |error| (.nan where nothing was held out)."""
+    num = (lambda v: f"{v:.4f}" if np.isfinite(v) else ".nan")
+    return [f"  {fw}: {{runs: {f['rows']}, leave_one_model_out: {num(f['loo_model_median_abs_err'])}, "
+            f"leave_one_gpu_out: {num(f.get('loo_gpu_median_abs_err', np.nan))}}}"
+            for fw, f in ((fw, fits.get(fw)) for fw in ("trtllm", "vllm", "sglang")) if f]
 
 
 def _section(fits: dict, key: str, note) -> list[str]:
