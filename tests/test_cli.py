@@ -400,3 +400,13 @@ def test_a_layout_that_cannot_run_is_a_flagged_point_not_an_error(capsys):
                "--batch", "1", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["fits"] is False and "tp=3 does not divide n_heads=64" in out["reason"]
+
+
+def test_predict_prints_how_far_its_numbers_are_from_measurement(capsys):
+    """Text output ends with the prediction's held-out error (attrs['held_out_error']) where it has one."""
+    assert main(["predict", "gemm", "--hardware", "h100_sxm", "--m", "16", "--n", "4096", "--k", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "held-out |error| of the fitted kernel surfaces" in out and "h100_sxm trtllm gemm bf16: median" in out
+    assert main(["predict", "gemm", "--hardware", "h100_sxm", "--m", "16", "--n", "4096", "--k", "4096",
+                 "--framework", "none"]) == 0
+    assert "held-out" not in capsys.readouterr().out

@@ -193,6 +193,8 @@ def _predict(kind: str, args: dict, ns) -> int:
         with pd.option_context("display.max_colwidth", None):  # a reason is read whole, never cut at 50
             print(ds.to_dataframe().to_string() if ds.sizes else
                   pd.Series({k: ds[k].values.item() for k in [*_scalar_coords(ds), *ds.data_vars]}).to_string())
+        if ds.attrs.get("held_out_error"):  # how far such a number is from measurement
+            print(f"\n{ds.attrs['held_out_error']}")
     return 0
 
 
