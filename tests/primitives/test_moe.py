@@ -16,6 +16,7 @@ from workbench.backends import numbers
 from workbench.primitives.kernel_fits import MOE_FORMATS, expected_experts_touched, moe_roofline
 from workbench.primitives.moe import KERNELS_PER_OP, fitted_moe, moe_variants
 from workbench.specs import load_model
+from workbench.units import DTYPE_BYTES
 from workbench.workloads.layers import layer_gemms
 
 DEEPSEEK = dict(hidden=7168.0, inter=2048.0, top_k=8.0, n_experts=256.0)  # DeepSeek-V3 config.json
@@ -207,3 +208,30 @@ def test_mla_decode_reproduces_the_measured_table_and_the_layer_reads_it():
     none = decode_attention(numbers("h200_sxm", framework="none"), model, batch=32.0, context=4096.0, tp=8.0,
                             math="bf16", kv_bytes=2.0)
     assert np.isfinite(none["time_s"]) and none["time_s"] != layer["time_s"]  # no tables: the analytical kernel
+
+
+def test_a_surface_beyond_its_tables_shapes_carries_the_bf16_surfaces_trend():
+    """TensorRT-LLM's MXFP4 W4A16 MoE table on H200 holds gpt-oss's shapes at MoE TP 1 only
+    (expert width 2880): at TP 8 (width 360) its surface alone keeps 2880's efficiency, so the
+    layer's time would fall 8x with the weights it reads. Carried, the efficiency at 360 is
+    the edge's times the framework's BF16 MoE surface's change from the edge to 360 (which
+    fell 0.71 -> 0.41 when this was written); inside the table's shapes nothing changes."""
+    from workbench.primitives.moe import carried_efficiency
+    hw = dataclasses.replace(numbers("h200_sxm", framework="trtllm"), graph_saving_s=0.0, measured_moe_mla=True)
+    w4, _ = hw.fitted("moe", "mxfp4_w4a16")
+    bf16, _ = hw.fitted("moe", "bf16")
+    lo, hi = 2.0 ** np.array(w4.knots[w4.axes.index("width")])[[0, -1]]
+    assert lo <= 2880 <= hi and 360 < lo  # the table's width span holds gpt-oss's width alone
+    at = dict(tokens_per_expert=np.array([1.0, 2.0, 16.0]), hidden=2880.0, experts=np.array([4.0, 8.0, 32.0]))
+    inside = carried_efficiency(w4, bf16, dict(at, width=2880.0))
+    np.testing.assert_allclose(inside, w4(**dict(at, width=2880.0)), rtol=1e-12)
+    beyond = carried_efficiency(w4, bf16, dict(at, width=360.0))
+    trend = bf16(**dict(at, width=360.0)) / bf16(**dict(at, width=lo))
+    np.testing.assert_allclose(beyond / w4(**dict(at, width=lo)), trend, rtol=1e-12)
+    assert np.all(trend < 0.9)  # narrower experts run further below their roofline
+    np.testing.assert_allclose(carried_efficiency(w4, None, dict(at, width=360.0)), w4(**dict(at, width=360.0)))
+    gpt_oss = dict(hidden=2880.0, inter=2880.0, top_k=4.0, n_experts=128.0, ep=1.0, math="bf16",
+                   w_bytes=DTYPE_BYTES["fp4"])  # 4-bit experts on 16-bit math: the W4A16 tables
+    t1 = fitted_moe(hw=hw, tokens=8.0, tp=1.0, **gpt_oss)["time_s"]
+    t8 = fitted_moe(hw=hw, tokens=8.0, tp=8.0, **gpt_oss)["time_s"]
+    assert t8 > t1 / 8.0 * 1.1  # TP 8 no longer divides the layer's time by 8

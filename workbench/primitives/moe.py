@@ -38,6 +38,25 @@ def _sources(hw: GpuNumbers, math: str, w_bytes: float) -> list:
     return []
 
 
+def carried_efficiency(grid, sibling, coords: dict):
+    """A surface's efficiency at `coords`, carried beyond the shapes its table measured: where
+    the point lies outside the surface's knots along an axis, its efficiency at the edge
+    times the `sibling` surface's change from that edge to the point (the framework's BF16
+    MoE surface on the same GPU, fitted over every model's shapes, where a format's table may
+    hold one checkpoint's: TensorRT-LLM's MXFP4 W4A16 tables on H200 span gpt-oss's expert
+    width alone, so at TP 8 (width 360) its surface held 2880's efficiency, 0.16, where the
+    BF16 surface falls from 0.71 to 0.41 over that range). Inside the knots, or without a
+    sibling, the surface's own."""
+    eff = grid(**coords)
+    if sibling is None or sibling is grid:
+        return eff
+    log2 = {n: np.log2(np.maximum(np.asarray(coords[n], float), 1e-30)) for n in grid.axes}
+    edge = {n: 2.0 ** np.clip(log2[n], kn[0], kn[-1]) for n, kn in zip(grid.axes, grid.knots)}
+    if not any(np.any(edge[n] != np.asarray(coords[n], float)) for n in grid.axes):
+        return eff
+    return eff * sibling(**coords) / sibling(**{**coords, **edge})
+
+
 def fitted_moe(*, hw: GpuNumbers, tokens, hidden, inter, top_k, n_experts, tp, ep, math: str, w_bytes) -> dict | None:
     """Named parts of one gated MoE layer's routed experts on the busiest of its tp x ep
     GPUs (tokens: the tokens entering the layer), or None without a surface for it. A
@@ -54,9 +73,10 @@ def fitted_moe(*, hw: GpuNumbers, tokens, hidden, inter, top_k, n_experts, tp, e
     compute_ideal, coords = moe_roofline(peak=peak, bandwidth=np.inf, **shape)  # FLOPs / peak
     memory_ideal, _ = moe_roofline(peak=np.inf, bandwidth=bw, **shape)  # bytes / bandwidth
     roof = np.maximum(compute_ideal, memory_ideal)
+    sibling, _ = hw.fitted("moe", "bf16")
     table_s = None
     for _, grid, fixed_s in sources:
-        t = fixed_s + roof / grid(**coords)
+        t = fixed_s + roof / carried_efficiency(grid, sibling, coords)
         table_s = t if table_s is None else np.minimum(table_s, t)
     # the op is several kernels, each launched on its own in the table and replayed from a
     # CUDA graph when served
