@@ -160,7 +160,8 @@ def test_a_framework_runs_its_engine_on_a_gpu_without_its_tables():
 def test_a_serving_prediction_states_the_held_out_error_of_each_framework_it_ran():
     """predict.serving and predict.disaggregated carry, in attrs["held_out_error"], each resolved
     framework's TPOT and TTFT median |error| on serving runs held out of its fit (frameworks.yaml
-    tpot_held_out / ttft_held_out); a wafer or framework='none' (nothing fitted) states none."""
+    tpot_held_out / ttft_held_out); a wafer, framework='none' (nothing fitted) or a chip without
+    the framework's tables states none."""
     consts = kernel_tables.serving_constants()
     ds = predict.serving(hardware=["h100_sxm", "b200"], model="llama_3_1_8b", concurrency=8, prompt=512, generate=64,
                          framework=["vllm", "sglang"])
@@ -177,6 +178,9 @@ def test_a_serving_prediction_states_the_held_out_error_of_each_framework_it_ran
                                                    prompt=512, generate=64, framework="none").attrs
     assert "held_out_error" not in predict.serving(hardware="cs3", model="llama_3_1_8b", concurrency=8, prompt=512,
                                                    generate=64).attrs
+    # vLLM runs on an Instinct GPU without tables for it: analytical kernels the fitted runs never saw
+    assert "held_out_error" not in predict.serving(hardware="mi300x", model="llama_3_1_8b", concurrency=8, prompt=512,
+                                                   generate=64, framework="vllm").attrs
     pools = predict.disaggregated(prefill_hardware="h200_sxm", decode_hardware="h200_sxm", model="llama_3_1_8b",
                                   concurrency=8, prompt=512, generate=64, framework="vllm")
     assert pools.attrs["held_out_error"].split("): ")[1].startswith("vllm: TPOT")

@@ -145,9 +145,11 @@ def held_out_error(specs, framework) -> str:
     the GPU `specs` (each value of it resolved per chip): per framework, TPOT's and TTFT's
     median |error| on a model and on a GPU held out of its constants' fit, over the runs
     they were fitted on (frameworks.yaml tpot_held_out and ttft_held_out, written by
-    `workbench calibrate fit-serving`); "" where no framework with fitted constants runs."""
+    `workbench calibrate fit-serving`). Only where the chip has the framework's kernel
+    tables, as every fitted run had: a chip the framework runs on without them (runs_here)
+    takes the spec's analytical kernels, which those runs do not validate. "" where none."""
     consts, notes = serving_constants(), []
-    used = sorted({resolve(s, fw) for s in specs for fw in values_of(framework)} - {NONE})
+    used = sorted({fw for s in specs for v in values_of(framework) if fits_for(s, fw := resolve(s, v)) is not None})
     for fw in used:
         parts = [f"{label} {e['leave_one_model_out']:.1%} with the run's model held out, {e['leave_one_gpu_out']:.1%} "
                  f"with its GPU held out ({e['runs']} runs)" for key, label in HELD_OUT_PARTS
