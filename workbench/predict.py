@@ -205,10 +205,17 @@ def gemm(*, hardware, m, n, k, dtype="bf16", pe_grid=None, mapping="mesh", frame
                   categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
                                "mapping": as_axis("mapping", mapping), "framework": as_axis("framework", framework)},
                   numeric={**numeric, **knob_axes}, attrs={"function": "predict.gemm"})
-    gpus = [s for s in specs.values() if backend_for(s).kind == "gpu"]
-    if held := kernel_tables.table_held_out_error(gpus, framework, "gemm", dtype):
-        ds.attrs["held_out_error"] = held
+    _state_held_out(ds, specs, framework, "gemm", dtype)
     return ds
+
+
+def _state_held_out(ds, specs: dict, framework, kernel_class: str, variants, scope: str = "") -> None:
+    """ds.attrs["held_out_error"]: the held-out error of the fitted surfaces of `kernel_class`
+    and `variants` the GPUs of `specs` read (kernel_tables.table_held_out_error) and where
+    they hold (`scope`), where any."""
+    gpus = [s for s in specs.values() if backend_for(s).kind == "gpu"]
+    if held := kernel_tables.table_held_out_error(gpus, framework, kernel_class, variants):
+        ds.attrs["held_out_error"] = held + scope
 
 
 def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", causal=True, kernel=None,
@@ -233,14 +240,18 @@ def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", caus
     check_choice("causal", values_of(causal), (True, False))
     knob_axes = _knob_axes(hardware_overrides, specs)
 
-    return evaluate(_dispatch("attention", specs, knob_axes),
-                    categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
-                                 "causal": as_axis("causal", causal), "kernel": as_axis("kernel", kernel),
-                                 "framework": as_axis("framework", framework)},
-                    numeric={"batch": as_axis("batch", batch), "seq_len": as_axis("seq_len", seq_len),
-                             "n_heads": as_axis("n_heads", n_heads), "head_dim": as_axis("head_dim", head_dim),
-                             **_axes(n_kv_heads=n_kv_heads), **knob_axes},
-                    attrs={"function": "predict.attention"})
+    ds = evaluate(_dispatch("attention", specs, knob_axes),
+                  categorical={"hardware": hw_axis, "dtype": as_axis("dtype", dtype),
+                               "causal": as_axis("causal", causal), "kernel": as_axis("kernel", kernel),
+                               "framework": as_axis("framework", framework)},
+                  numeric={"batch": as_axis("batch", batch), "seq_len": as_axis("seq_len", seq_len),
+                           "n_heads": as_axis("n_heads", n_heads), "head_dim": as_axis("head_dim", head_dim),
+                           **_axes(n_kv_heads=n_kv_heads), **knob_axes},
+                  attrs={"function": "predict.attention"})
+    if kernel is None or "framework" in values_of(kernel):  # the framework's kernel: its surface (cache at the math's dtype)
+        _state_held_out(ds, specs, framework, "attention", [f"{d}/{d}" for d in sorted({
+            "fp8" if v == "fp8" else "bf16" for v in values_of(dtype)})])
+    return ds
 
 
 def collective(*, hardware, devices, op, size_bytes, framework=None, hardware_overrides=None):
@@ -256,11 +267,15 @@ def collective(*, hardware, devices, op, size_bytes, framework=None, hardware_ov
     check_positive("size_bytes", size_bytes)
     knob_axes = _knob_axes(hardware_overrides, specs)
 
-    return evaluate(_dispatch("collective", specs, knob_axes),
-                    categorical={"hardware": hw_axis, "op": as_axis("op", op), "framework": as_axis("framework", framework)},
-                    numeric={"devices": as_axis("devices", devices), "size_bytes": as_axis("size_bytes", size_bytes),
-                             **knob_axes},
-                    attrs={"function": "predict.collective"})
+    ds = evaluate(_dispatch("collective", specs, knob_axes),
+                  categorical={"hardware": hw_axis, "op": as_axis("op", op), "framework": as_axis("framework", framework)},
+                  numeric={"devices": as_axis("devices", devices), "size_bytes": as_axis("size_bytes", size_bytes),
+                           **knob_axes},
+                  attrs={"function": "predict.collective"})
+    _state_held_out(ds, specs, framework, "collective",  # NCCL's curve and the framework's own all-reduce
+                    [f"{lib}/{o}" for o in values_of(op) for lib in ("nccl", *kernel_tables.FRAMEWORKS)],
+                    " (inside a scale-up domain; beyond it the spec's links, which these tables do not measure)")
+    return ds
 
 
 def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048, generate=256,

@@ -199,3 +199,21 @@ def test_a_gemm_prediction_states_its_surfaces_held_out_error():
     assert "cs3" not in ds.attrs["held_out_error"]
     assert "held_out_error" not in predict.gemm(hardware="mi300x", m=16, n=4096, k=4096).attrs
     assert "held_out_error" not in predict.gemm(hardware="h200_sxm", m=16, n=4096, k=4096, framework="none").attrs
+
+
+def test_attention_and_collective_predictions_state_their_surfaces_held_out_error():
+    """predict.attention with the framework's kernel (the default on a GPU with tables) and
+    predict.collective state the scores of the surfaces they read: attention at the math's
+    dtype with its cache in it, NCCL's curve and the framework's own all-reduce; a named
+    FlashAttention kernel reads no table and states none."""
+    fits = kernel_tables.fits_for(load_hardware("h100_sxm"), "vllm")
+    att = predict.attention(hardware="h100_sxm", batch=2, seq_len=2048, n_heads=32, head_dim=128, framework="vllm")
+    sc = fits.scores[("attention", "bf16/bf16")]
+    assert f"h100_sxm vllm attention bf16/bf16: median {sc['median_abs_err']:.1%}" in att.attrs["held_out_error"]
+    assert "held_out_error" not in predict.attention(hardware="h100_sxm", batch=2, seq_len=2048, n_heads=32,
+                                                     head_dim=128, kernel="flash3").attrs
+    col = predict.collective(hardware="h100_sxm", devices=8, op="all_reduce", size_bytes=1e6, framework="vllm")
+    for lib in ("nccl", "vllm"):
+        sc = fits.scores[("collective", f"{lib}/all_reduce")]
+        assert f"h100_sxm vllm collective {lib}/all_reduce: median {sc['median_abs_err']:.1%}" in col.attrs["held_out_error"]
+    assert "trtllm/all_reduce" not in col.attrs["held_out_error"] and "inside a scale-up domain" in col.attrs["held_out_error"]
