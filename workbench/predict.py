@@ -20,12 +20,12 @@ import numpy as np
 from ._broadcast import as_axis, evaluate, values_of
 from .backends import backend_for, check_knobs, kernel_tables
 from .errors import InputError, brief, check_choice, check_positive, check_range, check_scalar
-from .primitives.attention import ATTENTION_KERNELS
+from .primitives.attention import ATTENTION_KERNELS, surface_name
 from .primitives.collectives import COLLECTIVES
 from .primitives.mesh import MAPPINGS
 from .specs import MODEL_KNOBS, load_hardware, load_model, with_model_knobs
 from .specs.checkpoint_formats import resolve as resolve_checkpoint
-from .units import DENSE_DTYPES, DTYPES
+from .units import DENSE_DTYPES, DTYPE_BYTES, DTYPES
 
 PLACEMENTS = ("regions", "streaming")
 
@@ -249,8 +249,8 @@ def attention(*, hardware, batch, seq_len, n_heads, head_dim, dtype="bf16", caus
                            **_axes(n_kv_heads=n_kv_heads), **knob_axes},
                   attrs={"function": "predict.attention"})
     if kernel is None or "framework" in values_of(kernel):  # the framework's kernel: its surface (cache at the math's dtype)
-        _state_held_out(ds, specs, framework, "attention", [f"{d}/{d}" for d in sorted({
-            "fp8" if v == "fp8" else "bf16" for v in values_of(dtype)})])
+        _state_held_out(ds, specs, framework, "attention",
+                        sorted({surface_name(d, DTYPE_BYTES[d]) for d in values_of(dtype)}))
     return ds
 
 

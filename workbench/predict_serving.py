@@ -338,8 +338,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
         raise InputError(f"decode_devices={brief(decode_devices)} is not allowed with concurrency on "
                          f"{dec_spec.name!r}; allowed: None (a GPU decode instance is decode_tp x decode_attention_dp "
                          "x decode_pp GPUs)")
-    for side, hw_name in (("prefill", prefill_hardware),) + ((("decode", decode_hardware),) if not wafer_decode else ()):
-        hw_spec = load_hardware(hw_name, arg=f"{side}_hardware")
+    pre_spec = load_hardware(prefill_hardware, arg="prefill_hardware")
+    for side, hw_spec in (("prefill", pre_spec),) + ((("decode", dec_spec),) if not wafer_decode else ()):
         be = backend_for(hw_spec)
         if be.kind != "gpu":
             raise InputError(f"{side}_hardware={hw_spec.name!r} is not allowed with concurrency; allowed: GPUs (a CS "
@@ -404,8 +404,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     ds.attrs.update({"function": "predict.disaggregated", "mode": "fixed pools at a fixed concurrency (closed loop)",
                      "prefill_hardware": pre_hw.label, "decode_hardware": dec_spec.name if wafer_decode else dec_hw.label,
                      "model": spec.name, "prefill_routing": prefill_routing, "activations": act, "kv": kvd,
-                     "held_out_error": held_out_error([load_hardware(h) for h in (prefill_hardware, decode_hardware)
-                                                       [:len(pools)]], framework),
+                     "held_out_error": held_out_error([pre_spec] + ([] if wafer_decode else [dec_spec]), framework),
                      "prefill_attention_run": f"tp {float(prefill_tp):g} x dp {float(prefill_attention_dp):g}",
                      "decode_attention_run": f"{float(pool['devices']):g} CS systems" if wafer_decode else
                      f"tp {float(decode_tp):g} x dp {float(decode_attention_dp):g}"})

@@ -120,20 +120,22 @@ def served(hw, framework: str):
                                fused_input_quant=bool(consts["fused_activation_quant"].get(framework, False)))
 
 
+def _tabled(specs, framework) -> list:
+    """(spec, framework, KernelFits) for each of the GPU `specs` under each value of
+    `framework` (resolved per chip) where the chip has that framework's tables."""
+    resolved = {(spec.name, resolve(spec, v)): spec for spec in specs for v in values_of(framework)}
+    return [(spec, fw, fits) for (_, fw), spec in resolved.items() if (fits := fits_for(spec, fw)) is not None]
+
+
 def table_held_out_error(specs, framework, kernel_class: str, variants) -> str:
     """The held-out error of the fitted kernel surfaces a kernel prediction reads: for each of
-    the GPU `specs` under each value of `framework` (resolved per chip) with tables, each
-    variant's median and 90th-percentile |error| on the measured shapes its fit held out by
-    fold (the surface's score in specs/kernels/HARDWARE-FRAMEWORK.json); "" where none."""
-    notes = []
-    for spec in specs:
-        for fw in sorted({resolve(spec, v) for v in values_of(framework)} - {NONE}):
-            fits = fits_for(spec, fw)
-            for variant in values_of(variants):
-                sc = fits.scores.get((kernel_class, variant)) if fits is not None else None
-                if sc:
-                    notes.append(f"{spec.name} {fw} {kernel_class} {variant}: median {sc['median_abs_err']:.1%}, "
-                                 f"p90 {sc['p90_abs_err']:.1%} over {sc['rows']:,} measured shapes")
+    the GPU `specs` under each value of `framework` with tables (_tabled), each variant's
+    median and 90th-percentile |error| on the measured shapes its fit held out by fold (the
+    surface's score in specs/kernels/HARDWARE-FRAMEWORK.json); "" where none."""
+    notes = [f"{spec.name} {fw} {kernel_class} {variant}: median {sc['median_abs_err']:.1%}, "
+             f"p90 {sc['p90_abs_err']:.1%} over {sc['rows']:,} measured shapes"
+             for spec, fw, fits in _tabled(specs, framework) for variant in values_of(variants)
+             if (sc := fits.scores.get((kernel_class, variant)))]
     return "held-out |error| of the fitted kernel surfaces (specs/kernels): " + "; ".join(notes) if notes else ""
 
 
@@ -149,8 +151,7 @@ def held_out_error(specs, framework) -> str:
     tables, as every fitted run had: a chip the framework runs on without them (runs_here)
     takes the spec's analytical kernels, which those runs do not validate. "" where none."""
     consts, notes = serving_constants(), []
-    used = sorted({fw for s in specs for v in values_of(framework) if fits_for(s, fw := resolve(s, v)) is not None})
-    for fw in used:
+    for fw in sorted({fw for _, fw, _ in _tabled(specs, framework)}):
         parts = [f"{label} {e['leave_one_model_out']:.1%} with the run's model held out, {e['leave_one_gpu_out']:.1%} "
                  f"with its GPU held out ({e['runs']} runs)" for key, label in HELD_OUT_PARTS
                  if (e := consts.get(key, {}).get(fw))]

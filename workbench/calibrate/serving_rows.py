@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .. import predict
+from ..backends.kernel_tables import FRAMEWORKS
 from ..errors import InputError
 from . import recipes, run_settings
 
@@ -430,13 +431,13 @@ def held_out_section(fits: dict) -> list[str]:
     num = (lambda v: f"{v:.4f}" if np.isfinite(v) else ".nan")
     return [f"  {fw}: {{runs: {f['rows']}, leave_one_model_out: {num(f['loo_model_median_abs_err'])}, "
             f"leave_one_gpu_out: {num(f.get('loo_gpu_median_abs_err', np.nan))}}}"
-            for fw, f in ((fw, fits.get(fw)) for fw in ("trtllm", "vllm", "sglang")) if f]
+            for fw, f in ((fw, fits.get(fw)) for fw in FRAMEWORKS) if f]
 
 
 def _section(fits: dict, key: str, note) -> list[str]:
     """The indented lines of one per-framework section: each framework's `key` with `note`."""
     lines = []
-    for fw in ("trtllm", "vllm", "sglang"):
+    for fw in FRAMEWORKS:
         f = fits.get(fw)  # a dot in 0.0: YAML reads 1e-06 as text
         lines.append(f"  {fw}: {f[key]:.4e}  # {note(f)}" if f else f"  {fw}: 0.0  # no answered rows")
     return lines + ["  none: 0.0"]

@@ -56,12 +56,18 @@ def _kv_name(kv_bytes) -> str:
     return "fp8" if np.all(np.asarray(kv_bytes) <= 1.0) else "bf16"
 
 
+def surface_name(dtype: str, kv_bytes) -> str:
+    """The variant of a framework's attention surfaces for math `dtype` and a cache of
+    `kv_bytes` per element ('math/kv': 'bf16/fp8')."""
+    return f"{'fp8' if dtype == 'fp8' else 'bf16'}/{_kv_name(kv_bytes)}"
+
+
 def _fitted(hw: GpuNumbers, kernel_class: str, dtype: str, kv_bytes, window=0.0, source: str = ""):
     """The framework's fitted surface for this attention, (None, 0) without one; a sliding
     window's own surface (the tables' rows with a window shorter than the keys) where the
     framework has one and the window is set; with `source` (xqa_dispatch.FALLBACK), that
     surface's fallback kernel's."""
-    name = f"{'fp8' if dtype == 'fp8' else 'bf16'}/{_kv_name(kv_bytes)}"
+    name = surface_name(dtype, kv_bytes)
     if np.any(np.asarray(window) > 0) and hw.fitted(kernel_class, name + "+window")[0] is not None:
         name += "+window"
     return hw.fitted(kernel_class, name + source)

@@ -50,8 +50,8 @@ def carried_efficiency(grid, sibling, coords: dict):
     eff = grid(**coords)
     if sibling is None or sibling is grid:
         return eff
-    log2 = {n: np.log2(np.maximum(np.asarray(coords[n], float), 1e-30)) for n in grid.axes}
-    edge = {n: 2.0 ** np.clip(log2[n], kn[0], kn[-1]) for n, kn in zip(grid.axes, grid.knots)}
+    edge = {n: 2.0 ** np.clip(np.log2(np.maximum(np.asarray(coords[n], float), 1e-30)), kn[0], kn[-1])
+            for n, kn in zip(grid.axes, grid.knots)}
     if not any(np.any(edge[n] != np.asarray(coords[n], float)) for n in grid.axes):
         return eff
     return eff * sibling(**coords) / sibling(**{**coords, **edge})
