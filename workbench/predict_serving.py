@@ -52,7 +52,11 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
                   hardware_overrides=overrides, framework=framework, attention_weights=attention_weights, **layout,
                   **(speculation or {}))
     grid = inference(batch=BATCH_GRID.tolist(), **common)
-    steps = grid.tpot_s.values
+    # A larger batch never steps faster (its step does the smaller one's work and more): the
+    # running maximum, so a batch the memory cannot hold, tabulated on whatever layout would
+    # take it (a wafer's other grid), does not open a fixed point of Little's law past
+    # saturation (workloads/serving.steady_state)
+    steps = np.fmax.accumulate(grid.tpot_s.values)
     first = inference(batch=1, **dict(common, generate=1))
     most = inference(batch="max", **common)
     max_batch = float(most.batch) if bool(most.fits) else 0.0

@@ -384,6 +384,19 @@ _MOE_CARRY_REFIT = ("a MoE surface queried beyond the shapes its table measured 
                     "x0.978-x1.116, TTFT x0.981-x1.006; MTP TPOT x1.002-x1.048, TTFT x0.995-x0.997; the fixed pools "
                     "TTFT x0.995, TPOT x1.007; the other frameworks' points unchanged")
 _rebase(_MOE_CARRY_REFIT, ("serving_fixed_concurrency_tables", "serving_fixed_concurrency_mtp", "disaggregated_fixed_pools"))
+_PER_POINT_DRAFT = ("a point of a draft_len sweep that does not draft (draft_len=0) holds no draft: its KV room is the "
+                    "deployment's without it (the grid's draft_len=0 points: max_running up, e.g. SGLang 847 -> 867; "
+                    "TPOT and TTFT unchanged where the room did not bind)")
+_rebase(_PER_POINT_DRAFT, ("serving_fixed_concurrency_mtp",))
+_OPEN_LOOP_MONOTONE = ("the open-loop step table is non-decreasing in the batch (its running maximum): a CS-3 batch the "
+                       "memory cannot hold, tabulated on another grid, no longer opens a fixed point of Little's law "
+                       "past saturation; 4 of 50 points near saturation move (batch 71.3 -> 77.4 at 57 req/s)")
+_rebase(_OPEN_LOOP_MONOTONE, ("serving_cs3",))
+_WHOLE_SEQUENCES = ("a CS system's batch is ceil(global batch / systems) and its micro-batch a whole number of "
+                    "sequences (Cerebras rel-2.5.0 automatic microbatching); memory_per_device_bytes and micro_batch "
+                    "are the largest micro-batch's (28.0 -> 28.4 GB, GPT-3 175B on one CS-2 at 256); a point that does "
+                    "not fit is bound 'capacity'; step times of divisible batches unchanged")
+_rebase(_WHOLE_SEQUENCES, ("training_wafer",))
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"

@@ -37,6 +37,32 @@ _SYSTEM_KNOBS = {"io_bytes_per_s": ("B/s", "io_bytes_per_s"), "io_latency_s": ("
                  "service_request_latency_s": ("s", "service_request_latency_s")}
 
 
+def _per_point_draft(run, draft_len) -> dict:
+    """`run(draft_len)` where a sweep of draft_len mixes points that draft (k > 0) with
+    points that do not: the first with the draft's regions on the wafers (its memory, its
+    systems under devices="min"), the second without them, as each would be deployed; a
+    sweep that does not mix is one call. Keys only the drafting points have (tokens_per_step)
+    are 1 where nothing is drafted."""
+    k = np.asarray(draft_len, dtype=float)
+    if not (np.any(k > 0) and np.any(k <= 0)):
+        return run(draft_len)
+    drafting, plain = run(draft_len), run(0.0)
+    return {key: np.where(k > 0, drafting.get(key, 1.0), plain.get(key, 1.0)) for key in {**plain, **drafting}}
+
+
+def _grid_problems(w: WaferNumbers, **grids) -> list[Problem]:
+    """A region side the program mesh cannot hold (larger than its short side: a region is a
+    square of PEs) as flagged points naming the argument, for each grid argument given."""
+    side = w.max_square_grid
+    text = "/".join(f"{v:g}" for v in np.unique(side))
+
+    def message(name):
+        return lambda **v: (f"{name}={v[name]} exceeds the largest square region of {w.label}'s program mesh "
+                            f"({text} PEs a side)")
+    return [Problem(np.asarray(value, float) > side, {name: value}, message(name))
+            for name, value in grids.items() if value is not None]
+
+
 @per_spec
 def _knobs(spec, every: bool = False) -> dict:
     system, wafer = system_of(spec)
@@ -71,18 +97,19 @@ _WHY = {"zero": "weights stream from MemoryX, where the optimizer runs: there ar
         "batch_wait_max_tokens_ratio": "TensorRT-LLM's batch waiting; the wafer's scheduler is modelled on its own",
         "moe_mla_kernels": "GPU kernel tables; the wafer's layers are its mesh kernels",
         "precision": "the wafer computes bf16 on its fp16 datapath",
-        "moe_host_s_per_local_expert": "a wafer runs its compiled program, with no host launch per expert"}
+        "moe_host_s_per_local_expert": "a wafer runs its compiled program, with no host launch per expert",
+        "micro_batch": "the compiler picks a system's micro-batch, the largest whose checkpoints fit in SRAM "
+                       "(modelzoo micro_batch_size auto), reported as micro_batch"}
 
 
-def _refuse(args: dict, hardware: str) -> None:
+def _refuse(args: dict, hardware: str, layout: str = "a wafer model is laid out by devices, pe_grid and mapping") -> None:
     """GPU layout arguments given to a wafer: an error naming them (they would be ignored)."""
     for name, (value, default) in args.items():
         values = np.atleast_1d(np.asarray(getattr(value, "values", value), dtype=object)).ravel()
         bad = [v for v in values if v != default]
         if bad:
-            why = _WHY.get(name, "a wafer model is laid out by devices, pe_grid and mapping")
             raise InputError(f"{name}={brief(bad[0])} is not allowed on {hardware!r}; allowed: {name}={default!r} "
-                             f"({why})")
+                             f"({_WHY.get(name, layout)})")
 
 
 def _sparse_problems(weights) -> list:
@@ -155,11 +182,16 @@ class WaferBackend:
         return {**pool, "problems": problems, "kv_ingest_bytes_per_s": w.io_bytes_per_s * float(devices)}
 
     def check_training(self, name: str, **args) -> None:
-        _refuse(args, name)
+        _refuse(args, name, "wafer training is laid out by devices, the data-parallel systems")
 
-    def inference(self, w: WaferNumbers, model, *, weights, kv, mapping, placement, prompt, generate=None, batch=None,
-                  devices=None, pe_grid=None, decode_pe_grid=None, prefill_pe_grid=None, devices_min=False, tp=1.0,
-                  draft_model=None, draft_len=0.0, acceptance=1.0, **_) -> dict:
+    def inference(self, w: WaferNumbers, model, *, draft_len=0.0, **args) -> dict:
+        """The static model (_inference), each point with the draft's regions only where it
+        drafts (_per_point_draft)."""
+        return _per_point_draft(lambda k: self._inference(w, model, draft_len=k, **args), draft_len)
+
+    def _inference(self, w: WaferNumbers, model, *, weights, kv, mapping, placement, prompt, generate=None, batch=None,
+                   devices=None, pe_grid=None, decode_pe_grid=None, prefill_pe_grid=None, devices_min=False, tp=1.0,
+                   draft_model=None, draft_len=0.0, acceptance=1.0, **_) -> dict:
         """`generate` None: the longest the KV cache allows (generate="max"); `batch` None:
         the largest that fits; `devices_min`: the fewest systems that hold the model at
         batch (1 when batch is "max") and generate (1 when "max")."""
@@ -178,6 +210,7 @@ class WaferBackend:
             problems += flags
         layout = WaferLayout(systems=1.0 + 0.0 * tp if devices is None else devices, pe_grid=grid,
                              mapping=mapping, placement=placement)
+        problems += _grid_problems(w, pe_grid=pe_grid, decode_pe_grid=decode_pe_grid, prefill_pe_grid=prefill_pe_grid)
         generated_max = generate is None
         if generated_max:
             generate, side = wafer_max_generate(devices=layout.systems, batch=1.0 if batch is None else batch,
@@ -209,8 +242,13 @@ class WaferBackend:
                      + context_problems(model, prompt=prompt, generate=generate))
         return flag_problems(r, problems)
 
-    def closed_loop(self, w: WaferNumbers, model, *, concurrency, prompt, generate, weights, kv, devices=None,
-                    devices_min=False, mapping="mesh", draft_model=None, draft_len=0.0, acceptance=0.0, **_) -> dict:
+    def closed_loop(self, w: WaferNumbers, model, *, draft_len=0.0, **args) -> dict:
+        """Fixed-concurrency serving (_closed_loop), each point with the draft's regions only
+        where it drafts (_per_point_draft)."""
+        return _per_point_draft(lambda k: self._closed_loop(w, model, draft_len=k, **args), draft_len)
+
+    def _closed_loop(self, w: WaferNumbers, model, *, concurrency, prompt, generate, weights, kv, devices=None,
+                     devices_min=False, mapping="mesh", draft_model=None, draft_len=0.0, acceptance=0.0, **_) -> dict:
         """Fixed-concurrency serving on `devices` CS systems (workloads/wafer_serving.py);
         `devices_min`: the fewest systems that hold the model at batch 1 (the rest of the
         requests' caches then bound how many run at once). GPU layout arguments are refused

@@ -264,12 +264,13 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     # (kv_reserved "whole") counts p + g for every running request.
     staggered = schedule in ("spread", "prefill_first_spread") and kv_reserved == "held"
     held = generate / 2.0 if staggered else generate
+    drafts = np.asarray(draft_len, float) > 0  # a point of a draft_len sweep that drafts holds the draft
     cap, weights_bytes, kv_per_seq = max_running(hw, model, prompt=prompt, generate=held, tp=tp,
                                                  attention_dp=attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                                  stream_bytes=stream_bytes, kv_memory_of=kv_memory_of,
                                                  attention_w_bytes=layer["w_bytes"],
-                                                 extra_weights_bytes=draft_weights_bytes,
-                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=pp,
+                                                 extra_weights_bytes=draft_weights_bytes * drafts,
+                                                 extra_kv_bytes_per_token=draft_kv_bytes_per_token * drafts, pp=pp,
                                                  memory_fraction=memory_fraction, ep=ep)
     cap = np.minimum(cap, max_sequences)  # the KV cache's room, or the framework's cap on running requests
     running = np.maximum(np.minimum(per_replica, cap), 1.0)  # requests a replica runs

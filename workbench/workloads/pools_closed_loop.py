@@ -130,11 +130,12 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     if decode_pool is not None:
         cap = decode_pool["cap"]
     else:
+        drafts = np.asarray(draft_len, float) > 0  # a point of a draft_len sweep that drafts holds the draft
         cap, _, _ = max_running(decode_hw, model, prompt=prompt, generate=generate, tp=decode_tp,
                                 attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
-                                stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes,
+                                stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes * drafts,
                                 attention_w_bytes=layer["w_bytes"],
-                                extra_kv_bytes_per_token=draft_kv_bytes_per_token, pp=decode_pp,
+                                extra_kv_bytes_per_token=draft_kv_bytes_per_token * drafts, pp=decode_pp,
                                 kv_memory_of=kv_memory_of, ep=decode_ep)
     cap = np.minimum(cap, decode_max_batch)
     room = np.maximum(np.minimum(per_decode, cap), 1.0)  # requests a decode replica can hold

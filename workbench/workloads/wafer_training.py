@@ -27,15 +27,29 @@ The step, per system, is
   are materialized on the wafer).
 - Micro-batch (modelzoo micro_batch_size "auto", the default when none is given,
   training-docs.cerebras.ai rel-2.5.0 "Optimize performance with automatic
-  microbatching"): each system runs its share in the fewest equal micro-batches whose
-  checkpoints fit in the PEs' SRAM; the weights stream in again for every micro-batch. The
-  compiler's "auto" times candidate sizes and may pick a smaller one (the GPT-2 small log:
-  28 or 56 of 112); the model, in which a larger micro-batch is never slower, takes the
-  largest that fits.
-- A layer: compute on the whole wafer (MeshGEMM shapes from wafer_layers.prefill_layer on
-  the square grid that makes it fastest, forward; backward twice the forward as for the
-  GEMMs; the recompute one more forward) overlapped with the streaming of its weights (in)
-  and gradients (out) over min(system I/O, MemoryX) (weight_streaming.streamed_layer).
+  microbatching"): each system runs its share in the fewest micro-batches whose checkpoints
+  fit in the PEs' SRAM; the weights stream in again for every micro-batch. The compiler's
+  "auto" times candidate sizes and may pick a smaller one (the GPT-2 small log: 28 or 56 of
+  112); the model, in which a larger micro-batch is never slower, takes the largest that
+  fits. As the same page defines them: a system's batch is ceil(global batch / systems)
+  sequences, the micro-batch size a whole number of sequences, NumMicroBatches =
+  ceil(system's batch / micro-batch size), the workload spread evenly when the one does not
+  divide the other (128 sequences in micro-batches of at most 42 run as 4 of 32; 128 in 3
+  of at most 43 as 43, 43, 42): the step's time is that of the system's batch in
+  NumMicroBatches equal shares, `micro_batch` the largest micro-batch.
+- A layer: compute on one square grid of the wafer (MeshGEMM shapes from
+  wafer_layers.prefill_layer on the square that makes it fastest, its side at most the
+  program rectangle's short side; forward; backward twice the forward as for the GEMMs; the
+  recompute one more forward) overlapped with the streaming of its weights (in) and
+  gradients (out) over min(system I/O, MemoryX) (weight_streaming.streamed_layer). The
+  square, not the whole rectangle, is what the CS-2 rows support: laying a grid out as any
+  rectangle of its area (as inference counts regions) lets WSE-2's layers run on 863 x 863
+  PEs' worth instead of 750, and with the stream latency refitted (4.2 ms) the held-out GPT-3
+  2.7B-20B rows T001-T008 go from -16..+12% (median |err| 4%) to -10..+25% (12%), C181/C182
+  from +0.5% to +23%. A consequence to read results by: WSE-3's short side (757) is WSE-2's
+  (750) and its PE's 8-wide SIMD is held to WSE-2's rate by the same 16 B/cycle memory port
+  (wse3.yaml), so CS-3 trains as fast as CS-2 here, its MFU against its larger peak 0.4x
+  CS-2's; no CS-3 training step is published to test it (cs3.yaml).
 - Optimizer: AdamW in MemoryX (ADAM_BYTES_PER_PARAM per parameter at MemoryX's rate,
   weight_store_bandwidth_bytes_per_s), started on each layer's gradients as they arrive
   ("new weights are calculated and begin streaming even before the final gradient vector
@@ -104,14 +118,14 @@ def auto_micro_batch(w: WaferNumbers, model: ModelSpec, *, per_system, seq_len, 
     capacity = (w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes) * w.program_pes
     largest = np.floor(capacity / per_seq)
     n_micro = np.ceil(per_system / np.maximum(largest, 1.0))
-    return {"n_micro": n_micro, "micro": per_system / n_micro, "largest": largest, "per_sequence_bytes": per_seq,
-            "capacity_bytes": capacity}
+    return {"n_micro": n_micro, "micro": per_system / n_micro, "micro_size": np.ceil(per_system / n_micro),
+            "largest": largest, "per_sequence_bytes": per_seq, "capacity_bytes": capacity}
 
 
 def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, global_batch,
                    precision: str = "bf16", recompute: str = CEREBRAS_RECOMPUTE, **_) -> dict:
     check_choice("recompute", recompute, RECOMPUTE)
-    per_system = global_batch / devices
+    per_system = np.ceil(global_batch / devices)  # whole sequences per system (module doc)
     mb = auto_micro_batch(w, model, per_system=per_system, seq_len=seq_len, recompute=recompute)
     n_micro, micro, capacity = mb["n_micro"], mb["micro"], mb["capacity_bytes"]
     fits = mb["largest"] >= 1
@@ -155,14 +169,14 @@ def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, globa
     model_flops, _ = ops.training_model_flops(model, tokens=tokens, seq_len=seq_len)
     recompute_flops = model_flops / 3.0 * rec  # one more forward, as on GPUs
     peak = w.peak("fp16")
-    act = mb["per_sequence_bytes"] * micro
+    act = mb["per_sequence_bytes"] * mb["micro_size"]  # the largest micro-batch's checkpoints
     return {
         **step_rates(step=step, tokens=tokens, samples=global_batch, devices=devices, model_flops=model_flops,
                      recompute_flops=recompute_flops, peak=peak),
         "memory_per_device_bytes": act, "memory_capacity_bytes": capacity + 0.0 * act,
         "activations_per_device_bytes": act, "fits": fits,
         "reason": choose([(~fits, "one sequence's activations exceed the wafer's SRAM")], ""),
-        "bound": choose([(io_s > compute_s, "weight_streaming_io")], "compute"),
+        "bound": choose([(~fits, "capacity"), (io_s > compute_s, "weight_streaming_io")], "compute"),
         # The parts add up to the step: forward + backward + recompute + the streaming not
         # hidden under them + the optimizer not hidden under the backward + the fixed part +
         # the latency of each streamed layer.
@@ -173,5 +187,5 @@ def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, globa
         # way to MemoryX, under the streaming.
         "pipeline_bubble_s": 0.0 * step, "dp_comm_exposed_s": 0.0 * step,
         "weight_streaming_io_s": io_s, "optimizer_update_s": opt["update_s"], "devices": devices,
-        "model_flops": model_flops, "pe_grid": P, "n_micro_batches": n_micro, "micro_batch": micro,
+        "model_flops": model_flops, "pe_grid": P, "n_micro_batches": n_micro, "micro_batch": mb["micro_size"],
     }
