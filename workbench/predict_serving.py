@@ -52,10 +52,8 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
                   hardware_overrides=overrides, framework=framework, attention_weights=attention_weights, **layout,
                   **(speculation or {}))
     grid = inference(batch=BATCH_GRID.tolist(), **common)
-    # A larger batch never steps faster (its step does the smaller one's work and more): the
-    # running maximum, so a batch the memory cannot hold, tabulated on whatever layout would
-    # take it (a wafer's other grid), does not open a fixed point of Little's law past
-    # saturation (workloads/serving.steady_state)
+    # a larger batch never steps faster: the running maximum (a batch beyond memory, tabulated on a wafer's other grid,
+    # opened a fixed point of Little's law past saturation, workloads/serving.steady_state)
     steps = np.fmax.accumulate(grid.tpot_s.values)
     first = inference(batch=1, **dict(common, generate=1))
     most = inference(batch="max", **common)

@@ -190,3 +190,29 @@ def test_a_swept_peak_runs_through_every_part(call):
     t = ds.ttft_s.transpose(knob, ...).values
     assert ds.sizes[knob] == 2 and bool(ds.fits.all()) and np.isfinite(t).all()
     assert np.all(t[1] <= t[0] * (1 + 1e-12))
+
+
+def test_a_swept_peak_of_one_math_of_a_mixed_precision_model():
+    """gpt-oss computes its experts in FP4 and its attention in BF16 (ops.part_formats):
+    sweeping one of the two peaks broadcasts against the other's scalar (it raised a
+    ValueError of inhomogeneous shapes). A faster FP4 peak never slows the prefill and leaves
+    the memory-bound decode step alone."""
+    ds = predict.serving(hardware="b200", model="openai/gpt-oss-120b", concurrency=8,
+                         hardware_overrides={"peak_flops_per_s_fp4": [4.5e15, 9e15]})
+    assert bool(ds.fits.all())
+    assert float(ds.ttft_s.isel(peak_flops_per_s_fp4=1)) <= float(ds.ttft_s.isel(peak_flops_per_s_fp4=0))
+    inf = predict.inference(hardware="b200", model="openai/gpt-oss-120b", batch=8,
+                            hardware_overrides={"peak_flops_per_s_bf16": [1.1e15, 2.2e15]})
+    assert np.all(np.isfinite(inf.tpot_s.values))
+
+
+def test_a_time_knob_may_be_zero_and_a_bad_value_is_named_alone():
+    """A host overhead of zero is a what-if (a knob in seconds may be 0; it was refused as not
+    positive); a negative bandwidth in a list is refused naming that value, not the list."""
+    ds = predict.serving(hardware="b200", model="llama_3_1_8b", concurrency=8,
+                         hardware_overrides={"framework_overhead_s": [0.0, 1e-3]})
+    t = ds.tpot_s.values
+    assert t[0] < t[1] and t[1] - t[0] == pytest.approx(1e-3, rel=0.05)
+    with pytest.raises(InputError, match=r"hbm_bandwidth_bytes_per_s=-1.0 is not allowed; allowed: positive"):
+        predict.inference(hardware="b200", model="llama_3_1_8b", batch=1,
+                          hardware_overrides={"hbm_bandwidth_bytes_per_s": [8e12, -1.0]})

@@ -136,3 +136,32 @@ def test_the_command_line_shows_the_formats_it_served_a_point_in(capsys):
     assert main(args + ["--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["weights"] == "fp8_block" and record["model"] == "deepseek_r1" and "tpot_s" in record
+
+
+def test_compressed_tensors_under_a_multimodal_text_config(tmp_path):
+    """llm-compressor's compressed-tensors, as Kimi-K2.5 and Kimi-K3 ship it: under the
+    wrapper's `text_config`, INT4 groups of 32 (type int) and MXFP4 (type float), the
+    attention projections, shared experts and dense MLPs in `ignore` (16 bits); a config
+    whose groups disagree has no row."""
+    def ct(kind, ignore):
+        return {"text_config": {"quantization_config": {
+            "quant_method": "compressed-tensors", "ignore": ignore,
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": kind,
+                                                                            "group_size": 32}}}}}}
+    _write(tmp_path, "m--Int4", ct("int", ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*"]))
+    _write(tmp_path, "m--Mx", ct("float", ["re:.*lm_head.*"]))
+    mixed = ct("int", [])
+    mixed["text_config"]["quantization_config"]["config_groups"]["group_1"] = {"weights": {"num_bits": 8,
+                                                                                          "type": "float"}}
+    _write(tmp_path, "m--Mixed", mixed)
+    got = {r["hf_id"]: (r["weights"], r["attention_weights"], r["rule"]) for r in cf.derive(tmp_path)}
+    assert got == {"m/Int4": ("int4", "bf16", "compressed-tensors"), "m/Mx": ("fp4", "", "compressed-tensors")}
+
+
+def test_kimi_k2_5_by_id_is_served_in_int4_and_fits_eight_h200():
+    """Kimi-K2.5 ships INT4 routed experts (its 1T parameters are about 0.6 TB): by its id
+    it fits 8 H200 at 66 GB of weights a GPU, where read as BF16 it did not fit (257 GB)."""
+    ds = predict.serving(hardware="h200_sxm", model="moonshotai/Kimi-K2.5", tp=8, ep=8, concurrency=16,
+                         framework="vllm")
+    assert bool(ds.fits) and float(ds.weights_per_device_bytes) == pytest.approx(66.3e9, rel=0.02)
+    assert str(ds.weights.values) == "int4" and str(ds.attention_weights.values) == "bf16"

@@ -247,3 +247,23 @@ def test_iterations_that_prefill_run_without_the_cuda_graph_saving():
     graphed = closed_loop(hw=dataclasses.replace(hw, graph_saving_s=4e-6), **kw)
     assert float(graphed["decode_iteration_s"]) < float(eager["decode_iteration_s"])
     assert float(graphed["prefill_iteration_s"]) == pytest.approx(float(eager["prefill_iteration_s"]), rel=1e-12)
+
+
+def test_fewer_requests_than_attention_replicas_leave_replicas_idle():
+    """Little's law (requests in flight = requests/s x e2e) holds when the concurrency is
+    below the attention-DP replicas: 1 request on 8 replicas of DeepSeek-R1 on B200 yields
+    at most 1/TPOT tokens/s (it gave 8x that, one phantom request per replica)."""
+    ds = predict.serving(hardware="b200", model="deepseek-ai/DeepSeek-R1", tp=1, attention_dp=8, ep=8,
+                         concurrency=[1, 2, 8, 16], prompt=1024, generate=1024)
+    assert (ds.requests_per_s * ds.e2e_s).values == pytest.approx([1, 2, 8, 16], rel=0.02)
+    one = ds.sel(concurrency=1)
+    assert float(one.output_tokens_per_s) <= 1.0 / float(one.tpot_s)
+
+
+def test_sglang_s_polling_interval_is_refused_for_another_framework():
+    """--scheduler-recv-interval is SGLang's: given with vLLM or TensorRT-LLM it would be
+    ignored, so it is refused by name (as TensorRT-LLM's own options are elsewhere)."""
+    with pytest.raises(InputError, match=r"recv_interval=10 is not allowed with framework='vllm'; allowed: SGLang"):
+        predict.serving(hardware="b200", model="llama_3_1_8b", concurrency=8, framework="vllm", recv_interval=10)
+    ds = predict.serving(hardware="b200", model="llama_3_1_8b", concurrency=8, framework="sglang", recv_interval=10)
+    assert bool(ds.fits)

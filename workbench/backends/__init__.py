@@ -79,16 +79,21 @@ def as_numbers(hardware):
 
 
 def check_knobs(spec, overrides: dict, *, arg: str = "hardware_overrides") -> None:
-    """Every key must be a knob of this hardware and every value a positive number."""
+    """Every key must be a knob of this hardware and every value a positive number, or zero
+    for a time (a knob in seconds: a host overhead or latency of zero is a what-if)."""
     own = backend_for(spec).knobs(spec, every=True)
     for k, v in overrides.items():
         if k not in own:
             raise InputError(f"{arg} key {k!r} is not a knob of hardware={spec.name!r}; allowed: "
                              f"{', '.join(own)}")
         raw = np.asarray(getattr(v, "values", v))
-        if raw.dtype == bool or raw.dtype.kind not in "iuf" or raw.size == 0 or np.any(~np.isfinite(raw)) \
-                or np.any(raw <= 0):
-            raise InputError(f"{arg} {k}={v!r} is not allowed; allowed: positive numbers ({own[k][0]})")
+        time = own[k][0] == "s"
+        allowed = f"{'numbers >= 0' if time else 'positive numbers'} ({own[k][0]})"
+        if raw.dtype == bool or raw.dtype.kind not in "iuf" or raw.size == 0:
+            raise InputError(f"{arg} {k}={v!r} is not allowed; allowed: {allowed}")
+        bad = ~np.isfinite(raw) | ((raw < 0) if time else (raw <= 0))
+        if np.any(bad):
+            raise InputError(f"{arg} {k}={raw.ravel()[np.argmax(bad.ravel())].item()!r} is not allowed; allowed: {allowed}")
 
 
 def flag_invalid(result: dict, invalid, reason: str, keep=("batch", "devices"), nan: bool = True) -> dict:

@@ -53,7 +53,8 @@ def runs_here(spec) -> list[str]:
 # TensorRT-LLM's executor options (attention-DP balancing, batch waiting)
 ENGINE_SETTINGS = ("token_budget", "memory_fraction", "max_running", "recv_interval", "adp_timeout_iters",
                    "adp_batching_iters", "batch_wait_timeout_iters", "batch_wait_max_tokens_ratio")
-TRTLLM_ONLY = ENGINE_SETTINGS[4:]
+TRTLLM_ONLY = ENGINE_SETTINGS[4:]  # recv_interval: SGLang's alone (--scheduler-recv-interval)
+FRAMEWORK_NAMES = {"trtllm": "TensorRT-LLM", "sglang": "SGLang"}
 FRACTIONS = {"memory_fraction": "a fraction in (0, 1]", "batch_wait_max_tokens_ratio": "a fraction in [0, 1]"}
 
 
@@ -67,9 +68,10 @@ def check_engine_settings(engine: dict, specs, framework) -> None:
         else:
             check_range(arg, v, low=float(not arg.endswith("_iters")), high=np.inf, integer=True,
                         allowed="an integer >= 0" if arg.endswith("_iters") else "a positive integer")
-        if arg in TRTLLM_ONLY and any(resolve(s, fw) != "trtllm" for s in specs for fw in values_of(framework)):
+        only = "trtllm" if arg in TRTLLM_ONLY else "sglang" if arg == "recv_interval" else None
+        if only and any(resolve(s, fw) != only for s in specs for fw in values_of(framework)):
             raise InputError(f"{arg}={brief(v)} is not allowed with framework={brief(framework)}; allowed: "
-                             "TensorRT-LLM's option, with framework='trtllm'")
+                             f"{FRAMEWORK_NAMES[only]}'s option, with framework={only!r}")
 
 
 def resolve(spec, framework) -> str:

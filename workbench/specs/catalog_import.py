@@ -200,7 +200,9 @@ def _quantization(folder: Path, hf: str):
     config.json `quantization_config`, its hf_quant_config.json `quantization` (ModelOpt)."""
     stem = hf.replace("/", "--")
     for name, key in ((f"{stem}_config.json", "quantization_config"), (f"{stem}_hf_quant_config.json", "quantization")):
-        q = json.loads((folder / name).read_text()).get(key) if (folder / name).exists() else None
+        config = json.loads((folder / name).read_text()) if (folder / name).exists() else {}
+        # a multimodal wrapper (Kimi-K2.5, Kimi-K3) keeps its language model's under text_config
+        q = config.get(key, (config.get("text_config") or {}).get(key))
         if isinstance(q, dict):
             yield name, q
 

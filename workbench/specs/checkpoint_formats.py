@@ -19,6 +19,12 @@ checkpoints, `<org>--<name>_hf_quant_config.json`), by these rules (each row nam
   router and lm_head aside; without one, per-tensor "fp8".
 - `quant_method` "mxfp4" (gpt-oss): the experts in MXFP4 ("fp4"), the modules it does not
   convert (`modules_to_not_convert`: self_attn, router) in 16 bits.
+- `quant_method` "compressed-tensors" (llm-compressor; Kimi-K2.5 and Kimi-K3, whose multimodal
+  config keeps it under `text_config`): the weights of its config group, 4-bit integers
+  ("int", Kimi-K2.5's INT4 groups of 32) "int4", 4-bit floats (Kimi-K3's mxfp4-pack-quantized)
+  "fp4", 8-bit floats "fp8" ("fp8_block" with a block strategy), 8-bit integers "int8"; where
+  its `ignore` list names the attention projections, the matmuls other than the routed
+  experts in 16 bits.
 - ModelOpt (`hf_quant_config.json` `quantization`, or `quant_method` "modelopt"): `quant_algo`
   "FP8" per-tensor FP8, "NVFP4" NVFP4 ("fp4"); where the excluded modules (`exclude_modules`,
   `ignore`) name attention projections (self_attn, attn, linear_attn, mixer) the non-expert
@@ -106,7 +112,24 @@ def formats_of(folder: Path, hf_id: str) -> dict | None:
     if method == "mxfp4":
         return {**row, "weights": "fp4", "attention_weights": "bf16" if _names_attention(
             cfg.get("modules_to_not_convert")) else "", "rule": "mxfp4 experts"}
+    if method == "compressed-tensors":
+        w = _compressed_tensors_format(cfg)
+        if w is None:
+            return None
+        return {**row, "weights": w, "attention_weights": "bf16" if _names_attention(cfg.get("ignore")) else "",
+                "rule": "compressed-tensors"}
     return None
+
+
+def _compressed_tensors_format(cfg: dict) -> str | None:
+    """The weight format of a compressed-tensors config's groups (all the same), or None."""
+    found = set()
+    for group in (cfg.get("config_groups") or {}).values():
+        w = (group or {}).get("weights") or {}
+        bits, kind = w.get("num_bits"), w.get("type")
+        found.add({(4, "int"): "int4", (4, "float"): "fp4", (8, "int"): "int8",
+                   (8, "float"): "fp8_block" if w.get("strategy") == "block" else "fp8"}.get((bits, kind)))
+    return found.pop() if len(found) == 1 else None
 
 
 def derive(folder: Path) -> list[dict]:

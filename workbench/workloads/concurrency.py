@@ -400,7 +400,8 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     ttft = steady_ttft + (burst_ttft - steady_ttft) / waves
     e2e = ttft + (generate - 1.0) * tpot
     devices = tp * attention_dp * pp
-    out_rate = attention_dp * rate * generate
+    busy = np.minimum(attention_dp, concurrency)  # fewer requests than replicas leave the others idle
+    out_rate = busy * rate * generate
     supported, missing = math_support(hw, (layer["math"], activations))
     fits = (cap >= 1.0) & supported
     reason = choose([(np.broadcast_to(~supported, np.shape(fits)), f"no {missing} math units on {hw.label}"),
@@ -411,7 +412,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         "steady_ttft_s": steady_ttft,
         "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot,
-        "requests_per_s": attention_dp * rate,
+        "requests_per_s": busy * rate,
         "batch": decoding + clump / prompt * clumps / (clumps + steps),  # sequences per iteration
         "running": running, "max_running": cap, "prefill_iterations": n_prefill, "prefill_clumps": clumps,
         "decode_iteration_s": decode_iter, "framework_overhead_s": host_tpot,

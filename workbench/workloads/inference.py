@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import functools
+
 import numpy as np
 
 from ..primitives._array import choose, in_place, where
@@ -112,9 +114,9 @@ def math_support(hw: GpuNumbers, maths) -> tuple:
     """(True where the chip has units for every math of `maths`, the first math it lacks
     everywhere or the first of them): the parts of a layer may compute in different maths
     (ops.part_formats)."""
-    finite = [np.isfinite(hw.peak(m)) for m in maths]
+    finite = [np.isfinite(hw.peak(m)) for m in maths]  # shapes differ where one math's peak is swept
     missing = next((m for m, f in zip(maths, finite) if not np.all(f)), maths[0])
-    return np.logical_and.reduce(finite), missing
+    return functools.reduce(np.logical_and, finite), missing
 
 
 def activation_bytes_per_token(model: ModelSpec, *, tp, stream_bytes):

@@ -229,8 +229,16 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     decode_devices = decode_tp * decode_pp if decode_pool is None else decode_pool["devices"]
     devices = replicas_p * prefill_tp * prefill_pp + replicas_d * decode_devices
     out_rate = rate * generate
-    fits = cap >= 1.0
-    reason = choose([(cap < 1.0, "decode weights, activations and the runtime's own memory leave no room for one "
+    # a prefill replica holds the weights, a token budget's activations and the prompts' caches until they ship
+    pre_cap, _, _ = max_running(prefill_hw, model, prompt=prompt, generate=0.0, tp=prefill_tp,
+                                attention_dp=prefill_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
+                                stream_bytes=pre_stream_bytes, attention_w_bytes=layer["w_bytes"], pp=prefill_pp,
+                                kv_memory_of=kv_memory_of, ep=prefill_ep,
+                                extra_weights_bytes=draft_weights_bytes * (np.asarray(k) > 0))
+    fits = (cap >= 1.0) & (pre_cap >= 1.0)
+    reason = choose([(pre_cap < 1.0, "prefill weights, activations and the runtime's own memory leave no room for "
+                                     "one prompt's KV cache"),
+                     (cap < 1.0, "decode weights, activations and the runtime's own memory leave no room for one "
                                  "request's KV cache")], "")
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "kv_transfer_s": kv_s + 0.0 * tpot,
             "prefill_batch_s": batch_s + 0.0 * tpot, "prefill_utilization": rate / capacity,
