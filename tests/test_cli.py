@@ -374,7 +374,8 @@ def test_set_routes_knobs_and_files_pass_through(capsys, tmp_path, fake_inferenc
 def test_list_knobs_aligned(capsys, monkeypatch):
     rows = [("hbm_bandwidth_bytes_per_s", "bytes/s", 3.35e12), ("n_sms", "", 132), ("name", "", "h100_sxm")]
     monkeypatch.setitem(sys.modules, "workbench.backends",
-                        types.SimpleNamespace(list_knobs=lambda hw: rows if hw == "h100_sxm" else []))
+                        types.SimpleNamespace(list_knobs=lambda hw: rows if hw == "h100_sxm" else [],
+                                              knobs=lambda hw, every=False: {}))
     rc, out, _ = _run(capsys, ["list", "knobs", "h100_sxm"])
     assert rc == 0
     lines = out.splitlines()
@@ -390,8 +391,11 @@ def test_list_knobs_of_real_hardware(capsys):
     if not hasattr(backends, "list_knobs"):
         pytest.skip("workbench.backends.list_knobs landing concurrently")
     rc, out, _ = _run(capsys, ["list", "knobs", "h100_sxm"])
-    assert rc == 0 and len(out.splitlines()) == len(backends.list_knobs("h100_sxm")) > 0
+    assert rc == 0 and len(out.splitlines()) == len(backends.knobs("h100_sxm", every=True)) > 0
     assert "hbm_bandwidth_bytes_per_s" in out
+    # H100 has no FP4 units, but the knob is settable (a hypothetical unit): listed as such
+    assert [line for line in out.splitlines() if line.startswith("peak_flops_per_s_fp4")][0].endswith(
+        "none (settable: a hypothetical unit)")
 
 
 def test_a_layout_that_cannot_run_is_a_flagged_point_not_an_error(capsys):

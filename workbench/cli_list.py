@@ -20,8 +20,12 @@ def list_command(ns) -> int:
         return 0
     if not ns.name:
         raise InputError("list knobs needs HARDWARE; allowed: a name from `workbench list hardware`")
-    from .backends import list_knobs
+    from .backends import knobs, list_knobs
     rows = [(str(n), str(u), f"{v:g}" if isinstance(v, (int, float)) else str(v)) for n, u, v in list_knobs(ns.name)]
+    listed = {r[0] for r in rows}
+    # knobs the chip has no value for (a math it lacks) can still be set: a hypothetical unit
+    rows += [(str(n), str(u), "none (settable: a hypothetical unit)") for n, (u, _) in
+             knobs(ns.name, every=True).items() if n not in listed]
     widths = [max((len(r[i]) for r in rows), default=0) for i in range(2)]
     for n, u, v in rows:
         print(f"{n:<{widths[0]}}  {u:<{widths[1]}}  {v}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from workbench import predict
 from workbench.backends import numbers
 from workbench.specs import load_model
 from workbench.workloads.pools_closed_loop import disaggregated_closed_loop
@@ -181,3 +182,16 @@ def test_each_gpu_pool_computes_in_its_own_math():
     assert not bool(forced.fits)
     assert str(forced.reason.values) == ("no fp4 math units on h200_sxm (the prefill pool); allowed: activations "
                                          "a format both pools compute in")
+
+
+@pytest.mark.parametrize("concurrency", [64, 1024])
+def test_the_steady_state_keeps_littles_law_and_the_first_wave_is_reported(concurrency):
+    """ttft_s averages the first wave in (the benchmark's harness), so requests/s x e2e_s
+    exceeds the concurrency by the first wave's share; the steady state's TTFT, now an
+    output with the first wave's, keeps Little's law exactly."""
+    ds = predict.disaggregated(prefill_hardware="h200_sxm", decode_hardware="h200_sxm", model="llama_3_1_70b",
+                               prefill_tp=8, decode_tp=8, prefill_workers=1, decode_workers=1,
+                               concurrency=concurrency, prompt=1024, generate=1024, framework="sglang")
+    steady_e2e = float(ds.steady_ttft_s) + 1023 * float(ds.tpot_s)
+    assert float(ds.requests_per_s) * steady_e2e == pytest.approx(concurrency, rel=1e-6)
+    assert float(ds.steady_ttft_s) <= float(ds.ttft_s) <= float(ds.first_wave_ttft_s)

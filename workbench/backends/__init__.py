@@ -50,10 +50,11 @@ def backend_for(hardware):
     return BACKENDS[kind]
 
 
-def knobs(hardware) -> dict:
-    """Knob name -> (unit, value) of a hardware spec, as its backend reads them."""
+def knobs(hardware, every: bool = False) -> dict:
+    """Knob name -> (unit, value) of a hardware spec, as its backend reads them (`every`: also
+    the ones it has no value for, a math it lacks, settable as a hypothetical unit)."""
     spec = load_hardware(hardware)
-    return backend_for(spec).knobs(spec)
+    return backend_for(spec).knobs(spec, every=every)
 
 
 def list_knobs(hardware) -> list[tuple[str, str, float]]:

@@ -241,6 +241,8 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                      (cap < 1.0, "decode weights, activations and the runtime's own memory leave no room for one "
                                  "request's KV cache")], "")
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "kv_transfer_s": kv_s + 0.0 * tpot,
+            # the steady state's (requests/s x its e2e = concurrency) and the first wave's, averaged into ttft_s
+            "steady_ttft_s": steady_ttft + 0.0 * tpot, "first_wave_ttft_s": burst_ttft + 0.0 * tpot,
             "prefill_batch_s": batch_s + 0.0 * tpot, "prefill_utilization": rate / capacity,
             "prefill_wait_s": prefill_wait + 0.0 * tpot,
             "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
