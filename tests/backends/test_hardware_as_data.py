@@ -216,3 +216,18 @@ def test_a_time_knob_may_be_zero_and_a_bad_value_is_named_alone():
     with pytest.raises(InputError, match=r"hbm_bandwidth_bytes_per_s=-1.0 is not allowed; allowed: positive"):
         predict.inference(hardware="b200", model="llama_3_1_8b", batch=1,
                           hardware_overrides={"hbm_bandwidth_bytes_per_s": [8e12, -1.0]})
+
+
+def test_the_scale_up_latency_knob_moves_a_tabled_collective():
+    """On the framework's measured collective tables a hypothetical link latency adds its
+    change from the spec's (1 us on H100) per ring step (2 (p - 1) for an all-reduce): at the
+    spec's value nothing moves, 10 us adds 14 x 9 us to each of Llama 3.1 70B's decode
+    all-reduces on 8 GPUs (it was ignored: decode_comm_s stayed 0.572 ms at every value)."""
+    ds = predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=1, weights="fp8",
+                           hardware_overrides={"scale_up_latency_s": [1e-7, 1e-6, 1e-5]})
+    comm = ds.decode_comm_s.values
+    assert comm[0] < comm[1] < comm[2]
+    base = predict.inference(hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=1, weights="fp8")
+    assert comm[1] == pytest.approx(float(base.decode_comm_s), rel=1e-12)
+    per_reduce = 14 * 9e-6
+    assert (comm[2] - comm[1]) / per_reduce == pytest.approx(round((comm[2] - comm[1]) / per_reduce), rel=1e-6)

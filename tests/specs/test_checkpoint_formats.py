@@ -165,3 +165,15 @@ def test_kimi_k2_5_by_id_is_served_in_int4_and_fits_eight_h200():
                          framework="vllm")
     assert bool(ds.fits) and float(ds.weights_per_device_bytes) == pytest.approx(66.3e9, rel=0.02)
     assert str(ds.weights.values) == "int4" and str(ds.attention_weights.values) == "bf16"
+
+
+def test_a_dated_revision_keeps_its_base_checkpoint_s_format():
+    """DeepSeek-R1-0528, DeepSeek-V3-0324 and Kimi-K2-Instruct-0905 ship block FP8 like the
+    listed checkpoints they revise (they were served in 16 bits: 168 GB a GPU on 8 H200, no
+    fit); an id whose own words name a format keeps that reading; an unlisted base stays bf16."""
+    assert cf.checkpoint_formats("deepseek-ai/DeepSeek-R1-0528") == ("fp8_block", None)
+    assert cf.recorded_base("moonshotai/Kimi-K2-Instruct-0905") == "moonshotai/Kimi-K2-Instruct"
+    assert cf.checkpoint_formats("nvidia/DeepSeek-R1-0528-FP4") == ("fp4", None)
+    assert cf.checkpoint_formats("meta-llama/Llama-3.1-8B-Instruct") is None
+    ds = predict.inference(hardware="h200_sxm", model="deepseek-ai/DeepSeek-R1-0528", tp=8, batch=1)
+    assert bool(ds.fits) and str(ds.weights.values) == "fp8_block"

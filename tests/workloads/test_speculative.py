@@ -164,3 +164,20 @@ def test_a_non_drafting_point_of_a_gpu_serving_sweep_holds_no_draft():
     assert float(swept.max_running.sel(draft_len=0)) == float(plain.max_running)
     assert float(swept.max_running.sel(draft_len=2)) < float(plain.max_running)
     assert float(swept.tpot_s.sel(draft_len=0)) == pytest.approx(float(plain.tpot_s))
+
+
+@pytest.mark.parametrize("draft_model", ["llama_3_2_1b", "eagle"])
+def test_batch_max_counts_the_draft_beside_the_target(draft_model):
+    """batch="max" with speculative decoding is the largest batch whose target and draft
+    weights and caches fit together: that batch fits and one more does not (it returned the
+    target's own maximum, 355 on 8 H100 at 8k + 1k tokens, which the draft then overfilled;
+    322 with the 1B draft). A point of the sweep that does not draft keeps the target's."""
+    kw = dict(hardware="h100_sxm", model="llama_3_1_70b", tp=8, prompt=8192, generate=1024, weights="fp8", kv="fp8",
+              draft_model=draft_model, acceptance=0.8)
+    ds = predict.inference(batch="max", draft_len=[0, 3], **kw)
+    assert bool(ds.fits.all())
+    for k in (0, 3):
+        b = int(ds.batch.sel(draft_len=k))
+        edge = predict.inference(batch=[b, b + 1], draft_len=k, **kw)
+        assert list(edge.fits.values) == [True, False], (k, b)
+    assert int(ds.batch.sel(draft_len=3)) < int(ds.batch.sel(draft_len=0))

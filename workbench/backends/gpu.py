@@ -60,7 +60,7 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
         domain = v[f"{scope}_domain_size"] if f"{scope}_domain_size" in overrides else ln.domain_size
         return LinkNumbers(unidir_bytes_per_s=v[f"{scope}_bandwidth_bytes_per_s"], latency_s=v[f"{scope}_latency_s"],
                            domain_size=domain, busbw_eff=EffCurve(ln.busbw_eff.size, ln.busbw_eff.eff),
-                           in_network_reduction=ln.in_network_reduction)
+                           in_network_reduction=ln.in_network_reduction, table_latency_s=ln.latency_s)
     return GpuNumbers(
         label=spec.name, peak_flops_per_s=peaks, gemm_peak_eff=dict(spec.gemm_peak_eff),
         attention_peak_eff=dict(spec.attention_peak_eff),
@@ -189,10 +189,16 @@ class GpuBackend:
                       generate=generate, weights=weights, activations=act, kv=kvd, ep=layout.ep, imbalance=imbalance,
                       attention_weights=attention_weights, attention_activations=att_act)
         if batch is None:
-            batch = _inf.max_batch(hw, model, prompt=prompt, generate=generate, tp=tp, pp=pp,
-                                   w_bytes=DTYPE_BYTES[attention_weights or weights], kv_bytes=DTYPE_BYTES[kvd],
-                                   stream_bytes=max(DTYPE_BYTES[att_act or act], 2.0),
-                                   routed_w_bytes=None if attention_weights is None else DTYPE_BYTES[weights])
+            mem = dict(prompt=prompt, generate=generate, tp=tp, pp=pp, w_bytes=DTYPE_BYTES[attention_weights or weights],
+                       kv_bytes=DTYPE_BYTES[kvd], stream_bytes=max(DTYPE_BYTES[att_act or act], 2.0),
+                       routed_w_bytes=None if attention_weights is None else DTYPE_BYTES[weights])
+            extra = {}
+            if draft_model is not None:  # where it drafts, the draft's weights and cache beside the target's
+                from ..workloads.speculative import draft_for
+                d, drafts = _inf.memory_per_device(hw, draft_for(model, draft_model), batch=1.0, **mem), \
+                    np.asarray(draft_len, float) > 0
+                extra = dict(extra_fixed_bytes=d["weights_bytes"] * drafts, extra_per_seq_bytes=d["kv_per_seq_bytes"] * drafts)
+            batch = _inf.max_batch(hw, model, **mem, **extra)
             r = _inf.inference(batch=np.maximum(batch, 1.0), **common)
             r["fits"] = r["fits"] & (batch >= 1)
             r["batch"] = batch
@@ -200,7 +206,7 @@ class GpuBackend:
             r = _inf.inference(batch=batch, **common)
         if draft_model is not None:
             from ..workloads.speculative import draft_for
-            r = self._speculative(r, common, batch=batch, draft_model=draft_for(model, draft_model),
+            r = self._speculative(r, common, batch=np.maximum(batch, 1.0), draft_model=draft_for(model, draft_model),
                                   draft_len=draft_len, acceptance=acceptance, layout=layout)
         r["activations"] = np.array(act, dtype=object)  # constant per call: broadcast as a view
         r["kv"] = np.array(kvd, dtype=object)

@@ -58,14 +58,20 @@ def link_time(*, link: LinkNumbers, op: str, size, p):
 def fitted_link_time(*, hw: GpuNumbers, op: str, size, p):
     """Seconds for `op` inside the scale-up domain from the measured tables (NCCL's, and
     the framework's own all-reduce where it has one: the frameworks pick the faster per
-    size), or None without tables for `op`."""
+    size), or None without tables for `op`. A hypothetical link keeps the tables'
+    efficiency at each size while its roofline moves: the bandwidth divides the traffic, and
+    a latency other than the spec's (the scale_up_latency_s knob) adds its change per
+    latency step (a ring's, never below none)."""
     up = hw.link("scale_up")
-    traffic = COLLECTIVES[op].traffic(size, p, False)
+    c = COLLECTIVES[op]
+    traffic = c.traffic(size, p, False)
+    spec_latency = up.latency_s if up.table_latency_s is None else up.table_latency_s
+    moved_s = c.steps(p, False) * (up.latency_s - spec_latency) * (p > 1)
     best = None
     for owner in (*COLLECTIVE_LIBRARIES, getattr(hw.kernels, "framework", "")):
         grid, fixed_s = hw.fitted("collective", f"{owner}/{op}")
         if grid is not None:
-            t = fixed_s + traffic / up.unidir_bytes_per_s / grid(size=size, devices=p)
+            t = np.maximum(fixed_s + moved_s, 0.0) + traffic / up.unidir_bytes_per_s / grid(size=size, devices=p)
             best = t if best is None else np.minimum(best, t)
     return best
 

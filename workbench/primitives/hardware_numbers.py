@@ -44,6 +44,9 @@ class LinkNumbers:
     domain_size: object  # devices reachable over this link class
     busbw_eff: EffCurve  # message size -> achieved fraction of the line rate
     in_network_reduction: bool = False  # NVLS / SHARP: the switch reduces all-reduce data
+    # the spec's latency, under which its measured collective tables were timed: a knob's
+    # change from it adds per step to a fitted collective (collectives.fitted_link_time)
+    table_latency_s: object = None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ experts' format (every matmul's, for a dense model) and `attention_weights` the 
 other matmuls (attention projections, dense MLPs, shared experts) where it differs, from
 `checkpoint_formats.csv`. A checkpoint it does not list is what a format word of its id names
 (NAMED_FORMATS: `nvidia/Llama-3.1-8B-Instruct-FP8` fp8, `nvidia/Qwen3-32B-NVFP4` fp4, an -AWQ or
--GPTQ copy int4; every matmul in it: its config is not at hand to say which parts it keeps),
-anything else (a full-precision id, a catalog name, a file) bf16. The file is written by
+-GPTQ copy int4; every matmul in it: its config is not at hand to say which parts it keeps), or,
+without such a word, what the listed checkpoint it revises stores (recorded_base:
+`deepseek-ai/DeepSeek-R1-0528` as `deepseek-ai/DeepSeek-R1`); anything else (a full-precision
+id, a catalog name, a file) bf16. The file is written by
 
     python -m workbench.specs.checkpoint_formats   # from the installed aiconfigurator-core
 
@@ -166,7 +168,22 @@ def checkpoint_formats(hf_id: str) -> tuple[str, str | None] | None:
     if recorded(hf_id):
         return _table()[hf_id]
     words = [w for w in re.split(r"[-_]", hf_id.split("/")[-1].lower()) if w in NAMED_FORMATS]
-    return (NAMED_FORMATS[words[-1]], None) if words else None
+    if words:
+        return NAMED_FORMATS[words[-1]], None
+    base = recorded_base(hf_id)
+    return _table()[base] if base else None
+
+
+def recorded_base(hf_id: str) -> str | None:
+    """The listed checkpoint an unlisted id is a dated or revised release of: the longest
+    listed id of the same publisher that the id extends by "-" words (deepseek-ai/DeepSeek-R1
+    for DeepSeek-R1-0528, deepseek-ai/DeepSeek-V3 for DeepSeek-V3-0324, moonshotai/
+    Kimi-K2-Instruct for Kimi-K2-Instruct-0905: each released in its base's block FP8, the
+    same config's quantization_config). An id whose own words name a format is read by them
+    first (checkpoint_formats); ASSUMED for the rest: a publisher's revision keeps its base's
+    format."""
+    bases = [i for i in _table() if hf_id.lower().startswith(i.lower() + "-")]
+    return max(bases, key=len) if bases else None
 
 
 def resolve(specs, attention_weights=None) -> tuple:

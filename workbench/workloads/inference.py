@@ -141,11 +141,13 @@ def memory_per_device(hw: GpuNumbers, model: ModelSpec, *, batch, prompt, genera
             "per_seq_bytes": kv_per_seq + logits_per_seq}
 
 
-def max_batch(hw: GpuNumbers, model: ModelSpec, **kw):
-    """Largest batch whose weights + KV + activations fit (0 when none fits)."""
+def max_batch(hw: GpuNumbers, model: ModelSpec, extra_fixed_bytes=0.0, extra_per_seq_bytes=0.0, **kw):
+    """Largest batch whose weights + KV + activations fit (0 when none fits); `extra_*`: what
+    a speculative draft adds beside them (its weights, its cache per sequence)."""
     m = memory_per_device(hw, model, batch=1.0, **kw)
     usable = hw.hbm_capacity_bytes * MEMORY_UTILIZATION
-    return np.maximum(np.floor((usable - m["fixed_bytes"]) / m["per_seq_bytes"]), 0.0)
+    return np.maximum(np.floor((usable - m["fixed_bytes"] - extra_fixed_bytes)
+                               / (m["per_seq_bytes"] + extra_per_seq_bytes)), 0.0)
 
 
 def eager(hw: GpuNumbers) -> GpuNumbers:
