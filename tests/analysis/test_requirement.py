@@ -115,3 +115,14 @@ def test_bad_input_names_the_argument(kwargs, word):
     call.update(kwargs)
     with pytest.raises(InputError, match=word):
         analysis.requirement(predict.inference, **call)
+
+
+@pytest.mark.parametrize("bad", [dict(metric="bound"), dict(metric="fits"),
+                                 dict(knob=["hbm_bandwidth_bytes_per_s"])])
+def test_a_metric_or_knob_that_cannot_be_solved_for_is_one_clear_line(bad):
+    """A categorical or boolean output (bound, fits) is no metric to solve for, and a list is
+    no knob: each refused by name with what is allowed (they raised a TypeError / ValueError
+    from numpy or a hashing error)."""
+    args = {**dict(metric="tpot_s", target=0.005, knob="hbm_bandwidth_bytes_per_s"), **bad}
+    with pytest.raises(InputError, match=r"is not (a numeric output|allowed)"):
+        analysis.requirement(predict.inference, hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=1, **args)

@@ -90,3 +90,12 @@ def test_a_software_knob_the_framework_overhead():
     e = analysis.sensitivity(predict.serving, knobs="framework_overhead_s", metrics=["tpot_s"], concurrency=[1, 64],
                              **kw).tpot_s.squeeze("knob")
     assert 0.0 < float(e.sel(concurrency=64)) < float(e.sel(concurrency=1)) < 1.0
+
+
+def test_an_unknown_metric_is_named_not_dropped():
+    """metrics= naming no numeric output is refused with the allowed names (a misspelled one
+    was silently dropped, an unknown one raised from xarray)."""
+    from workbench.errors import InputError
+    with pytest.raises(InputError, match=r"metrics='ttft_sx' is not a numeric output"):
+        analysis.sensitivity(predict.inference, knobs=["hbm_bandwidth_bytes_per_s"], metrics=["tpot_s", "ttft_sx"],
+                             hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=1)

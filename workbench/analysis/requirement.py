@@ -67,9 +67,10 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
 
     def run(value):
         ds = fn(**call, hardware_overrides={**given, knob: value})
-        if metric not in ds.data_vars:
-            raise InputError(f"metric={metric!r} is not an output of {getattr(fn, '__name__', fn)}; allowed: "
-                             + ", ".join(v for v in ds.data_vars if np.issubdtype(ds[v].dtype, np.number)))
+        numeric = [v for v in ds.data_vars if np.issubdtype(ds[v].dtype, np.number) and ds[v].dtype != bool]
+        if metric not in numeric:
+            raise InputError(f"metric={metric!r} is not a numeric output of {getattr(fn, '__name__', fn)}; "
+                             "allowed: " + ", ".join(numeric))
         return ds
 
     lo_ds, hi_ds = run(base / span), run(base * span)

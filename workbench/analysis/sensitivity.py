@@ -38,6 +38,9 @@ def knob_table(call: dict) -> tuple:
 
 def knob_value(knob: str, hardware: str, table: dict, given: dict, purpose: str) -> float:
     """The knob's value in the call (its override, else the spec's): one positive number."""
+    if not isinstance(knob, str):
+        raise InputError(f"knob={brief(knob)} is not allowed; allowed: one knob name of {hardware!r}, e.g. "
+                         f"{next(iter(table))!r}")
     if knob not in table:
         raise InputError(f"knob {knob!r} is not a knob of {hardware!r}; allowed: {', '.join(table)}")
     base = given.get(knob, table[knob][1])
@@ -62,6 +65,11 @@ def sensitivity(fn, *, knobs, rel_step: float = 0.02, metrics=None, **call) -> x
         base = knob_value(knob, hardware, table, given, "to move about")
         moved = [base * (1.0 - rel_step), base * (1.0 + rel_step)]
         ds = fn(**call, hardware_overrides={**given, knob: moved})
+        numeric = [v for v in ds.data_vars if np.issubdtype(ds[v].dtype, np.number) and v not in ("fits",)]
+        unknown = [m for m in (metrics or []) if m not in numeric]
+        if unknown:
+            raise InputError(f"metrics={brief(unknown[0])} is not a numeric output of {getattr(fn, '__name__', fn)}; "
+                             f"allowed: {', '.join(numeric)}")
         names = [m for m in (metrics or METRICS) if m in ds.data_vars]
         lo, hi = ds[names].isel({knob: 0}, drop=True), ds[names].isel({knob: 1}, drop=True)
         with np.errstate(invalid="ignore", divide="ignore"):
