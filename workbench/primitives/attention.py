@@ -88,9 +88,26 @@ def resolve_kernel(hw: GpuNumbers, kernel):
     return kernel
 
 
-def attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
-                      v_head_dim=None, causal=True, dtype: str = "bf16", act_bytes=2.0,
-                      kv_bytes=None, context=0.0, kernel: str | None = None, window=0.0) -> dict:
+def attention_prefill(*, hw: GpuNumbers, dtype: str = "bf16", act_bytes=2.0, kv_bytes=None, kernel: str | None = None,
+                      window=0.0, **shape) -> dict:
+    """_attention_prefill; with a sliding window on the framework's windowed surface (fitted on
+    the tables' windowed rows, windows of 128 and 8192 without a window axis): that surface
+    where the window binds (shorter than the keys), never slower than the attention without
+    the window, and the full-attention surface where it does not bind (it ran Mistral's 4k
+    window at 4-5x full attention's time where the window cut nothing)."""
+    kv = act_bytes if kv_bytes is None else kv_bytes
+    kw = dict(hw=hw, dtype=dtype, act_bytes=act_bytes, kv_bytes=kv_bytes, kernel=kernel, **shape)
+    if resolve_kernel(hw, kernel) == "framework" and np.any(np.asarray(window) > 0) \
+            and _fitted(hw, "attention", dtype, kv, window)[0] is not _fitted(hw, "attention", dtype, kv)[0]:
+        full = _attention_prefill(window=0.0, **kw)
+        binds = (np.asarray(window) > 0) & (shape["seq_len"] + shape.get("context", 0.0) > window)
+        return _faster(_attention_prefill(window=where(binds, window, 0.0), **kw), full) if np.any(binds) else full
+    return _attention_prefill(window=window, **kw)
+
+
+def _attention_prefill(*, hw: GpuNumbers, batch, seq_len, n_heads, head_dim, n_kv_heads=None,
+                       v_head_dim=None, causal=True, dtype: str = "bf16", act_bytes=2.0,
+                       kv_bytes=None, context=0.0, kernel: str | None = None, window=0.0) -> dict:
     """Attention over `seq_len` new tokens per sequence that also attend to `context` cached
     tokens, by a `kernel` of ATTENTION_KERNELS (None: resolve_kernel). Memory: read Q, K, V
     (new and cached), write O; the materialized kernel also moves its scores. backward_s:
@@ -283,6 +300,33 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
     # a latent cache (MLA) runs its own kernels, which the tables read here do not cover
     latent = bool(np.any(np.asarray(kv_elements_per_token) != np.asarray(n_kv_heads * (head_dim + v_head_dim))))
     grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, window)
+    if grid is not None and np.any(np.asarray(window) > 0) and _fitted(hw, "decode_attention", dtype, kv_bytes)[0] \
+            is not grid:  # a window's own surface: where the window binds, and never slower than reading every key
+        kw = dict(hw=hw, batch=batch, n_heads=n_heads, head_dim=head_dim, n_kv_heads=n_kv_heads, v_head_dim=v_head_dim,
+                  kv_elements_per_token=kv_elements_per_token, dtype=dtype, kv_bytes=kv_bytes)
+        full = attention_decode(context=cache, window=0.0, **kw)
+        binds = (np.asarray(window) > 0) & (cache > window)
+        return _faster(_windowed_decode(cache=cache, window=where(binds, window, 0.0), **kw), full) if np.any(binds) \
+            else full
+    return _windowed_decode(cache=cache, window=window, hw=hw, batch=batch, n_heads=n_heads, head_dim=head_dim,
+                            n_kv_heads=n_kv_heads, v_head_dim=v_head_dim, kv_elements_per_token=kv_elements_per_token,
+                            dtype=dtype, kv_bytes=kv_bytes, grid=grid, fixed_s=fixed_s)
+
+
+def _faster(a: dict, b: dict) -> dict:
+    """Each point's faster of two ways to run one attention (their parts with it)."""
+    pick = a["time_s"] <= b["time_s"]
+    return {k: where(pick, a[k], b[k]) for k in a}
+
+
+def _windowed_decode(*, cache, window, hw, batch, n_heads, head_dim, n_kv_heads, v_head_dim, kv_elements_per_token,
+                     dtype, kv_bytes, grid=None, fixed_s=0.0) -> dict:
+    """attention_decode's kernel over `cache` keys held (at most `window` read): the fitted
+    surface given (`grid`), or the framework's for the window, or the analytical one."""
+    context = _window_keys(cache, window)
+    if grid is None:
+        latent = bool(np.any(np.asarray(kv_elements_per_token) != np.asarray(n_kv_heads * (head_dim + v_head_dim))))
+        grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, window)
     if grid is not None:  # a point's numbers depend on that point alone: evaluated in cache-sized blocks
         coords = decode_attention_coords(batch=batch, kv_len=cache, n_heads=n_heads, n_kv_heads=n_kv_heads,
                                          head_dim=head_dim)
