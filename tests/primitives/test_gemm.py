@@ -289,3 +289,17 @@ def test_an_input_quantized_upstream_skips_the_tables_quantization_latency():
         assert np.all(served["time_s"] >= roof)
     bf16 = [gemm(hw=h, m=m, n=7168.0, k=4096.0, dtype="bf16")["time_s"] for h in (hw, fused)]
     np.testing.assert_array_equal(*bf16)
+
+
+@pytest.mark.parametrize("hardware,framework,shape", [("a100_sxm", "trtllm", (32768, 512, 16384)),
+                                                      ("b300", "trtllm", (32768, 16, 1024)),
+                                                      ("h100_sxm", "vllm", (32768, 16, 1024))])
+def test_a_fitted_gemm_never_beats_its_physical_roofline(hardware, framework, shape):
+    """Past a surface's last knot its efficiency against the quantized roofline can exceed 1:
+    the time is floored at every FLOP at the peak and every operand moved once at the HBM
+    rate (A100 TensorRT-LLM BF16 ran 354 of 312 TFLOP/s, B300 read at 9.9 of 8 TB/s)."""
+    m, n, k = shape
+    ds = predict.gemm(hardware=hardware, framework=framework, dtype="bf16", m=m, n=n, k=k)
+    hw = numbers(hardware)
+    ideal = max(2.0 * m * n * k / hw.peak("bf16"), 2.0 * (m * k + k * n + m * n) / hw.hbm_bandwidth_bytes_per_s)
+    assert float(ds.time_s) >= ideal * (1 - 1e-12)
