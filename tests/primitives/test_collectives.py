@@ -295,3 +295,21 @@ def test_ep_dispatch_and_combine_from_the_measured_kernels():
     assert float(ep_all_to_all(hw=hw, tokens=64.0, hidden=7168.0, top_k=8.0, ep=1.0)) == 0.0
     assert ep_all_to_all(hw=numbers("h100_sxm", framework="none"), tokens=64.0, hidden=7168.0, top_k=8.0,
                          ep=8.0) is None
+
+
+@pytest.mark.parametrize("hardware", ["l40s", "mi300x", "rtx_pro_6000", "h100_sxm", "gb200"])
+def test_more_devices_beyond_the_domain_never_run_faster_than_one_domain(hardware):
+    """A hierarchical all-reduce over p > domain devices runs the intra-domain phases on the
+    same buffer: it takes at least the all-reduce over one domain (16 L40S took 0.08 s of a
+    1 GB all-reduce against 0.82 s on 8, whose time is the measured table's)."""
+    ds = predict.collective(hardware=hardware, op="all_reduce", size_bytes=1e9, devices=[8, 16, 72, 144])
+    t = ds.time_s.values
+    assert np.all(np.diff(t) >= -1e-12 * t[:-1])
+
+
+def test_a_message_smaller_than_the_tables_takes_their_smallest_time():
+    """The collective tables start at 512 B: below it a message is latency-bound and takes
+    what the smallest measured one takes (a 1 B all-reduce on 8 H100 took 0.03 us, 64 B 1.95 us)."""
+    ds = predict.collective(hardware="h100_sxm", op="all_reduce", size_bytes=[1, 64, 512], devices=8)
+    t = ds.time_s.values
+    assert t[0] == pytest.approx(t[1]) and t[0] > 1e-6

@@ -402,6 +402,12 @@ _GEMM_FLOOR = ("a GEMM timed by a fitted surface is never below its physical roo
                "BF16 GEMMs at 354 of 312 TFLOP/s; in these grids Mixtral's largest expert GEMMs move by < 0.1% (step "
                "12.5548 -> 12.5556 s, TTFT x1.0001)")
 _rebase(_GEMM_FLOOR, ("training_gpu_variants", "inference_gpu_tables"))
+_COLLECTIVE_FLOORS = ("a collective beyond the scale-up domain takes at least the same op over one whole domain on the "
+                      "same buffer (its intra-domain phase; L40S's measured 8-GPU all-reduce is 10x the spec's link "
+                      "time, and 16 L40S came out 10x faster than 8), and one below the smallest size its table "
+                      "measured takes that size's time (latency-bound): 11 of 375 points move (H100 all-gather of "
+                      "1 GB on 16 GPUs 3.10 -> 3.30 ms)")
+_rebase(_COLLECTIVE_FLOORS, ("collective_gpu",))
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
