@@ -217,3 +217,24 @@ def test_attention_and_collective_predictions_state_their_surfaces_held_out_erro
         sc = fits.scores[("collective", f"{lib}/all_reduce")]
         assert f"h100_sxm vllm collective {lib}/all_reduce: median {sc['median_abs_err']:.1%}" in col.attrs["held_out_error"]
     assert "trtllm/all_reduce" not in col.attrs["held_out_error"] and "inside a scale-up domain" in col.attrs["held_out_error"]
+
+
+def test_flash3_runs_on_hopper_only():
+    """FlashAttention-3 targets Hopper (Shah et al. 2024: warpgroup MMA, TMA): on an H100 it is
+    computed, on an A100 or an MI300X (and in training there) it is a flagged point naming the
+    kernel and the chip (it ran MI300X at 2.7x FlashAttention-2's rate)."""
+    ds = predict.attention(hardware=["a100_sxm", "h100_sxm", "mi300x"], batch=1, seq_len=16384, n_heads=32,
+                           head_dim=128, kernel="flash3")
+    assert list(ds.fits.values) == [False, True, False]
+    assert np.isnan(ds.time_s.values[0]) and "kernel=flash3" in str(ds.reason.values[0])
+    t = predict.training(hardware="a100_sxm", model="llama_3_1_8b", dp=8, devices=8, seq_len=4096, global_batch=64,
+                         attention="flash3")
+    assert not bool(t.fits) and "Hopper" in str(t.reason.values)
+
+
+def test_kv_heads_that_do_not_group_the_query_heads_are_flagged():
+    """n_kv_heads must divide n_heads (GQA: each KV head serves a whole group): 5 or 64 KV
+    heads beside 32 query heads are flagged points naming both (they were computed)."""
+    ds = predict.attention(hardware="h100_sxm", batch=1, seq_len=4096, n_heads=32, head_dim=128, n_kv_heads=[5, 8, 64])
+    assert list(ds.fits.values) == [False, True, False]
+    assert "n_kv_heads=5 does not divide n_heads=32" in str(ds.reason.values[0])

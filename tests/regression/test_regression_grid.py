@@ -408,6 +408,9 @@ _COLLECTIVE_FLOORS = ("a collective beyond the scale-up domain takes at least th
                       "measured takes that size's time (latency-bound): 11 of 375 points move (H100 all-gather of "
                       "1 GB on 16 GPUs 3.10 -> 3.30 ms)")
 _rebase(_COLLECTIVE_FLOORS, ("collective_gpu",))
+_FLASH3_HOPPER = ("kernel='flash3' on a GPU that is not Hopper (compute capability 9.0) is a flagged point, NaN with the "
+                  "reason: FlashAttention-3 is written for Hopper's warpgroup MMA and TMA (the grid's A100 flash3 points)")
+_rebase(_FLASH3_HOPPER, ("attention_gpu_tables",))
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"

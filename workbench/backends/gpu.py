@@ -79,6 +79,18 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
         compute_capability=spec.compute_capability)
 
 
+FLASH3_COMPUTE_CAPABILITY = 9.0  # FlashAttention-3 is written for Hopper's warpgroup MMA and TMA (Shah et al. 2024)
+
+
+def _kernel_problems(hw: GpuNumbers, kernel) -> list:
+    """FlashAttention-3 asked of a GPU it does not run on: a flagged point (NaN, the reason)."""
+    if kernel != "flash3" or hw.compute_capability == FLASH3_COMPUTE_CAPABILITY:
+        return []
+    cc = f"compute capability {hw.compute_capability:.1f}" if hw.compute_capability else "not a CUDA device"
+    return [Problem(True, {}, lambda: f"kernel=flash3: FlashAttention-3 runs on Hopper (compute capability 9.0) "
+                                      f"only; {hw.label} is {cc}")]
+
+
 def default_activations(weights: str, hw: GpuNumbers) -> str:
     """Math dtype implied by the weight format: FP8 and INT8 deployments quantize
     activations too (W8A8; block-scaled FP8 per 1x128 activation run) where the chip has
@@ -253,7 +265,7 @@ class GpuBackend:
         # what ran: the attention kernel and the framework whose tables timed the kernels
         r["attention_kernel"] = np.array(attention, dtype=object)
         r["kernel_tables"] = np.array(tables_of(hw), dtype=object)
-        return flag_problems(r, layout.problems(model, phase="training"))
+        return flag_problems(r, layout.problems(model, phase="training") + _kernel_problems(hw, attention))
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
                     activations, kv, imbalance=1.0, moe_mla_kernels="framework", draft_model=None, draft_len=0.0,
@@ -338,9 +350,14 @@ class GpuBackend:
                               n_kv_heads=n_kv_heads, causal=bool(causal), dtype=dtype, act_bytes=DTYPE_BYTES[dtype],
                               kernel=kernel)
         fits, reason = _unsupported(hw, dtype, np.shape(a["time_s"]))
-        return {"time_s": a["time_s"], "flops_per_s": a["flops"] / a["time_s"], "flops": a["flops"],
-                "bytes": a["bytes"], "compute_s": a["compute_s"], "memory_s": a["memory_s"],
-                "backward_s": a["backward_s"], "fits": fits, "reason": reason}
+        r = {"time_s": a["time_s"], "flops_per_s": a["flops"] / a["time_s"], "flops": a["flops"],
+             "bytes": a["bytes"], "compute_s": a["compute_s"], "memory_s": a["memory_s"],
+             "backward_s": a["backward_s"], "fits": fits, "reason": reason}
+        kv = n_heads if n_kv_heads is None else n_kv_heads
+        grouping = Problem(np.mod(n_heads, kv) != 0, {"n_heads": n_heads, "n_kv_heads": kv},
+                           lambda n_heads, n_kv_heads: f"n_kv_heads={n_kv_heads} does not divide n_heads={n_heads} "
+                                                       "(each KV head serves a whole group of query heads)")
+        return flag_problems(r, [grouping] + _kernel_problems(hw, kernel))
 
     def collective(self, hw: GpuNumbers, *, op, devices, size_bytes, **_) -> dict:
         c = collective(hw=hw, op=op, size=size_bytes, devices=devices)
