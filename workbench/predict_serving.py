@@ -52,9 +52,7 @@ def _step_table(hardware, model, layout, prompt, generate, weights, kv, override
                   hardware_overrides=overrides, framework=framework, attention_weights=attention_weights, **layout,
                   **(speculation or {}))
     grid = inference(batch=BATCH_GRID.tolist(), **common)
-    # a larger batch never steps faster: the running maximum (a batch beyond memory, tabulated on a wafer's other grid,
-    # opened a fixed point of Little's law past saturation, workloads/serving.steady_state)
-    steps = np.fmax.accumulate(grid.tpot_s.values)
+    steps = np.fmax.accumulate(grid.tpot_s.values)  # a larger batch never steps faster (Little's law past saturation)
     first = inference(batch=1, **dict(common, generate=1))
     most = inference(batch="max", **common)
     max_batch = float(most.batch) if bool(most.fits) else 0.0

@@ -245,6 +245,8 @@ def training_sweep(state: dict, control: str) -> xr.Dataset:
     if not hw:
         raise InputError(f"sweeping {control} needs {'a GPU' if control in GPU_ONLY else 'a wafer (cs3, cs2)'} "
                          "among the selected hardware")
+    if control == "ep" and not load_model(s["model"]).is_moe:
+        raise InputError(f"sweeping ep needs a MoE model; allowed: a model with experts ({s['model']} is dense)")
     return _run_training(s, hw, **{control: values})
 
 
