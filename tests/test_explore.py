@@ -379,3 +379,12 @@ def test_notebook_parameters_match_the_explorer():
     exec(params.source, ns)  # noqa: S102 - the committed parameters cell
     state = explore.normalize_state({k: ns[k] for k in names})
     assert isinstance(explore.compute(state), xr.Dataset)
+
+
+def test_a_sweep_with_nothing_to_plot_says_why():
+    """2:4-sparse weights are not modelled on wafers: a sweep of systems (wafers only) has no
+    value to put on its log axes, and says so with the points' reason (it raised matplotlib's
+    'Data cannot be log-scaled')."""
+    state = dict(explore.normalize_state({}), weights="fp16_2:4")
+    with pytest.raises(InputError, match="not modelled on wafers"):
+        explore.sweep_view(state, "systems", "tpot_s", "ttft_s")

@@ -393,3 +393,10 @@ def test_an_moe_model_trains_at_the_states_expert_parallelism():
     bad = explore.compute_training(dict(base, hardware=["b200", "cs3"], dp=4, ep=8))
     assert not bool(bad.fits.sel(hardware="b200")) and bool(bad.fits.sel(hardware="cs3"))
     assert "ep=8 does not divide tp*dp*cp=4" in str(bad.reason.sel(hardware="b200").values)
+
+
+def test_sweeping_ep_of_a_dense_model_is_one_clear_line():
+    """ep splits experts: the training tab's sweep of ep on the default dense model says so
+    (it raised a KeyError from the figure)."""
+    with pytest.raises(InputError, match="sweeping ep needs a MoE model"):
+        explore.training_sweep(dict(model="llama_3_8b", hardware=["h100_sxm"]), "ep")

@@ -187,6 +187,11 @@ def sweep_view(state: dict, control: str, metric_x: str, metric_y: str) -> dict[
         check_choice(arg, m, METRICS)
     s = normalize_state(state)
     ds = sweep(s, control)
+    for m in dict.fromkeys((metric_x, metric_y)):  # a log axis needs a positive value: say why there is none
+        if not bool((ds[m] > 0).any()):
+            why = sorted({str(r) for r in np.ravel(ds.reason.values) if str(r)})
+            raise InputError(f"{m} has no value at any point of the sweep of {control}"
+                             + (f": {'; '.join(why)}" if why else ""))
     return {"sweep": _sweep_figure(ds, s, control, (metric_x, metric_y)),
             "pareto": _pareto_figure(ds, s, control, metric_x, metric_y)}
 
