@@ -31,7 +31,13 @@ STYLE = """
   .jp-OutputArea-output img { max-width: 100%; height: auto; }
   table.dataframe { border-collapse: collapse; font-size: 85%; }
   table.dataframe td, table.dataframe th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
-  @media print { .jp-Cell { break-inside: avoid; } }
+  @media print {
+    .jp-Cell { break-inside: avoid; }
+    /* a wide table fits the printed page: smaller text, headers that wrap, cells that may break */
+    .jp-OutputArea-output table { font-size: 7pt; }
+    .jp-OutputArea-output table td, .jp-OutputArea-output table th { padding: 1px 3px; white-space: normal;
+      overflow-wrap: anywhere; }
+  }
 </style>
 """
 
