@@ -238,3 +238,11 @@ def test_kv_heads_that_do_not_group_the_query_heads_are_flagged():
     ds = predict.attention(hardware="h100_sxm", batch=1, seq_len=4096, n_heads=32, head_dim=128, n_kv_heads=[5, 8, 64])
     assert list(ds.fits.values) == [False, True, False]
     assert "n_kv_heads=5 does not divide n_heads=32" in str(ds.reason.values[0])
+
+
+def test_a_chip_on_another_s_tables_says_whose_figures_it_states():
+    """An H100 PCIe reads the H100 SXM's tables (its kernel_tables): the held-out figures it
+    states are that chip's, and the note says so (it stated them as its own)."""
+    pcie = predict.gemm(hardware="h100_pcie", m=4096, n=4096, k=4096).attrs["held_out_error"]
+    assert "(on h100_sxm's tables; h100_pcie's own unmeasured)" in pcie
+    assert "own unmeasured" not in predict.gemm(hardware="h100_sxm", m=4096, n=4096, k=4096).attrs["held_out_error"]

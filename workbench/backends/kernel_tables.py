@@ -134,8 +134,10 @@ def table_held_out_error(specs, framework, kernel_class: str, variants) -> str:
     the GPU `specs` under each value of `framework` with tables (_tabled), each variant's
     median and 90th-percentile |error| on the measured shapes its fit held out by fold (the
     surface's score in specs/kernels/HARDWARE-FRAMEWORK.json); "" where none."""
+    def whose(spec, fits):  # a chip reading another's tables (its family's, a hypothetical design's base)
+        return "" if fits.hardware == spec.name else f" (on {fits.hardware}'s tables; {spec.name}'s own unmeasured)"
     notes = [f"{spec.name} {fw} {kernel_class} {variant}: median {sc['median_abs_err']:.1%}, "
-             f"p90 {sc['p90_abs_err']:.1%} over {sc['rows']:,} measured shapes"
+             f"p90 {sc['p90_abs_err']:.1%} over {sc['rows']:,} measured shapes{whose(spec, fits)}"
              for spec, fw, fits in _tabled(specs, framework) for variant in values_of(variants)
              if (sc := fits.scores.get((kernel_class, variant)))]
     return "held-out |error| of the fitted kernel surfaces (specs/kernels): " + "; ".join(notes) if notes else ""
