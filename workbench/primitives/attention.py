@@ -101,7 +101,8 @@ def attention_prefill(*, hw: GpuNumbers, dtype: str = "bf16", act_bytes=2.0, kv_
             and _fitted(hw, "attention", dtype, kv, window)[0] is not _fitted(hw, "attention", dtype, kv)[0]:
         full = _attention_prefill(window=0.0, **kw)
         binds = (np.asarray(window) > 0) & (shape["seq_len"] + shape.get("context", 0.0) > window)
-        return _faster(_attention_prefill(window=where(binds, window, 0.0), **kw), full) if np.any(binds) else full
+        return _where_binds(binds, _attention_prefill(window=where(binds, window, 0.0), **kw), full) \
+            if np.any(binds) else full
     return _attention_prefill(window=window, **kw)
 
 
@@ -306,17 +307,19 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
                   kv_elements_per_token=kv_elements_per_token, dtype=dtype, kv_bytes=kv_bytes)
         full = attention_decode(context=cache, window=0.0, **kw)
         binds = (np.asarray(window) > 0) & (cache > window)
-        return _faster(_windowed_decode(cache=cache, window=where(binds, window, 0.0), **kw), full) if np.any(binds) \
-            else full
+        return _where_binds(binds, _windowed_decode(cache=cache, window=where(binds, window, 0.0), **kw), full)
     return _windowed_decode(cache=cache, window=window, hw=hw, batch=batch, n_heads=n_heads, head_dim=head_dim,
                             n_kv_heads=n_kv_heads, v_head_dim=v_head_dim, kv_elements_per_token=kv_elements_per_token,
                             dtype=dtype, kv_bytes=kv_bytes, grid=grid, fixed_s=fixed_s)
 
 
-def _faster(a: dict, b: dict) -> dict:
-    """Each point's faster of two ways to run one attention (their parts with it)."""
-    pick = a["time_s"] <= b["time_s"]
-    return {k: where(pick, a[k], b[k]) for k in a}
+def _where_binds(binds, windowed: dict, full: dict) -> dict:
+    """Where the window binds, the faster of the windowed kernel and attention without the
+    window (a window never costs more than reading every key); elsewhere the latter."""
+    if not np.any(binds):
+        return full
+    pick = binds & (windowed["time_s"] <= full["time_s"])
+    return {k: where(pick, windowed[k], full[k]) for k in full}
 
 
 def _windowed_decode(*, cache, window, hw, batch, n_heads, head_dim, n_kv_heads, v_head_dim, kv_elements_per_token,
