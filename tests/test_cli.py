@@ -414,3 +414,29 @@ def test_predict_prints_how_far_its_numbers_are_from_measurement(capsys):
     assert main(["predict", "gemm", "--hardware", "h100_sxm", "--m", "16", "--n", "4096", "--k", "4096",
                  "--framework", "none"]) == 0
     assert "held-out" not in capsys.readouterr().out
+
+
+def test_sweep_files_and_outputs_refused_with_one_line(capsys, tmp_path):
+    """A sweep file missing a required argument, hardware_overrides that is not a mapping, an
+    output that is not .nc (a .csv was silently written as netCDF) or .zarr without zarr, and
+    a config.json with no attention heads: exit 2 with one line (they raised tracebacks)."""
+    import importlib.util
+    spec = tmp_path / "s.yaml"
+    cases = [("function: inference\naxes: {batch: [1, 8]}\nfixed: {model: llama_3_1_8b}\n", "a.nc",
+              "hardware is missing"),
+             ("function: inference\naxes: {batch: [1, 8]}\nfixed: {model: llama_3_1_8b, hardware: h100_sxm, "
+              "hardware_overrides: 5}\n", "b.nc", "hardware_overrides=5 is not allowed"),
+             ("function: inference\naxes: {batch: [1, 8]}\nfixed: {model: llama_3_1_8b, hardware: h100_sxm}\n", "c.csv",
+              "is not allowed; allowed: a .nc file")]
+    if importlib.util.find_spec("zarr") is None:
+        cases.append((cases[-1][0], "d.zarr", "needs the zarr package"))
+    for text, out, message in cases:
+        spec.write_text(text)
+        rc, _, err = _run(capsys, ["sweep", str(spec), "--out", str(tmp_path / out)])
+        assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    cfg = tmp_path / "zeroh.json"
+    cfg.write_text('{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048, '
+                   '"num_hidden_layers": 16, "num_attention_heads": 0, "intermediate_size": 8192, '
+                   '"vocab_size": 128256}')
+    rc, _, err = _run(capsys, ["predict", "inference", "--hardware", "h100_sxm", "--model-file", str(cfg)])
+    assert rc == 2 and "num_attention_heads=0" in err and len(err.strip().splitlines()) == 1

@@ -188,3 +188,16 @@ def test_cli_refuses_a_folder_with_foreign_files_before_running(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "notes.txt" in err[0] and "--force" in err[0]
     assert (out / "quantization" / "notes.txt").read_text() == "mine"
+
+
+def test_a_run_folder_takes_the_umask_s_mode(tmp_path):
+    """A study's folder is readable as the user's umask says (mkdtemp made it 0700, so a web
+    server or another user could open the index but none of the reports it links)."""
+    import os
+    from workbench.safe_output import private_folder
+    mask = os.umask(0o022)
+    try:
+        folder = private_folder(tmp_path, "study")
+    finally:
+        os.umask(mask)
+    assert (folder.stat().st_mode & 0o777) == 0o755

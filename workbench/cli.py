@@ -328,6 +328,14 @@ def _check_out(out: str, spec: str, force: bool) -> None:
         raise InputError(f"out={out!r} is the sweep spec itself; allowed: another path")
     if os.path.isdir(out) and not out.rstrip("/\\").endswith(".zarr"):
         raise InputError(f"out={out!r} is a directory; allowed: a .nc file (or a .zarr store)")
+    suffix = os.path.splitext(out.rstrip("/\\"))[1].lower()
+    if suffix not in (".nc", ".zarr"):
+        raise InputError(f"out={out!r} is not allowed; allowed: a .nc file (netCDF), or a .zarr store")
+    if suffix == ".zarr":
+        import importlib.util
+        if importlib.util.find_spec("zarr") is None:
+            raise InputError(f"out={out!r} needs the zarr package, which is not installed; allowed: a .nc file, or "
+                             "pip install zarr")
     if os.path.exists(out) and not force:
         raise InputError(f"out={out!r} exists; allowed: a new path, or --force to replace it")
     parent = os.path.dirname(os.path.abspath(out))

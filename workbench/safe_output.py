@@ -116,8 +116,14 @@ def check_replaceable(folder: Path, *, force: bool) -> None:
 
 
 def private_folder(root: Path, name: str) -> Path:
-    """A fresh temporary folder for one run (unique per process and call)."""
-    return Path(tempfile.mkdtemp(prefix=f".{name}.tmp-{os.getpid()}-", dir=root))
+    """A fresh temporary folder for one run (unique per process and call), with the mode the
+    user's umask gives a new folder (mkdtemp's 0700 made every report folder unreadable to
+    others, as the index linking them is not)."""
+    folder = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-{os.getpid()}-", dir=root))
+    mask = os.umask(0)
+    os.umask(mask)
+    folder.chmod(0o777 & ~mask)
+    return folder
 
 
 def write_manifest(folder: Path) -> None:

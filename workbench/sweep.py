@@ -72,6 +72,15 @@ def _check_arguments(fn: Callable, axes: dict, fixed: dict) -> None:
             if name not in known:
                 raise InputError(f"{kind} {brief(name)} is not an argument of {getattr(fn, '__name__', fn)}; "
                                  f"allowed: {', '.join(known)}")
+    required = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and p.default is p.empty and n not in axes and n not in fixed]
+    if required:
+        raise InputError(f"{required[0]} is missing; allowed: give it under axes or fixed (a required argument of "
+                         f"{getattr(fn, '__name__', fn)})")
+    for name, value in {**fixed, **axes}.items():
+        if name == "hardware_overrides" and value is not None and not isinstance(value, dict):
+            raise InputError(f"hardware_overrides={brief(value)} is not allowed; allowed: a mapping of knob -> value "
+                             "(its lists sweep), under fixed")
 
 
 def git_sha() -> str:

@@ -420,6 +420,9 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
                 out["index_layers"] = shared
                 prov["index_layers"] = "index_topk_freq, index_skip_topk_offset (layers that run the indexer)"
     else:
+        if out["n_heads"] <= 0:
+            raise InputError(f"num_attention_heads={out['n_heads']} in {origin} is not allowed; allowed: a positive "
+                             "integer")
         out["head_dim"] = int(cfg.get("head_dim") or out["d_model"] // out["n_heads"])
         prov["head_dim"] = "head_dim" if cfg.get("head_dim") else "hidden_size / num_attention_heads"
         out.update(_attention_kinds(cfg, out, prov))
