@@ -28,7 +28,7 @@ import xarray as xr
 
 from ..errors import InputError, brief, check_range
 from ..units import unit_attrs
-from .sensitivity import knob_table, knob_value
+from .sensitivity import knob_table, knob_value, numeric_outputs
 
 
 LOWER_IS_BETTER_UNITS = ("s", "B", "USD", "W", "J")  # times, memory, cost, power, energy
@@ -67,7 +67,7 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
 
     def run(value):
         ds = fn(**call, hardware_overrides={**given, knob: value})
-        numeric = [v for v in ds.data_vars if np.issubdtype(ds[v].dtype, np.number) and ds[v].dtype != bool]
+        numeric = numeric_outputs(ds)
         if metric not in numeric:
             raise InputError(f"metric={metric!r} is not a numeric output of {getattr(fn, '__name__', fn)}; "
                              "allowed: " + ", ".join(numeric))

@@ -36,6 +36,12 @@ def knob_table(call: dict) -> tuple:
     return hardware, backend_for(spec).knobs(spec), dict(call.pop("hardware_overrides", None) or {})
 
 
+def numeric_outputs(ds) -> list[str]:
+    """The outputs of a prediction that are numbers (not fits, bound or reason): the metrics
+    an analysis can differentiate or solve for."""
+    return [str(v) for v in ds.data_vars if np.issubdtype(ds[v].dtype, np.number)]
+
+
 def knob_value(knob: str, hardware: str, table: dict, given: dict, purpose: str) -> float:
     """The knob's value in the call (its override, else the spec's): one positive number."""
     if not isinstance(knob, str):
@@ -65,7 +71,7 @@ def sensitivity(fn, *, knobs, rel_step: float = 0.02, metrics=None, **call) -> x
         base = knob_value(knob, hardware, table, given, "to move about")
         moved = [base * (1.0 - rel_step), base * (1.0 + rel_step)]
         ds = fn(**call, hardware_overrides={**given, knob: moved})
-        numeric = [v for v in ds.data_vars if np.issubdtype(ds[v].dtype, np.number) and v not in ("fits",)]
+        numeric = numeric_outputs(ds)
         unknown = [m for m in (metrics or []) if m not in numeric]
         if unknown:
             raise InputError(f"metrics={brief(unknown[0])} is not a numeric output of {getattr(fn, '__name__', fn)}; "

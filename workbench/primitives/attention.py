@@ -101,8 +101,8 @@ def attention_prefill(*, hw: GpuNumbers, dtype: str = "bf16", act_bytes=2.0, kv_
             and _fitted(hw, "attention", dtype, kv, window)[0] is not _fitted(hw, "attention", dtype, kv)[0]:
         full = _attention_prefill(window=0.0, **kw)
         binds = (np.asarray(window) > 0) & (shape["seq_len"] + shape.get("context", 0.0) > window)
-        return _where_binds(binds, _attention_prefill(window=where(binds, window, 0.0), **kw), full) \
-            if np.any(binds) else full
+        return _where_binds(binds, _attention_prefill(window=where(binds, window, 0.0), **kw) if np.any(binds) else None,
+                            full)
     return _attention_prefill(window=window, **kw)
 
 
@@ -294,42 +294,41 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
     dominates; `kv_elements_per_token` overrides the K·(h + h_v) elements per token (MLA
     caches a latent instead)."""
     cache = context
-    context = _window_keys(context, window)
     v_head_dim = head_dim if v_head_dim is None else v_head_dim
     if kv_elements_per_token is None:
         kv_elements_per_token = n_kv_heads * (head_dim + v_head_dim)
     # a latent cache (MLA) runs its own kernels, which the tables read here do not cover
     latent = bool(np.any(np.asarray(kv_elements_per_token) != np.asarray(n_kv_heads * (head_dim + v_head_dim))))
-    grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, window)
-    if grid is not None and np.any(np.asarray(window) > 0) and _fitted(hw, "decode_attention", dtype, kv_bytes)[0] \
-            is not grid:  # a window's own surface: where the window binds, and never slower than reading every key
-        kw = dict(hw=hw, batch=batch, n_heads=n_heads, head_dim=head_dim, n_kv_heads=n_kv_heads, v_head_dim=v_head_dim,
-                  kv_elements_per_token=kv_elements_per_token, dtype=dtype, kv_bytes=kv_bytes)
-        full = attention_decode(context=cache, window=0.0, **kw)
+
+    def run(w):  # the kernel over the cache with window w: the framework's surface for it, or the analytical one
+        grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, w)
+        return _windowed_decode(cache=cache, window=w, grid=grid, fixed_s=fixed_s, hw=hw, batch=batch, n_heads=n_heads,
+                                head_dim=head_dim, n_kv_heads=n_kv_heads, v_head_dim=v_head_dim,
+                                kv_elements_per_token=kv_elements_per_token, dtype=dtype, kv_bytes=kv_bytes)
+    windowed = np.any(np.asarray(window) > 0) and not latent and \
+        _fitted(hw, "decode_attention", dtype, kv_bytes, window)[0] is not _fitted(hw, "decode_attention", dtype,
+                                                                                  kv_bytes)[0]
+    if windowed:  # a window's own surface: where the window binds, and never slower than reading every key
         binds = (np.asarray(window) > 0) & (cache > window)
-        return _where_binds(binds, _windowed_decode(cache=cache, window=where(binds, window, 0.0), **kw), full)
-    return _windowed_decode(cache=cache, window=window, hw=hw, batch=batch, n_heads=n_heads, head_dim=head_dim,
-                            n_kv_heads=n_kv_heads, v_head_dim=v_head_dim, kv_elements_per_token=kv_elements_per_token,
-                            dtype=dtype, kv_bytes=kv_bytes, grid=grid, fixed_s=fixed_s)
+        return _where_binds(binds, run(where(binds, window, 0.0)) if np.any(binds) else None, run(0.0))
+    return run(window)
 
 
 def _where_binds(binds, windowed: dict, full: dict) -> dict:
     """Where the window binds, the faster of the windowed kernel and attention without the
-    window (a window never costs more than reading every key); elsewhere the latter."""
-    if not np.any(binds):
+    window (a window never costs more than reading every key); elsewhere the latter (all of
+    it where none binds: `windowed` None)."""
+    if windowed is None:
         return full
     pick = binds & (windowed["time_s"] <= full["time_s"])
     return {k: where(pick, windowed[k], full[k]) for k in full}
 
 
-def _windowed_decode(*, cache, window, hw, batch, n_heads, head_dim, n_kv_heads, v_head_dim, kv_elements_per_token,
-                     dtype, kv_bytes, grid=None, fixed_s=0.0) -> dict:
+def _windowed_decode(*, cache, window, grid, fixed_s, hw, batch, n_heads, head_dim, n_kv_heads, v_head_dim,
+                     kv_elements_per_token, dtype, kv_bytes) -> dict:
     """attention_decode's kernel over `cache` keys held (at most `window` read): the fitted
-    surface given (`grid`), or the framework's for the window, or the analytical one."""
+    surface `grid` (fixed latency `fixed_s`), or the analytical one where it is None."""
     context = _window_keys(cache, window)
-    if grid is None:
-        latent = bool(np.any(np.asarray(kv_elements_per_token) != np.asarray(n_kv_heads * (head_dim + v_head_dim))))
-        grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, window)
     if grid is not None:  # a point's numbers depend on that point alone: evaluated in cache-sized blocks
         coords = decode_attention_coords(batch=batch, kv_len=cache, n_heads=n_heads, n_kv_heads=n_kv_heads,
                                          head_dim=head_dim)

@@ -64,21 +64,22 @@ def fitted_link_time(*, hw: GpuNumbers, op: str, size, p):
     latency step (a ring's, never below none)."""
     up = hw.link("scale_up")
     c = COLLECTIVES[op]
-    traffic = c.traffic(size, p, False)
     spec_latency = up.latency_s if up.table_latency_s is None else up.table_latency_s
     moved_s = c.steps(p, False) * (up.latency_s - spec_latency) * (p > 1)
     best = None
     for owner in (*COLLECTIVE_LIBRARIES, getattr(hw.kernels, "framework", "")):
         grid, fixed_s = hw.fitted("collective", f"{owner}/{op}")
-        if grid is not None:
-            t = np.maximum(fixed_s + moved_s, 0.0) + traffic / up.unidir_bytes_per_s / grid(size=size, devices=p)
-            # below the smallest size the surface knows, a message takes what that one takes (latency-bound:
-            # 1 B and 64 B all-reduces on 8 H100 took 0.03 and 1.95 us, linear in the bytes)
-            small = 2.0 ** grid.knots[grid.axes.index("size")][0]
-            t_small = np.maximum(fixed_s + moved_s, 0.0) + c.traffic(small, p, False) / up.unidir_bytes_per_s / grid(
-                size=small, devices=p)
-            t = np.maximum(t, where(size < small, t_small, 0.0))
-            best = t if best is None else np.minimum(best, t)
+        if grid is None:
+            continue
+
+        def time_s(s):  # seconds of a message of s bytes on this surface
+            return np.maximum(fixed_s + moved_s, 0.0) + c.traffic(s, p, False) / up.unidir_bytes_per_s / grid(
+                size=s, devices=p)
+        # below the smallest size the surface knows, a message takes what that one takes (latency-bound:
+        # 1 B and 64 B all-reduces on 8 H100 took 0.03 and 1.95 us, linear in the bytes)
+        smallest_bytes = 2.0 ** grid.knots[grid.axes.index("size")][0]
+        t = time_s(np.maximum(size, smallest_bytes))
+        best = t if best is None else np.minimum(best, t)
     return best
 
 

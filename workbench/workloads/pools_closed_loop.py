@@ -127,10 +127,11 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
     replicas_p = prefill_workers * prefill_attention_dp
     replicas_d = decode_workers * decode_attention_dp
     per_decode = concurrency / replicas_d
+    # a point of a draft_len sweep that drafts holds the draft (its weights, its cache); one that does not, none
+    drafts = (np.asarray(draft_len, float) > 0) & (draft is not None)
     if decode_pool is not None:
         cap = decode_pool["cap"]
     else:
-        drafts = np.asarray(draft_len, float) > 0  # a point of a draft_len sweep that drafts holds the draft
         cap, _, _ = max_running(decode_hw, model, prompt=prompt, generate=generate, tp=decode_tp,
                                 attention_dp=decode_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                 stream_bytes=stream_bytes, extra_weights_bytes=draft_weights_bytes * drafts,
@@ -234,7 +235,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
                                 attention_dp=prefill_attention_dp, w_bytes=w_bytes, kv_bytes=kv_bytes,
                                 stream_bytes=pre_stream_bytes, attention_w_bytes=layer["w_bytes"], pp=prefill_pp,
                                 kv_memory_of=kv_memory_of, ep=prefill_ep,
-                                extra_weights_bytes=draft_weights_bytes * (np.asarray(k) > 0))
+                                extra_weights_bytes=draft_weights_bytes * drafts)
     fits = (cap >= 1.0) & (pre_cap >= 1.0)
     reason = choose([(pre_cap < 1.0, "prefill weights, activations and the runtime's own memory leave no room for "
                                      "one prompt's KV cache"),
