@@ -53,12 +53,37 @@ def test_wafer_systems_need_a_layer_each_when_pipelined_and_a_sequence_each_when
     assert np.any(train[0].where) and "global_batch=32" in train[0].message(devices="64", global_batch="32")
 
 
-def test_training_expert_parallelism_must_divide_the_tensor_and_data_parallel_ranks():
-    m = load_model("qwen3_235b_a22b")  # 128 experts: ep=16 divides them, not 8 GPUs
-    lay = GpuLayout.for_training(tp=8.0, pp=1.0, cp=1.0, ep=16.0, micro_batch=1.0, virtual_stages=1.0, zero=1,
-                                 recompute="none", devices=8.0)
-    assert _reasons(lay, m, "training") == ["ep=16 does not divide tp*dp*cp=8 (experts are spread over the tensor- "
-                                            "and data-parallel ranks of a stage)"]
-    ok = GpuLayout.for_training(tp=8.0, pp=2.0, cp=1.0, ep=16.0, micro_batch=1.0, virtual_stages=1.0, zero=1,
-                                recompute="none", devices=32.0)  # tp*dp*cp = 8*2*1
-    assert _reasons(ok, m, "training") == []
+def test_training_expert_groups_must_fit_a_stages_ranks():
+    """Megatron-Core carves each expert group of expert_tp x ep ranks out of a stage's
+    tp·dp·cp ranks (expert_tp defaults to tp, its --expert-tensor-parallel-size default)."""
+    m = load_model("mixtral_8x7b")  # 8 experts, 8 KV heads
+    kw = dict(pp=1.0, cp=1.0, micro_batch=1.0, virtual_stages=1.0, zero=1, recompute="none")
+    # tp=8, ep=8 on 8 GPUs: the 8x8 expert group needs 64 ranks
+    lay = GpuLayout.for_training(tp=8.0, ep=8.0, devices=8.0, **kw)
+    assert _reasons(lay, m, "training") == ["ep*expert_tp=8*8 does not divide tp*dp*cp=8 (each expert group "
+                                            "spans ep*expert_tp of a stage's tp*dp*cp ranks)"]
+    assert _reasons(GpuLayout.for_training(tp=8.0, ep=8.0, devices=8.0, expert_tp=1.0, **kw), m, "training") == []
+    assert _reasons(GpuLayout.for_training(tp=2.0, ep=8.0, devices=16.0, **kw), m, "training") == []
+
+
+def test_training_layouts_megatron_refuses():
+    """Each of Megatron-Core's layout checks, one reason per point."""
+    m = load_model("llama_3_8b")  # 32 layers, 8 KV heads, dense
+    kw = dict(cp=1.0, micro_batch=1.0, zero=1, recompute="none")
+    def reasons(seq_len=4096, global_batch=64, **lay):
+        layout = GpuLayout.for_training(**{**kw, "pp": 1.0, "virtual_stages": 1.0, "tp": 1.0, "ep": 1.0, **lay})
+        return [p.message(**{k: f"{float(np.asarray(v).ravel()[0]):g}" for k, v in p.values.items()})
+                for p in layout.problems(m, phase="training", seq_len=seq_len, global_batch=global_batch)
+                if np.any(p.where)]
+    assert reasons() == []
+    assert reasons(tp=16.0, devices=16.0) == ["tp=16 does not divide n_kv_heads=8 of llama_3_8b (training holds "
+                                              "whole KV heads a rank); allowed: 1, 2, 4, 8"]
+    assert reasons(pp=4.0, virtual_stages=10.0, devices=4.0) == [
+        "pp*virtual_stages=4*10 exceeds n_layers+2=34 of llama_3_8b (each virtual stage holds at least one layer, "
+        "the embedding or the loss)"]
+    assert reasons(pp=4.0, virtual_stages=8.0, devices=4.0) == []  # 32 layers + embedding + loss in 32 chunks
+    assert reasons(global_batch=100, devices=8.0) == ["global_batch=100 is not a multiple of dp*micro_batch=8"]
+    assert reasons(cp=4096.0, devices=4096.0) == [
+        "seq_len=4096 is not a multiple of 2*cp=8192 (context parallelism splits each sequence into 2*cp chunks)"]
+    assert reasons(ep=8.0, devices=8.0) == ["ep=8 is not allowed for llama_3_8b: a dense model has no experts; "
+                                            "allowed: 1"]

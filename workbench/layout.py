@@ -66,6 +66,7 @@ class GpuLayout:
     virtual_stages: object = 1.0
     zero: int = 1
     recompute: str = "none"
+    expert_tp: object = None  # ranks each routed expert is split over (training; None: tp)
     devices_asked: object = None  # the devices the user gave, when given (checked against the product)
 
     @property
@@ -81,15 +82,16 @@ class GpuLayout:
 
     @classmethod
     def for_training(cls, *, tp, pp, cp, ep, micro_batch, virtual_stages, zero, recompute, dp=None,
-                     devices=None) -> "GpuLayout":
-        """Training: dp defaults to devices / (tp·pp·cp) (one replica without devices)."""
+                     devices=None, expert_tp=None) -> "GpuLayout":
+        """Training: dp defaults to devices / (tp·pp·cp) (one replica without devices);
+        expert_tp to tp (Megatron-Core's default expert tensor parallelism)."""
         group = tp * pp * cp
         if dp is None:
             dp = (group if devices is None else devices) / group
         return cls(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, micro_batch=micro_batch, virtual_stages=virtual_stages,
-                   zero=zero, recompute=recompute, devices_asked=devices)
+                   zero=zero, recompute=recompute, devices_asked=devices, expert_tp=tp if expert_tp is None else expert_tp)
 
-    def problems(self, model, *, phase: str) -> list[Problem]:
+    def problems(self, model, *, phase: str, seq_len=None, global_batch=None) -> list[Problem]:
         """What makes this layout unable to run `model` (phase "inference" or "training"),
         the most basic first: the reason shown is the first that holds."""
         tp, pp, ep, heads = self.tp, self.pp, self.ep, model.n_heads
@@ -107,24 +109,55 @@ class GpuLayout:
                                    lambda ep, tp: f"ep={ep} does not divide tp={tp} (experts are spread over "
                                                   "the TP devices)"))
         else:
-            group = tp * pp * self.cp
-            out.append(Problem(~_whole(self.dp) | (self.dp < 1), {"group": group},
-                               lambda group: f"devices is not a multiple of tp*pp*cp={group}"))
-            if self.devices_asked is not None:
-                out.append(Problem(np.asarray(self.devices_asked) != self.devices,
-                                   {"devices": self.devices_asked, "layout": self.devices},
-                                   lambda devices, layout: f"devices={devices} != tp*pp*dp*cp={layout}"))
-            if model.is_moe:
-                out.append(Problem(np.mod(model.n_experts, ep) != 0, {"ep": ep},
-                                   lambda ep: f"ep={ep} does not divide n_experts={model.n_experts} of "
-                                              f"{model.name}"))
-                # Experts are spread over the tensor- and data-parallel ranks of a pipeline
-                # stage (tp·dp·cp of them): Megatron-Core carves the expert-parallel groups
-                # out of those ranks, so ep must divide their number.
-                ranks = tp * self.dp * self.cp
-                out.append(Problem(np.mod(ranks, ep) != 0, {"ep": ep, "ranks": ranks},
-                                   lambda ep, ranks: f"ep={ep} does not divide tp*dp*cp={ranks} (experts are spread "
-                                                     "over the tensor- and data-parallel ranks of a stage)"))
+            out += self._training_problems(model, seq_len=seq_len, global_batch=global_batch)
+        if not model.is_moe:
+            out.append(Problem(np.asarray(ep) > 1, {"ep": ep},
+                               lambda ep: f"ep={ep} is not allowed for {model.name}: a dense model has no experts; "
+                                          "allowed: 1"))
+        return out
+
+    def _training_problems(self, model, *, seq_len, global_batch) -> list[Problem]:
+        """Megatron-Core's layout checks (megatron/training/arguments.py, core/parallel_state.py)."""
+        tp, pp, cp, ep, dp, v = self.tp, self.pp, self.cp, self.ep, self.dp, self.virtual_stages
+        group, kv = tp * pp * cp, model.n_kv_heads
+        out = [Problem(~_whole(dp) | (dp < 1), {"group": group},
+                       lambda group: f"devices is not a multiple of tp*pp*cp={group}"),
+               # each rank holds whole query groups (num_query_groups % tensor_model_parallel_size)
+               Problem(np.mod(kv, tp) != 0, {"tp": tp},
+                       lambda tp: f"tp={tp} does not divide n_kv_heads={kv} of {model.name} (training holds whole "
+                                  f"KV heads a rank); allowed: {_divisors(kv)}"),
+               # every virtual stage holds at least one layer, the embedding and the loss counted
+               # as one each (--account-for-embedding/loss-in-pipeline-split: Llama-3.1-405B's
+               # 126 layers run as 16 x 8 virtual stages, measurements.csv NN25)
+               Problem(np.asarray(pp) * v > model.n_layers + 2, {"pp": pp, "virtual_stages": v},
+                       lambda pp, virtual_stages: f"pp*virtual_stages={pp}*{virtual_stages} exceeds n_layers+2="
+                                                  f"{model.n_layers + 2} of {model.name} (each virtual stage holds "
+                                                  "at least one layer, the embedding or the loss)")]
+        if seq_len is not None:  # causal CP splits each sequence into 2·cp load-balanced chunks
+            out.append(Problem((np.asarray(cp) > 1) & (np.mod(seq_len, 2 * np.asarray(cp)) != 0),
+                               {"seq_len": seq_len, "cp": cp},
+                               lambda seq_len, cp: f"seq_len={seq_len} is not a multiple of 2*cp={2 * float(cp):g} "
+                                                   "(context parallelism splits each sequence into 2*cp chunks)"))
+        if global_batch is not None:  # global_batch_size % (micro_batch_size * data_parallel_size)
+            per = dp * self.micro_batch
+            out.append(Problem(_whole(dp) & (np.mod(global_batch, per) != 0),
+                               {"global_batch": global_batch, "dp_x_micro_batch": per},
+                               lambda global_batch, dp_x_micro_batch: f"global_batch={global_batch} is not a multiple "
+                                                                       f"of dp*micro_batch={dp_x_micro_batch}"))
+        if self.devices_asked is not None:
+            out.append(Problem(np.asarray(self.devices_asked) != self.devices,
+                               {"devices": self.devices_asked, "layout": self.devices},
+                               lambda devices, layout: f"devices={devices} != tp*pp*dp*cp={layout}"))
+        if model.is_moe:
+            out.append(Problem(np.mod(model.n_experts, ep) != 0, {"ep": ep},
+                               lambda ep: f"ep={ep} does not divide n_experts={model.n_experts} of {model.name}"))
+            # Megatron-Core carves each expert group of expert_tp·ep ranks out of a stage's
+            # tp·dp·cp ranks (core/parallel_state.py: its expert rank generator)
+            etp, ranks = self.expert_tp, tp * dp * cp
+            out.append(Problem(np.mod(ranks, ep * etp) != 0, {"ep": ep, "expert_tp": etp, "ranks": ranks},
+                               lambda ep, expert_tp, ranks: f"ep*expert_tp={ep}*{expert_tp} does not divide "
+                                                            f"tp*dp*cp={ranks} (each expert group spans ep*expert_tp "
+                                                            "of a stage's tp*dp*cp ranks)"))
         return out
 
 

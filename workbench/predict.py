@@ -391,9 +391,10 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
     return ds
 
 
-def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, seq_len=2048, global_batch=512,
-             micro_batch=1, precision="bf16", zero=None, recompute=None, virtual_stages=1, attention=None,
-             framework=None, moe_host_s_per_local_expert=None, hardware_overrides=None, model_overrides=None):
+def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, expert_tp=None, seq_len=2048,
+             global_batch=512, micro_batch=1, precision="bf16", zero=None, recompute=None, virtual_stages=1,
+             attention=None, framework=None, moe_host_s_per_local_expert=None, hardware_overrides=None,
+             model_overrides=None):
     """One training step (workloads/training.py for GPUs, workloads/wafer_training.py for
     CS systems with weight streaming). `global_batch` is in sequences; `devices` defaults
     to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp). `zero` is
@@ -417,6 +418,8 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     `moe_host_s_per_local_expert` (GPUs; None: Megatron-Core's fitted eager-launch time,
     workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT; 0: experts launched from CUDA graphs) is
     the host time each local expert of an MoE layer costs per micro-batch (output moe_host_s).
+    `expert_tp` (GPUs) splits each routed expert over that many ranks (Megatron-Core's
+    --expert-tensor-parallel-size; None: tp, its default; the perf recipes often set 1).
 
     On CS systems (weight streaming, data parallel over `devices`): each system runs its
     share of the batch in the fewest equal micro-batches whose checkpoints fit in the
@@ -446,7 +449,7 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     for arg, v in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("seq_len", seq_len),
                    ("global_batch", global_batch), ("micro_batch", micro_batch), ("virtual_stages", virtual_stages)):
         check_positive(arg, v, integer=True)
-    for arg, v in (("devices", devices), ("dp", dp)):
+    for arg, v in (("devices", devices), ("dp", dp), ("expert_tp", expert_tp)):
         if v is not None:
             check_positive(arg, v, integer=True)
     if moe_host_s_per_local_expert is not None:
@@ -455,13 +458,13 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     for name, spec in specs.items():
         be = backend_for(spec)
         if hasattr(be, "check_training"):
-            be.check_training(name, tp=(tp, 1), pp=(pp, 1), cp=(cp, 1), ep=(ep, 1), dp=(dp, None),
+            be.check_training(name, tp=(tp, 1), pp=(pp, 1), cp=(cp, 1), ep=(ep, 1), dp=(dp, None), expert_tp=(expert_tp, None),
                               micro_batch=(micro_batch, 1), virtual_stages=(virtual_stages, 1),
                               attention=(attention, None), zero=(zero, None), precision=(precision, "bf16"),
                               moe_host_s_per_local_expert=(moe_host_s_per_local_expert, None))
     zero = 1 if zero is None else zero  # GPUs: ZeRO-1 (optimizer states sharded over dp·cp)
     numeric = _axes(tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
-                    virtual_stages=virtual_stages, devices=devices, dp=dp,
+                    virtual_stages=virtual_stages, devices=devices, dp=dp, expert_tp=expert_tp,
                     moe_host_s_per_local_expert=moe_host_s_per_local_expert)
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)

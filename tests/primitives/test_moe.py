@@ -95,6 +95,25 @@ def test_fastest_source_and_graph_saving():
     assert np.all(np.diff(t0) > 0)  # more tokens, more time
 
 
+
+def test_no_shape_runs_faster_than_its_tables_fastest_row():
+    """TensorRT-LLM's MXFP4 W4A16 MoE tables on H200 time gpt-oss's 2880-wide experts unsplit
+    (moe_tp 1) only, their fastest row 70 us (one token, 128-way EP): the op's five launches.
+    Split TP 8 (width 360, beyond the table's knots) the surface carried by the BF16 one had
+    timed 8 tokens at 39 us; the op is no faster than the fastest row its table measured
+    (the `fastest_s` the fit stores with each MoE surface)."""
+    from workbench.units import FOUR_BIT_BYTES
+    hw = dataclasses.replace(numbers("h200_sxm", framework="trtllm"), graph_saving_s=0.0, measured_moe_mla=True)
+    fastest = hw.fitted_param("moe", "mxfp4_w4a16", "fastest_s")
+    assert 60e-6 < fastest < 80e-6
+    kw = dict(hidden=2880.0, inter=2880.0, top_k=4.0, n_experts=128.0, math="bf16", w_bytes=FOUR_BIT_BYTES[1])
+    for tp, ep in ((8.0, 1.0), (1.0, 8.0), (4.0, 4.0), (1.0, 1.0)):
+        t = fitted_moe(hw=hw, tokens=np.array([1.0, 8.0, 64.0]), tp=tp, ep=ep, **kw)["time_s"]
+        assert np.all(t >= fastest * (1 - 1e-12))
+    # served from a CUDA graph the five launches' saving still comes off
+    served = fitted_moe(hw=dataclasses.replace(hw, graph_saving_s=8e-6), tokens=np.array(8.0), tp=8.0, ep=1.0, **kw)
+    assert float(served["time_s"]) == pytest.approx(fastest - KERNELS_PER_OP * 8e-6, rel=1e-9)
+
 def test_layers_read_the_moe_tables_and_fall_back_without_them():
     model = load_model("deepseek_v3")
     kw = dict(model=model, tokens=64.0, tp=8.0, math="fp8_block", w_bytes=1.0, a_bytes=1.0, moe=True, ep=1.0)

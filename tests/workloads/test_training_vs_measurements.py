@@ -198,8 +198,11 @@ NEMO_OUTSIDE = {"NM05": _ALL, "NM06": _ALL, "NM14": _ALL, "NM22": _ALL, "NM26": 
 # Do not fit under the model's memory budget yet ran (the recipes recompute or offload more than
 # selective recompute over every layer, as the model counts it): NM02 (171 of 162 GB usable on B200),
 # GPT-OSS-120B at MBS 4 on H100 and B200 (NM05, NM06), Llama-3-70B with FSDP at MBS 2 x 8192 on one
-# GB200/GB300 stage (NM10, NM18), Llama-3.1-405B on GB300/GB200 (NM11, NM19).
-NEMO_TIGHT = {"NM02", "NM05", "NM06", "NM10", "NM11", "NM18", "NM19"}
+# GB200/GB300 stage (NM10, NM18), Llama-3.1-405B on GB300/GB200 (NM11, NM19), DeepSeek-V3 BF16
+# on 256 GB200 at EP64 (NM20: its experts' gradients and optimizer states on an expert-data-
+# parallel group of one rank, 31 GB of ZeRO states a GPU, 182 of 179 GB usable; the recipe
+# recomputes mla_up_proj, perf_recipes/deepseek/gb200).
+NEMO_TIGHT = {"NM02", "NM05", "NM06", "NM10", "NM11", "NM18", "NM19", "NM20"}
 
 
 def nemo_config(row_id, recompute):

@@ -75,8 +75,12 @@ def fitted_moe(*, hw: GpuNumbers, tokens, hidden, inter, top_k, n_experts, tp, e
     roof = np.maximum(compute_ideal, memory_ideal)
     sibling, _ = hw.fitted("moe", "bf16")
     table_s = None
-    for _, grid, fixed_s in sources:
+    for variant, grid, fixed_s in sources:
         t = fixed_s + roof / carried_efficiency(grid, sibling, coords)
+        # never faster than the fastest row its table measured: the op's five launches
+        # bound it whatever the shape, where a surface carried to narrower experts (a
+        # TP-split width its table never ran) would shrink that floor with the roofline
+        t = np.maximum(t, hw.fitted_param("moe", variant, "fastest_s"))
         table_s = t if table_s is None else np.minimum(table_s, t)
     # the op is several kernels, each launched on its own in the table and replayed from a
     # CUDA graph when served

@@ -76,11 +76,13 @@ BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is
 # GPU drains the queue while the host launches; large experts, as Mixtral's, hide them). One
 # named constant of the framework, fitted by calibrate/training_host.py to the MoE rows of the
 # Megatron-Bridge 25.11 table (NM05-NM08, NM12-NM16, NM20-NM26), with the GPUs' kernel tables
-# (predict.training's default framework): their median |speed error| 32.8% without the term,
-# 9.5% with it; held out by row 10.0%, by model 14.4%, by GPU 25.0% (under the analytical
-# efficiencies: 0.45 ms, 10.2%; 11.1 / 16.5 / 11.1%). 0.41 ms is ~20 eager launches of ~20 us
-# a local expert. Full recomputation replays the forward's third of the launches.
-MOE_HOST_S_PER_LOCAL_EXPERT = 4.1e-4
+# (predict.training's default framework): their median |speed error| 31.4% without the term,
+# 9.0% with it; held out by row 9.0%, by model 13.7%, by GPU 22.7% (refitted when the experts'
+# gradients and ZeRO states moved to their expert-data-parallel group; before, 0.41 ms: 32.8,
+# 9.5, 10.0, 14.4, 25.0%; under the analytical efficiencies then: 0.45 ms, 10.2%; 11.1 / 16.5 /
+# 11.1%). 0.40 ms is ~20 eager launches of ~20 us a local expert. Full recomputation replays
+# the forward's third of the launches.
+MOE_HOST_S_PER_LOCAL_EXPERT = 4.0e-4
 GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
 # Backward of a hybrid's linear token mixing (Gated DeltaNet, KDA, Mamba-2 chunked scans) over
 # its forward: FlashAttention's ratio (primitives/attention.FLASH_BACKWARD, five matmuls against
@@ -89,14 +91,15 @@ GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
 LINEAR_BACKWARD = FLASH_BACKWARD
 
 
-def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash2", ep=1.0) -> dict:
+def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash2", ep=1.0, expert_tp=None) -> dict:
     """One layer's forward on one device: T = micro_batch·S/cp tokens; ring attention keeps
     the causal work balanced, S²/(2·cp) query-key pairs per sequence on each CP rank.
-    Routed experts (Megatron-Core expert parallelism; expert TP = TP, Megatron-LM's default when
-    --expert-tensor-parallel-size is not given, megatron/training/arguments.py): the tp x ep devices of
-    an expert group hold E/ep experts each, every expert split tp ways, and run the T x ep
-    tokens their ep TP groups route to them, each expert T k ep / E of them; every other
-    matmul runs on the TP group's own T tokens."""
+    Routed experts (Megatron-Core expert parallelism; expert_tp, --expert-tensor-parallel-size,
+    None: tp, Megatron-LM's default, megatron/training/arguments.py): the expert_tp x ep devices of
+    an expert group hold E/ep experts each, every expert split expert_tp ways, and run the
+    T·ep·expert_tp/tp tokens routed to them (under sequence parallelism a TP rank dispatches
+    its T/tp), each expert T k ep / E of them at expert_tp = tp; every other matmul runs on
+    the TP group's own T tokens."""
     a_bytes = 2.0
     mats = ops.layer_matmuls(model, moe=moe)
     kw = dict(math=math, w_bytes=2.0, a_bytes=a_bytes, moe=moe)
@@ -104,7 +107,8 @@ def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash
     g = layer_gemms(hw, model, tokens=tokens, tp=tp, matmuls=[mm for mm in mats if not mm.routed], **kw)
     routed_s = 0.0
     if routed:
-        experts = layer_gemms(hw, model, tokens=tokens * ep, tp=tp * ep, ep=ep, matmuls=routed, **kw)
+        etp = tp if expert_tp is None else expert_tp
+        experts = layer_gemms(hw, model, tokens=tokens * ep * etp / tp, tp=etp * ep, ep=ep, matmuls=routed, **kw)
         g, routed_s = add(g, experts), experts["time_s"] + experts["overhead_s"]
     q = seq / cp
     att = attention_prefill(hw=hw, batch=tokens / q, seq_len=q, context=seq / 2.0 - q / 2.0,
@@ -193,7 +197,7 @@ def linear_state_bytes_per_token_layer(model: ModelSpec, *, seq_len, recompute: 
     return (recompute != "full") * model.n_linear_layers / model.n_layers * chunk_state_bytes_per_token(model, seq_len)
 
 
-def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, global_batch, micro_batch,
+def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, expert_tp, seq_len, global_batch, micro_batch,
              precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2",
              moe_host_s_per_local_expert=None) -> dict:
     check_choice("recompute", recompute, RECOMPUTE)
@@ -205,7 +209,7 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     tokens_mb = mb * S / cp
     math = precision
     L = model.n_layers
-    kw = dict(tokens=tokens_mb, seq=S, tp=tp, cp=cp, math=math, attention=attention, ep=ep)
+    kw = dict(tokens=tokens_mb, seq=S, tp=tp, cp=cp, math=math, attention=attention, ep=ep, expert_tp=expert_tp)
     kinds = ops.layer_kinds(model)  # dense-MLP, MoE and MLP-free layers
     forward = [(n, layer_forward(hw, model, moe=moe, **kw)) for n, moe in kinds]
 
@@ -248,17 +252,24 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     slot = fwd + bwd + recomp + a2a + p2p + moe_host  # one micro-batch through one stage, forward and backward
     bubble = (pp - 1.0) / virtual_stages * slot
 
-    # Data parallel. Expert weights are split over EP ranks as well; everything else over TP x PP.
-    # The weights are replicated over DP and CP ranks: gradients are reduced and ZeRO shards
-    # over dp·cp (Megatron-Core's data-parallel-with-context-parallel group), whose members
-    # sit tp apart (rank order tp-cp-dp-pp).
+    # Data parallel. The dense weights are split over TP x PP and replicated over dp·cp ranks
+    # (Megatron-Core's data-parallel-with-context-parallel group, members tp apart: rank order
+    # tp-cp-dp-pp); each routed expert over expert_tp ranks and the experts over ep, so each
+    # is replicated over the tp·dp·cp / (expert_tp·ep) ranks of its expert-data-parallel group
+    # (members expert_tp·ep apart), which reduces its gradients and shards its ZeRO states
+    # (Megatron-Core's expert_data_parallel group).
     expert_params = model.n_moe_layers * model.n_experts * model.expert_params
-    params_dev = (model.n_params - expert_params) / (tp * pp) + expert_params / (tp * pp * ep)
-    replicas, stride = dp * cp, tp
+    etp = expert_tp
+    groups = ((model.n_params - expert_params) / (tp * pp), dp * cp, tp), \
+        (expert_params / (etp * pp * ep), tp * dp * cp / (etp * ep), etp * ep)  # (params a device, replicas, stride)
+    params_dev = sum(g[0] for g in groups)
 
     def dp_op(op, bytes_per_param):
-        return strided_collective(hw=hw, op=op, size=params_dev * bytes_per_param, group=replicas,
-                                  stride=stride)["time_s"]
+        return sum(np.where(n > 0, strided_collective(hw=hw, op=op, size=n * bytes_per_param, group=r,
+                                                       stride=st)["time_s"], 0.0) for n, r, st in groups)
+
+    def sharded(bytes_per_param, shard_from):  # a part's bytes a device, sharded over the replicas from ZeRO stage shard_from
+        return sum(n * bytes_per_param / np.where(zero >= shard_from, r, 1.0) for n, r, _ in groups)
     gather = dp_op("all_gather", WEIGHT_COMM_BYTES)
     reduce_scatter = dp_op("reduce_scatter", GRAD_COMM_BYTES)
     # Per micro-batch traffic (overlapped with that micro-batch's compute, one FSDP unit -
@@ -278,8 +289,7 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     contention = overlap_penalty(hw, overlapped + cp_overlapped)
     pipeline = n_micro * slot + bubble + contention
 
-    opt_params = params_dev / np.where(zero >= 1, replicas, 1.0)
-    optimizer = elementwise(hw=hw, nbytes=opt_params * ADAM_BYTES_PER_PARAM)["time_s"]
+    optimizer = elementwise(hw=hw, nbytes=sharded(ADAM_BYTES_PER_PARAM, 1))["time_s"]
     step = pipeline + dp_exposed + optimizer
 
     tokens = global_batch * S
@@ -288,9 +298,8 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, seq_len, g
     peak = hw.peak(math)
 
     # Memory per device.
-    shard = {"weights": np.where(zero >= 3, replicas, 1.0), "grads": np.where(zero >= 2, replicas, 1.0),
-             "optimizer": np.where(zero >= 1, replicas, 1.0)}
-    per_part = {f"{k}_per_device_bytes": params_dev * BYTES_PER_PARAM[k] / shard[k] for k in BYTES_PER_PARAM}
+    shard_from = {"weights": 3, "grads": 2, "optimizer": 1}  # the ZeRO stage that shards each part
+    per_part = {f"{k}_per_device_bytes": sharded(BYTES_PER_PARAM[k], shard_from[k]) for k in BYTES_PER_PARAM}
     state = sum(per_part.values())
     # Megatron-LM: the first stage holds pp micro-batches (1F1B); interleaving adds (pp-1)/(pp·v).
     in_flight = np.minimum(pp, n_micro) * np.where(virtual_stages > 1, 1.0 + (pp - 1.0) / (pp * virtual_stages), 1.0)
