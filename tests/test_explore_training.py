@@ -38,8 +38,8 @@ def _api(hw, **controls):
 
 def _p2p_s(ds, s):
     """One micro-batch's pipeline send/recv per slot, recovered from pp_comm_s, which
-    predict.training counts over (n_micro + pp - 1) / virtual_stages slots."""
-    return ds.pp_comm_s * s["virtual_stages"] / (ds.n_micro_batches + s["pp"] - 1)
+    predict.training counts over n_micro + (pp - 1) / virtual_stages slots."""
+    return ds.pp_comm_s / (ds.n_micro_batches + (s["pp"] - 1) / s["virtual_stages"])
 
 
 # --------------------------------------------------------------------------- state
@@ -392,7 +392,7 @@ def test_an_moe_model_trains_at_the_states_expert_parallelism():
     np.testing.assert_array_equal(dense[0].step_time_s.values, dense[1].step_time_s.values)
     bad = explore.compute_training(dict(base, hardware=["b200", "cs3"], dp=4, ep=8))
     assert not bool(bad.fits.sel(hardware="b200")) and bool(bad.fits.sel(hardware="cs3"))
-    assert "ep=8 does not divide tp*dp*cp=4" in str(bad.reason.sel(hardware="b200").values)
+    assert "ep*expert_tp=8*1 does not divide tp*dp*cp=4" in str(bad.reason.sel(hardware="b200").values)
 
 
 def test_sweeping_ep_of_a_dense_model_is_one_clear_line():

@@ -139,11 +139,12 @@ class GpuLayout:
                                lambda seq_len, cp: f"seq_len={seq_len} is not a multiple of 2*cp={2 * float(cp):g} "
                                                    "(context parallelism splits each sequence into 2*cp chunks)"))
         if global_batch is not None:  # global_batch_size % (micro_batch_size * data_parallel_size)
-            per = dp * self.micro_batch
-            out.append(Problem(_whole(dp) & (np.mod(global_batch, per) != 0),
+            per = dp * self.micro_batch  # (fewer sequences than that: the workload's own reason)
+            out.append(Problem(_whole(dp) & (np.asarray(global_batch) >= per) & (np.mod(global_batch, per) != 0),
                                {"global_batch": global_batch, "dp_x_micro_batch": per},
                                lambda global_batch, dp_x_micro_batch: f"global_batch={global_batch} is not a multiple "
-                                                                       f"of dp*micro_batch={dp_x_micro_batch}"))
+                                                                       f"of dp*micro_batch={dp_x_micro_batch}",
+                               keep_numbers=True))
         if self.devices_asked is not None:
             out.append(Problem(np.asarray(self.devices_asked) != self.devices,
                                {"devices": self.devices_asked, "layout": self.devices},

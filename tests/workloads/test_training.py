@@ -289,3 +289,34 @@ def test_expert_states_shard_over_their_expert_data_parallel_group():
     r2 = predict.training(hardware="h100_sxm", model="qwen3_30b_a3b", tp=2, dp=8, ep=8, seq_len=4096,
                           global_batch=512, zero=1)
     assert float(r2.optimizer_per_device_bytes) == pytest.approx(12.0 * (dense / 2 / 8 + E / 16), rel=1e-9)
+
+
+def test_sliding_window_layers_train_over_their_band():
+    """A sliding-window layer attends its window, not the whole causal prefix (Megatron-Core
+    window_size; Megatron-Bridge flop_utils counts SWA layers by their window): Mistral-7B's
+    4k window at 32k tokens trains faster than the same model without it, and the step's
+    attention is the layer kinds' weighted mean (every Mistral layer slides: all of it)."""
+    import dataclasses
+    from workbench.specs import load_model
+    m = load_model("mistral_7b")
+    full = dataclasses.replace(m, n_sliding_layers=0, sliding_window=0)
+    kw = dict(hardware="h100_sxm", seq_len=32768, devices=64, tp=8, global_batch=64, recompute="full")
+    windowed, dense = (predict.training(model=x, **kw) for x in (m, full))
+    assert float(windowed.step_time_s) < 0.9 * float(dense.step_time_s)
+    short = predict.training(model=m, **dict(kw, seq_len=4096))  # the window binds nowhere: the same as without
+    assert float(short.step_time_s) == pytest.approx(float(predict.training(model=full, **dict(kw, seq_len=4096))
+                                                           .step_time_s), rel=1e-9)
+
+
+def test_the_reported_pipeline_sends_are_the_steps():
+    """pp_comm_s is the send/recv the step holds: one exposed each way per micro-batch slot
+    (interleaving's v-fold sends overlap the other chunks' compute, Megatron-Core
+    overlap_p2p_comm) over the n_micro slots and the (pp - 1) / v slots of the bubble; it had
+    divided the slots' sends by v while the step kept them whole."""
+    kw = dict(hardware="h100_sxm", model="llama_3_70b", tp=8, pp=4, dp=4, seq_len=4096, global_batch=256)
+    r = {v: predict.training(virtual_stages=v, **kw) for v in (1, 5)}
+    slot_p2p = {v: float(r[v].pp_comm_s) / (float(r[v].n_micro_batches) + 3 / v) for v in r}
+    assert slot_p2p[5] == pytest.approx(slot_p2p[1], rel=1e-9) and slot_p2p[1] > 0
+    assert float(r[5].pipeline_bubble_s) < float(r[1].pipeline_bubble_s)
+    for v in r:  # dense: the slots' communication is their sends alone
+        assert float(r[v].slot_comm_s) == pytest.approx(float(r[v].n_micro_batches) * slot_p2p[v], rel=1e-9)

@@ -111,10 +111,16 @@ def layer_forward(hw, model, *, tokens, seq, tp, cp, math, moe, attention="flash
         experts = layer_gemms(hw, model, tokens=tokens * ep * etp / tp, tp=etp * ep, ep=ep, matmuls=routed, **kw)
         g, routed_s = add(g, experts), experts["time_s"] + experts["overhead_s"]
     q = seq / cp
-    att = attention_prefill(hw=hw, batch=tokens / q, seq_len=q, context=seq / 2.0 - q / 2.0,
-                            n_heads=model.n_heads / tp, head_dim=model.head_dim, v_head_dim=model.v_dim,
-                            n_kv_heads=np.maximum(model.n_kv_heads / tp, 1.0), causal=True,
-                            dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=a_bytes, kernel=attention)
+
+    def kind(shape, window):  # one kind of softmax layer (full or sliding-window: its band only)
+        return attention_prefill(hw=hw, batch=tokens / q, seq_len=q, context=seq / 2.0 - q / 2.0,
+                                 n_heads=shape[0] / tp, head_dim=shape[2], v_head_dim=shape[3],
+                                 n_kv_heads=np.maximum(shape[1] / tp, 1.0), causal=True, window=window,
+                                 dtype=attention_math(math), act_bytes=a_bytes, kv_bytes=a_bytes, kernel=attention)
+    kinds = model.softmax_kinds if model.n_sliding_layers and not model.is_mla else [(1, np.inf, False)]
+    n_soft = sum(n for n, _, _ in kinds)
+    each = [(n / n_soft, kind(model.attention_shape(sliding=sl), w if np.isfinite(w) else 0.0)) for n, w, sl in kinds]
+    att = {k: sum(share * a[k] for share, a in each) for k in ("time_s", "overhead_s", "backward_s", "flops")}
     fwd_s, bwd_s, att_flops = att["time_s"] + att["overhead_s"], att["backward_s"] + att["overhead_s"], att["flops"]
     if model.n_linear_layers:  # a hybrid: softmax attention on its share of the layers, the linear mixers on theirs
         soft = model.n_full_attention_layers / model.n_layers
@@ -235,6 +241,9 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, expert_tp,
         moved = tokens_mb / tp * model.expert_width * 2.0 * model.n_active_experts
         a2a = 4.0 * collective(hw=hw, op="all_to_all", size=moved, devices=ep)["time_s"] * model.n_moe_layers / pp
     p2p_bytes = tokens_mb * model.d_model * 2.0 / tp
+    # one send each way exposed per micro-batch slot: interleaving sends v times as often
+    # (Narayanan et al. 2021, section 2.2) but overlaps them with the other chunks' compute
+    # (Megatron-Core overlap_p2p_comm, on for virtual pipelines in the Megatron-Bridge recipes)
     p2p = 2.0 * strided_collective(hw=hw, op="send_recv", size=p2p_bytes, group=2.0, stride=tp * cp)["time_s"] \
         * (pp > 1)
     head = output_layer(hw, model, tokens=tokens_mb, tp=tp, math=math)
@@ -326,7 +335,7 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, expert_tp,
         "forward_s": n_micro * fwd, "backward_s": n_micro * bwd, "recompute_s": n_micro * recomp,
         "pipeline_bubble_s": bubble, "bubble_fraction": bubble / (n_micro * slot + bubble),
         "tp_comm_s": n_micro * 2.0 * f_tp, "cp_comm_s": n_micro * 2.0 * cp_exposed, "ep_comm_s": n_micro * a2a,
-        "pp_comm_s": (n_micro + pp - 1.0) / virtual_stages * p2p, "dp_comm_s": dp_traffic,
+        "pp_comm_s": (n_micro + (pp - 1.0) / virtual_stages) * p2p, "dp_comm_s": dp_traffic,
         # the stage sends and the expert all-to-alls inside the micro-batch slots: with the
         # parts above (forward .. optimizer) they add up to the step
         "slot_comm_s": n_micro * (a2a + p2p) + 0.0 * step,
