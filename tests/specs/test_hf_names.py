@@ -17,14 +17,16 @@ from workbench.specs import hf_index, hf_names, list_models, load_model
     ("RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8-dynamic", "llama_3_1_8b"),  # Meta's spelling, another org
     ("meta-llama/Meta-Llama-3-8B-Instruct", "llama_3_8b"),
     ("meta-llama/Llama-2-7b-chat-hf", "llama_2_7b"),
-    ("deepseek-ai/DeepSeek-R1-0528", "deepseek_r1"),                    # a dated re-release
-    ("nvidia/DeepSeek-R1-0528-FP4-v2", "deepseek_r1"),                  # and its pack version
-    ("deepseek-ai/DeepSeek-V3-0324", "deepseek_v3"),
+    ("nvidia/DeepSeek-R1-0528-FP4-v2", "deepseek_r1"),                  # a listed dated release's pack version
+    ("nvidia/DeepSeek-V3-0324-NVFP4", "deepseek_v3"),
     ("deepseek-ai/DeepSeek-V3.1", "deepseek_v3"),                       # as nvidia/DeepSeek-V3.1-NVFP4
-    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "qwen3_235b_a22b"),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "qwen3_235b_a22b_2507"),  # the dated release's own entry
     ("Qwen/Qwen3-32B-AWQ", "qwen3_32b"),
-    ("moonshotai/Kimi-K2-Instruct-0905", "kimi_k2"),
     ("Qwen/Qwen2-72B-Instruct", "qwen2_72b"),
+    ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek_v3_2"),                 # an experimental release of V3.2's layers
+    ("XiaomiMiMo/MiMo-7B-RL", "mimo_7b"),                               # RL post-training
+    ("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8", "llama_3_1_8b"),  # format words joined by "."
+    ("TheBloke/Mistral-7B-Instruct-v0.2-AWQ", "mistral_7b_v0_2"),       # a release version stays in the key
 ])
 def test_a_variant_resolves_to_its_architecture(hf_id, name):
     assert hf_id not in hf_index()
@@ -46,12 +48,57 @@ def test_other_models_are_refused_with_the_nearest_ids(hf_id):
 
 
 def test_model_versions_are_not_variant_words():
-    """A "v" word before the size is the model's version (DeepSeek-V3 vs -V3.2), after it a
-    pack's (Mixtral-8x7B-Instruct-v0.1)."""
+    """A "v" word is the model's version before the size (DeepSeek-V3 vs -V3.2), a release's after
+    the size or a post-training word (Mistral-7B-Instruct-v0.3: another vocabulary and no window),
+    and only a repackaging's right after a format word (-FP4-v2); dates stay (a re-release)."""
     assert hf_names.key("deepseek-ai/DeepSeek-V3") == "deepseek-v3"
     assert hf_names.key("deepseek-ai/DeepSeek-V3.2") == "deepseek-v3.2"
-    assert hf_names.key("mistralai/Mixtral-8x7B-Instruct-v0.1") == "mixtral-8x7b"
-    assert hf_names.key("nvidia/Llama-3_3-Nemotron-Super-49B-v1") == "llama-3.3-nemotron-super-49b"
+    assert hf_names.key("mistralai/Mixtral-8x7B-Instruct-v0.1") == "mixtral-8x7b-v0.1"
+    assert hf_names.key("nvidia/Llama-3_3-Nemotron-Super-49B-v1") == "llama-3.3-nemotron-super-49b-v1"
+    assert hf_names.key("nvidia/Llama-3.1-70B-Instruct-FP8-dynamic-v2") == "llama-3.1-70b"
+    assert hf_names.key("Qwen/Qwen3-235B-A22B-Thinking-2507-FP8") == "qwen3-235b-a22b-2507"
+
+
+@pytest.mark.parametrize("hf_id, name, max_seq_len, vocab", [
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3_235b_a22b_2507", 262144, 151936),  # model card: 262,144 natively
+    ("Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3_30b_a3b_2507", 262144, 151936),
+    ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "qwen3_30b_a3b_2507", 262144, 151936),
+    ("moonshotai/Kimi-K2-Instruct-0905", "kimi_k2_0905", 262144, 163840),  # model card: 128k -> 256k tokens
+    ("deepseek-ai/DeepSeek-R1-0528", "deepseek_r1", 163840, 129280),       # same config as R1
+    ("mistralai/Mistral-7B-Instruct-v0.2", "mistral_7b_v0_2", 32768, 32000),
+    ("mistralai/Mistral-7B-Instruct-v0.3", "mistral_7b_v0_3", 32768, 32768)])
+def test_dated_and_versioned_releases_get_their_own_config(hf_id, name, max_seq_len, vocab):
+    """A re-release whose config differs from its base's (Qwen3 2507: 262,144 tokens against
+    40,960; Kimi-K2 0905: 262,144 against 131,072; Mistral v0.2 / v0.3: no window, v0.3 a larger
+    vocabulary) resolves to an entry of its own; its layers otherwise are the base's."""
+    m = load_model(hf_id)
+    assert (m.name, m.max_seq_len, m.vocab_size) == (name, max_seq_len, vocab)
+    base = {"qwen3_235b_a22b_2507": "qwen3_235b_a22b", "qwen3_30b_a3b_2507": "qwen3_30b_a3b", "kimi_k2_0905": "kimi_k2",
+            "mistral_7b_v0_2": "mistral_7b", "mistral_7b_v0_3": "mistral_7b"}.get(name, name)
+    b = load_model(base)
+    assert (m.n_layers, m.d_model, m.n_heads, m.n_kv_heads, m.head_dim, m.n_experts) == \
+        (b.n_layers, b.d_model, b.n_heads, b.n_kv_heads, b.head_dim, b.n_experts)
+    if name.startswith("mistral_7b_v0"):
+        assert m.n_sliding_layers == 0 and b.n_sliding_layers == 32
+
+
+def test_a_dated_release_takes_its_own_context():
+    """Qwen3-235B-A22B-Instruct-2507 at a 131,072-token prompt fits on 8 H200 (its 262,144-token
+    context), where the April release's 40,960 refuses it."""
+    kw = dict(hardware="h200_sxm", devices=8, tp=8, batch=1, prompt=131072, generate=256, weights="fp8")
+    assert bool(predict.inference(model="Qwen/Qwen3-235B-A22B-Instruct-2507", **kw).fits)
+    april = predict.inference(model="Qwen/Qwen3-235B-A22B", **kw)
+    assert not bool(april.fits) and "max_seq_len=40960" in str(april.reason.values)
+
+
+@pytest.mark.parametrize("hf_id", ["deepseek-ai/DeepSeek-V3-1226", "Qwen/Qwen3-8B-2504", "mistralai/Mistral-7B-v0.4",
+                                   "nvidia/Llama-3_3-Nemotron-Super-49B-v1_5"])
+def test_an_unlisted_dated_or_versioned_release_is_refused(hf_id):
+    """Its config may differ from the base's (the context, the vocabulary, the window): refused
+    with the nearest listed ids, never given the base's numbers."""
+    with pytest.raises(InputError, match="neither a file nor the id of a catalog architecture") as e:
+        load_model(hf_id)
+    assert "\n" not in str(e.value) and "nearest:" in str(e.value)
 
 
 def test_every_listed_id_keys_back_to_its_own_entry():

@@ -31,6 +31,8 @@ EXPECTED_MODELS = {
 EXPLICIT_HEAD_DIM = {
     "qwen3_32b": 128,  # Qwen3-32B config.json head_dim (5120 / 64 would be 80)
     "qwen3_235b_a22b": 128,  # Qwen3-235B-A22B config.json head_dim (4096 / 64 would be 64, same)
+    "qwen3_235b_a22b_2507": 128, "qwen3_30b_a3b_2507": 128,  # the 2507 releases keep their base's head_dim
+    "kimi_k2_0905": 192,  # MLA, as Kimi-K2-Instruct
     "gpt_oss_120b": 64,  # gpt-oss-120b config.json head_dim (2880 / 64 = 45)
     "deepseek_v3": 192,  # MLA: qk_nope_head_dim 128 + qk_rope_head_dim 64
     "deepseek_r1": 192,

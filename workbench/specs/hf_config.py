@@ -1,18 +1,20 @@
 """Import a Hugging Face `config.json` as ModelSpec fields: the transformers key names of
-the Llama (3 and 4), Mistral / Mixtral, Qwen2 / Qwen3 (dense and MoE, and the text model of
-Qwen3-VL), MiMo, MiniMax-M2, Step-3.7, DeepSeek-V2/V3 and Kimi-K2 (MLA) and gpt-oss
-families mapped to the spec's. A multimodal wrapper (`text_config`) imports as its text
-model. Unknown architectures still import when they use the common keys; a key the spec
-needs and the file lacks is an error naming it. A config whose layers the workbench has no
-kind for (linear attention other than Gated DeltaNet and Kimi Delta Attention, Mamba-2
-outside Nemotron-H, latent MoE, per-layer head shapes, ...) is refused with
-UnsupportedFamily, never approximated. Nemotron-H's block pattern and Kimi Linear's KDA
-layers import as linear kinds (ModelSpec.linear_kind).
+the Llama (3 and 4), Mistral / Mixtral, Gemma, Qwen2 / Qwen3 (dense and MoE, and the text model
+of Qwen3-VL), MiMo, MiniMax-M2, Step-3.7, DeepSeek-V2/V3 and Kimi-K2 (MLA) and gpt-oss families
+mapped to the spec's; what a config leaves unsaid (the tie default, Gemma's GeGLU, which layers a
+window masks) as its family's transformers class fills it (hf_names.family_defaults). A multimodal
+wrapper (`text_config`) imports as its text model. Unknown architectures still import when they use
+the common keys; a key the spec needs and the file lacks is an error naming it. A config whose layers
+the workbench has no kind for (Mamba, RWKV, Jamba / Zamba / Falcon-H1 / Granite-H hybrids, MiniMax-01's
+lightning attention, per-layer head shapes, ...: by model_type or by the keys that place
+such layers) is refused with UnsupportedFamily, never approximated. Nemotron-H's block pattern and
+Kimi Linear's KDA layers import as linear kinds (ModelSpec.linear_kind).
 """
 from __future__ import annotations
 
 from ..errors import InputError, brief
 from ._base import SpecError
+from .hf_names import FAMILIES, family_defaults
 
 # ModelSpec field <- the first config.json key present.
 _KEYS = {
@@ -61,30 +63,40 @@ class UnsupportedFamily(SpecError):
     """A config.json whose layers need a kind the workbench does not model."""
 
     def __init__(self, origin: str, model_type, key: str, value, what: str):
-        InputError.__init__(self, f"spec {brief(origin)}: model_type {brief(model_type)} has {key}={brief(value, 60)} "
-                                  f"in config.json: {what}, a layer kind the workbench does not model (not "
-                                  "approximated); the 'Emerging model families' issue adds it")
+        said = "" if key == "model_type" else f" has {key}={brief(value, 60)} in config.json"
+        InputError.__init__(self, f"spec {brief(origin)}: model_type {brief(model_type)}{said}: {what}, a layer kind the "
+                                  "workbench does not model (not approximated); the 'Emerging model families' issue adds it")
 
 
 def _differs(key: str):
     return lambda v, cfg: v is not None and v != cfg.get(key)
 
 
-_present = lambda v, cfg: v is not None  # noqa: E731
-# (config.json key, does its value mean the unmodelled kind, what that kind is), first hit wins
-_UNMODELLED = (
+def _mamba(v, cfg) -> bool:  # a Mamba key, unless the config's layer kinds name no Mamba (Granite-4.0's dense ones)
+    kinds = [str(k) for k in cfg.get("layer_types") or cfg.get("layers_block_type") or ["mamba"]]
+    return not _nemotron_h(cfg) and any("mamba" in k for k in kinds)
+
+
+_MAMBA = "Mamba / Mamba-2 state-space layers outside Nemotron-H"
+_WINDOWED = ("layer_types", "use_sliding_window", "hybrid_layer_pattern", "compress_ratios", "attention_chunk_size")
+# (config.json key, does its value mean the unmodelled kind, what that kind is), first hit wins, after the
+# model_types and keys hf_names.FAMILIES names; "mamba_*": the first key so begun but the state's dtypes
+_UNMODELLED = tuple((k, lambda v, cfg: v is not None, w) for k, w in FAMILIES["unmodelled_keys"].items()) + (
     ("linear_attn_config", lambda v, cfg: not _kimi_linear(cfg), "linear-attention layers of a family other "
      "than Kimi Linear's Kimi Delta Attention"),
     ("linear_num_key_heads", lambda v, cfg: not _gated_deltanet(cfg), "linear attention of another kind than the "
      "Gated DeltaNet of Qwen3-Next / Qwen3.5"),
+    ("full_attention_interval", lambda v, cfg: bool(v) and not _gated_deltanet(cfg), "linear layers between softmax ones"),
+    ("attn_type_list", lambda v, cfg: isinstance(v, list) and 0 in v, "lightning (linear) attention layers (its 0s)"),
     ("hybrid_override_pattern", lambda v, cfg: not _nemotron_h(cfg), "a Mamba-2 / attention hybrid of a family "
      "other than Nemotron-H"),
     ("hybrid_override_pattern", lambda v, cfg: any(c not in _PATTERN for c in str(v)),
      "blocks other than Mamba-2 (M), attention (*), MLP (-) and MoE (E)"),
     ("layers_block_type", lambda v, cfg: _nemotron_h(cfg) and "?" in _nemotron_pattern(cfg),
      "blocks other than mamba, attention, mlp and moe"),
-    ("mamba_num_heads", lambda v, cfg: not _nemotron_h(cfg), "Mamba-2 state-space layers outside Nemotron-H"),
-    ("ssm_state_size", lambda v, cfg: not _nemotron_h(cfg), "state-space layers outside Nemotron-H"),
+    ("layers_block_type", lambda v, cfg: not _nemotron_h(cfg), "blocks of kinds outside Nemotron-H (Mamba, ...)"),
+    ("mamba_*", _mamba, _MAMBA), ("n_mamba_heads", _mamba, _MAMBA), ("ssm_state_size", _mamba, _MAMBA),
+    ("expert_layer_period", lambda v, cfg: v is not None and int(v) != 1, "MoE every expert_layer_period-th layer"),
     ("compress_ratios", lambda v, cfg: not isinstance(v, list) or len({int(r) for r in v if r}) > 2,
      "compressed attention of more than DeepSeek-V4's two ratios (CSA and HCA)"),
     ("sparse_attention_config", lambda v, cfg: isinstance(v, dict) and bool(v.get("use_sparse_attention"))
@@ -96,6 +108,8 @@ _UNMODELLED = (
      "sliding-window layers with their own value width"),
     ("num_kv_shared_layers", lambda v, cfg: bool(v), "layers reusing another layer's KV cache"),
     ("hidden_size_per_layer_input", lambda v, cfg: bool(v), "per-layer input embeddings"),
+    ("sliding_window", lambda v, cfg: bool(v) and str(cfg.get("model_type")) not in FAMILIES["sliding_window"] and
+     all(cfg.get(k) is None for k in _WINDOWED), "a sliding window on layers nothing names (no layer_types or rule)"),
 )
 
 
@@ -109,15 +123,20 @@ def text_config(cfg: dict) -> dict:
 
 
 def check_supported(cfg: dict, *, origin: str) -> None:
-    """Raise UnsupportedFamily when the (text) config needs a layer kind the workbench lacks."""
-    cfg = text_config(cfg)
+    """Raise UnsupportedFamily when the (text) config, as hf_names.family_defaults fills it, needs a kind not modelled."""
+    cfg = family_defaults(text_config(cfg), {})
+    if str(cfg.get("model_type")) in FAMILIES["unmodelled"]:
+        raise UnsupportedFamily(origin, cfg["model_type"], "model_type", 0, FAMILIES["unmodelled"][cfg["model_type"]])
     for key, test, what in _UNMODELLED:
+        if key.endswith("*"):
+            key = next((k for k in cfg if k.startswith(key[:-1]) and not k.endswith("_dtype")), key)
         if key in cfg and test(cfg[key], cfg):
             raise UnsupportedFamily(origin, cfg.get("model_type"), key, cfg[key], what)
     allowed = _ATTENTION_TYPES if _gated_deltanet(cfg) else _ATTENTION_TYPES[:-1]
     if cfg.get("index_topk"):  # GLM-5.2's NVFP4 config names its DSA layers in layer_types
         allowed += ("deepseek_sparse_attention",)
-    other = sorted({t for t in cfg.get("layer_types") or [] if t not in allowed}, key=str)
+    other = sorted({t for t in cfg.get("layer_types") or [] if t not in allowed},  # "mamba" before "attention"
+                   key=lambda t: ("attention" in str(t), str(t)))
     if other:
         raise UnsupportedFamily(origin, cfg.get("model_type"), "layer_types", other[0], f"{other[0]} layers")
 
@@ -283,8 +302,8 @@ def _nas_blocks(cfg: dict, prov: dict) -> dict:
 
 
 def _attention_windows(cfg: dict, n_layers: int, prov: dict) -> dict:
-    """sliding_window / n_sliding_layers: gpt-oss, Step and Gemma `layer_types`, Qwen's
-    use_sliding_window, Llama-4's chunked attention (a window bounding each chunk)."""
+    """sliding_window / n_sliding_layers: `layer_types` (gpt-oss, Step, Gemma, or hf_names.family_defaults'),
+    Qwen's use_sliding_window, Llama-4's chunked attention (a window bounding each chunk)."""
     types = list(cfg.get("layer_types") or [])
     if not types and cfg.get("use_sliding_window") and cfg.get("sliding_window"):  # Qwen2: layers from max_window_layers
         start = int(cfg.get("max_window_layers") or 0)
@@ -302,7 +321,8 @@ def _attention_windows(cfg: dict, n_layers: int, prov: dict) -> dict:
                     n_sliding_layers="layers with RoPE (no_rope_layers; every 4th layer is global)")
         return dict(sliding_window=int(cfg["attention_chunk_size"]), n_sliding_layers=types.count("chunked_attention"))
     if cfg.get("sliding_window") and "sliding_attention" in types:
-        prov.update(sliding_window="sliding_window", n_sliding_layers="layer_types: sliding_attention")
+        prov.setdefault("sliding_window", "sliding_window")
+        prov.setdefault("n_sliding_layers", "layer_types: sliding_attention")
         return dict(sliding_window=int(cfg["sliding_window"]), n_sliding_layers=types.count("sliding_attention"))
     return {}
 
@@ -392,6 +412,7 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
     `provenance` dict, each field's config.json key(s) are written into it."""
     check_supported(cfg, origin=origin)
     cfg, prov = text_config(cfg), (provenance if provenance is not None else {})
+    cfg = family_defaults(cfg, prov)  # what the family's transformers config class fills in
     if _nemotron_h(cfg) and "num_hidden_layers" not in cfg:  # Nemotron 3 Ultra: the block list only
         cfg = {**cfg, "num_hidden_layers": len(_nemotron_pattern(cfg))}
     nas = _nas_blocks(cfg, {}) if cfg.get("block_configs") else {}
@@ -461,10 +482,10 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
         elif cfg.get("routed_expert_hidden_size") and cfg["routed_expert_hidden_size"] != out["d_model"]:  # Kimi-K3
             out["moe_latent_dim"] = int(cfg["routed_expert_hidden_size"])
             prov["moe_latent_dim"] = "routed_expert_hidden_size"
-    tied = cfg.get("tie_word_embeddings", False)
+    tied = cfg["tie_word_embeddings"]  # hf_names.family_defaults: the family's default where unstated
     if not isinstance(tied, bool):  # "false" (a string) must not read as true
         raise SpecError(origin, "tie_word_embeddings", tied, "true or false (a JSON boolean)")
-    out["tied_embeddings"], prov["tied_embeddings"] = tied, "tie_word_embeddings"
+    out["tied_embeddings"], prov["tied_embeddings"] = tied, prov.get("tied_embeddings", "tie_word_embeddings")
     for key in ("max_position_embeddings", "model_max_length"):  # Kimi Linear states only the latter
         if cfg.get(key):
             out["max_seq_len"], prov["max_seq_len"] = int(cfg[key]), key
@@ -485,8 +506,10 @@ def fields_from_hf_config(cfg: dict, *, origin: str, provenance: dict | None = N
     act = str(_first(cfg, ("mlp_hidden_act", "hidden_act", "hidden_activation", "activation_function"), origin,
                      "gated_mlp", "silu", prov=prov))
     # experts are gated (SwiGLU) in every MoE family here but Nemotron-H's (squared ReLU, no gate)
-    out["gated_mlp"] = act in _GATED or (n_experts > 0 and act != "relu2")
-    prov.setdefault("gated_mlp", "no hidden_act: silu (SwiGLU), the transformers default")
+    by_act, gated = act in _GATED or (n_experts > 0 and act != "relu2"), FAMILIES["gated_mlp"].get(cfg.get("model_type"))
+    out["gated_mlp"] = by_act if gated is None else gated  # Gemma 1's GeGLU under hidden_act "gelu"
+    prov["gated_mlp"] = prov.get("gated_mlp", "no hidden_act: silu (SwiGLU), the transformers default") if gated in (
+        None, by_act) else f"model_type {cfg['model_type']}'s MLP (gated: {str(gated).lower()}) whatever the activation"
     if n_experts and out["gated_mlp"]:
         prov["gated_mlp"] += ", gated experts"
     return out
