@@ -320,3 +320,17 @@ def test_the_reported_pipeline_sends_are_the_steps():
     assert float(r[5].pipeline_bubble_s) < float(r[1].pipeline_bubble_s)
     for v in r:  # dense: the slots' communication is their sends alone
         assert float(r[v].slot_comm_s) == pytest.approx(float(r[v].n_micro_batches) * slot_p2p[v], rel=1e-9)
+
+
+def test_the_busiest_pipeline_stage_holds_the_embedding():
+    """Past one stage, a stage holds its share of the layers and the first the embedding (the
+    last the output layer): Llama-3-8B on 4 stages holds 8 layers and 128,256 x 4,096
+    embedding weights on the busiest, 2.27 B parameters, not a quarter of 8.03 B."""
+    from workbench.specs import load_model
+    m = load_model("llama_3_8b")
+    r = predict.training(hardware="h100_sxm", model="llama_3_8b", pp=4, devices=4, seq_len=4096, global_batch=64)
+    stage = (m.n_params - m.embedding_params) / 4 + m.vocab_size * m.d_model
+    assert float(r.weights_per_device_bytes) == pytest.approx(2.0 * stage, rel=1e-12)
+    assert 2.26e9 < stage < 2.28e9
+    one = predict.training(hardware="h100_sxm", model="llama_3_8b", devices=1, seq_len=4096, global_batch=64)
+    assert float(one.weights_per_device_bytes) == pytest.approx(2.0 * m.n_params, rel=1e-12)  # one stage: all

@@ -269,7 +269,13 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, expert_tp,
     # (Megatron-Core's expert_data_parallel group).
     expert_params = model.n_moe_layers * model.n_experts * model.expert_params
     etp = expert_tp
-    groups = ((model.n_params - expert_params) / (tp * pp), dp * cp, tp), \
+    # the busiest stage: its share of the layers and, past one stage, the embedding (first
+    # stage) or the output layer (last: with tied embeddings a copy, Megatron-Core's
+    # shared_embedding), where a uniform split had spread them over every stage
+    layer_params = model.n_params - expert_params - model.embedding_params
+    dense_dev = layer_params / (tp * pp) + np.where(pp > 1, model.vocab_size * model.d_model,
+                                                    model.embedding_params) / tp
+    groups = (dense_dev, dp * cp, tp), \
         (expert_params / (etp * pp * ep), tp * dp * cp / (etp * ep), etp * ep)  # (params a device, replicas, stride)
     params_dev = sum(g[0] for g in groups)
 
