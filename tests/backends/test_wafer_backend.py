@@ -22,7 +22,11 @@ def test_a_non_drafting_point_of_a_sweep_is_the_call_without_a_draft(devices):
     assert bool(zero.fits) == bool(plain.fits)
     for name in ("tpot_s", "ttft_s", "devices", "pe_grid_decode", "memory_per_device_bytes"):
         assert zero[name].values == pytest.approx(plain[name].values), name
-    assert float(swept.tpot_s.sel(draft_len=2)) < float(zero.tpot_s)  # the drafting point keeps its speed-up
+    drafting = swept.sel(draft_len=2)
+    if devices == "min":  # the drafting point keeps its speed-up
+        assert bool(drafting.fits) and float(drafting.tpot_s) < float(zero.tpot_s)
+    else:  # the draft's regions do not fit beside the target's on 4 systems: flagged, no time to read
+        assert not bool(drafting.fits) and np.isnan(float(drafting.tpot_s))
 
 
 def test_a_non_drafting_point_of_a_serving_sweep_is_the_call_without_a_draft():
@@ -38,8 +42,8 @@ def test_a_region_larger_than_the_mesh_is_flagged_by_name():
     """WSE-3's program mesh is 757 x 1172 PEs (wse3.yaml): a square region of side 5000 (or a
     prefill grid of 2000) cannot exist: NaN outputs, fits=False, the reason naming the
     argument and the largest side; a side that exists is computed."""
-    ds = predict.inference(hardware="cs3", model="llama_3_1_8b", pe_grid=[500, 5000])
-    assert np.isfinite(float(ds.tpot_s.sel(pe_grid=500)))
+    ds = predict.inference(hardware="cs3", model="llama_3_1_8b", pe_grid=[161, 5000])
+    assert np.isfinite(float(ds.tpot_s.sel(pe_grid=161)))
     big = ds.sel(pe_grid=5000)
     assert not bool(big.fits) and np.isnan(float(big.tpot_s))
     assert "pe_grid=5000" in str(big.reason.values) and "757" in str(big.reason.values)

@@ -72,12 +72,15 @@ def test_pipelined_ttft_between_compute_bound_and_whole_prompt_sum():
     per-layer sum and above its compute bound, at every point of a sweep."""
     r = predict.inference(hardware="cs3", model="llama_3_1_70b", devices=[4, 6, 8], batch=[1, 2, 4],
                           prompt=[128, 1024, 8192], generate=128, weights="fp16", kv="fp16")
-    pre = r.ttft_s  # includes the lm_head's last-token GEMV, as does the unpipelined time
-    assert bool((pre <= r.prefill_unpipelined_s).all())
-    assert bool((pre >= r.prefill_compute_bound_s).all())
+    # the points that do not fit (8,192-token prompts of 2 and 4 sequences on 4 systems) have no time
+    assert bool(r.ttft_s.isnull().equals(~r.fits)) and int((~r.fits).sum()) == 2
+    fit = r.where(r.fits)
+    pre = fit.ttft_s  # includes the lm_head's last-token GEMV, as does the unpipelined time
+    assert bool((pre <= fit.prefill_unpipelined_s).where(r.fits, True).all())
+    assert bool((pre >= fit.prefill_compute_bound_s).where(r.fits, True).all())
     # and pipelining matters: at 2,048 tokens and more it is at least 10x below the sum
-    long = r.sel(prompt=8192)
-    assert bool((long.ttft_s * 10 <= long.prefill_unpipelined_s).all())
+    long = fit.sel(prompt=8192)
+    assert bool((long.ttft_s * 10 <= long.prefill_unpipelined_s).where(r.fits.sel(prompt=8192), True).all())
 
 
 def test_ttft_grows_with_prompt_and_batch():
@@ -95,3 +98,38 @@ def test_one_chunk_is_the_unpipelined_pass():
     one = m.n_layers * chunk_layer_s(w, m, P=161.0, batch=1.0, chunk=512.0, context=512.0)
     out = pipelined_prefill(w, m, P=161.0, batch=1.0, prompt=512.0, devices=1)
     assert float(out["ttft_s"]) <= float(one) <= float(out["unpipelined_s"]) * (1 + 1e-12)
+
+
+def simulate_units(unit_s: np.ndarray, n_layers: int) -> float:
+    """Makespan of units through n_layers identical stages (one system): unit_s[i] is unit
+    i's time in every stage."""
+    return simulate_flow_shop(np.repeat(unit_s[:, None], n_layers, axis=1))
+
+
+@pytest.mark.parametrize("batch,max_rows", [(8.0, 4.0), (8.0, 3.0), (5.0, 8.0), (3.0, 1.0)])
+def test_chunks_hold_only_the_rows_that_fit(batch, max_rows):
+    """With room for `max_rows` activation rows a PE, a chunk of c tokens takes the batch in
+    the fewest equal groups of sequences that fit (s x c <= max_rows) or one sequence at a
+    time, every group's chunks in turn through the pipeline: the closed form against the
+    flow shop of those units (5%), and at no chunk size more rows than fit."""
+    w, m = as_numbers("cs3"), load_model("llama_3_1_8b")
+    prompt = 64.0
+    out = pipelined_prefill(w, m, P=161.0, batch=batch, prompt=prompt, devices=1, max_rows=max_rows)
+    c, s = float(out["chunk_tokens"]), float(out["chunk_sequences"])
+    assert float(out["rows_per_pe"]) <= max_rows and s * c == float(out["rows_per_pe"])
+    groups = np.ceil(batch / s)
+    n = int(np.ceil(prompt / c))
+    ctx = np.minimum(np.arange(1, n + 1) * c, prompt)
+    per_group = np.asarray(chunk_layer_s(w, m, P=161.0, batch=s, chunk=c, context=ctx, gemm=False))
+    sim = simulate_units(np.tile(per_group, int(groups)), m.n_layers)
+    assert float(out["ttft_s"]) == pytest.approx(sim, rel=0.05)
+    free = pipelined_prefill(w, m, P=161.0, batch=batch, prompt=prompt, devices=1)
+    assert float(free["chunk_sequences"]) in (1.0, batch)
+
+
+def test_no_room_for_one_row_leaves_no_time():
+    w, m = as_numbers("cs3"), load_model("llama_3_1_8b")
+    out = pipelined_prefill(w, m, P=161.0, batch=np.array([1.0, 1.0]), prompt=512.0, devices=1,
+                            max_rows=np.array([0.0, 1.0]))
+    assert np.isnan(out["ttft_s"][0]) and np.isfinite(out["ttft_s"][1])
+    assert out["chunk_tokens"][1] == 1.0 and out["rows_per_pe"][1] == 1.0

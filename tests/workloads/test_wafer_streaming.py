@@ -50,3 +50,25 @@ def test_streaming_is_far_slower_than_resident_weights_for_decode():
                            placement=["regions", "streaming"])
     regions, streaming = ds.tpot_s.sel(placement="regions"), ds.tpot_s.sel(placement="streaming")
     assert float(streaming) > 100 * float(regions)
+
+
+def test_batch_is_per_replica_as_on_gpus_and_replicas_are_reported():
+    """batch means sequences per replica on every placement and on GPUs: streaming's devices
+    are replicas of `batch` each (its throughput counts them all), as a GPU's devices beyond
+    tp x pp are (h100_sxm tp 8 on 16 GPUs: twice the 8 GPUs' throughput at batch 1), and
+    regions' devices pipeline one replica. `replicas` names the count."""
+    kw = dict(hardware="cs3", model="llama_3_1_8b", batch=1, weights="fp16", placement="streaming")
+    ds = predict.inference(devices=[1, 4], **kw)
+    assert list(ds.replicas.values) == [1.0, 4.0] and list(ds.batch.values) == [1.0, 1.0]
+    rate = ds.output_tokens_per_s.values
+    assert rate[1] == pytest.approx(4 * rate[0]) and ds.tpot_s.values[1] == pytest.approx(ds.tpot_s.values[0])
+    gpu = predict.inference(hardware="h100_sxm", model="llama_3_1_8b", tp=8, devices=[8, 16], batch=1, weights="fp16")
+    g = gpu.output_tokens_per_s.values
+    assert g[1] == pytest.approx(2 * g[0])
+
+
+def test_a_streaming_point_that_does_not_fit_has_no_time():
+    """KV cache of every layer beyond the SRAM: flagged, times NaN (as under regions)."""
+    big = predict.inference(hardware="cs3", model="llama_3_1_70b", batch=512, prompt=8192, weights="fp16",
+                            placement="streaming")
+    assert not bool(big.fits) and np.isnan(float(big.tpot_s)) and np.isfinite(float(big.memory_per_device_bytes))

@@ -245,3 +245,31 @@ def test_a_point_that_does_not_fit_is_capacity_bound():
     ds = predict.training(hardware="cs2", model=GPT2_SMALL, seq_len=[2048, 2 ** 22], global_batch=8)
     assert list(ds.fits.values) == [True, False]
     assert ds.bound.values[1] == "capacity" and ds.bound.values[0] != "capacity"
+
+
+def test_a_faster_clock_never_makes_a_step_slower():
+    """Llama 3.1 405B on one CS-3, 8 sequences of 4,096: the step went 122.87 -> 126.55 s from
+    2.2 to 4.4 GHz because the optimizer hid only under the backward's compute, which the
+    faster clock shrinks while the step waits on the streaming. The last micro-batch's
+    backward lasts as long as it streams: the step is non-increasing in the clock."""
+    clocks = [1.1e9, 2.2e9, 2.5e9, 3.0e9, 4.4e9, 8.8e9]
+    ds = predict.training(hardware="cs3", model="llama_3_1_405b", devices=1, seq_len=4096, global_batch=8,
+                          hardware_overrides={"clock_hz": clocks})
+    step = ds.step_time_s.values
+    assert np.all(np.diff(step) <= 1e-9 * step[:-1]), step
+    assert step[clocks.index(4.4e9)] <= step[clocks.index(2.2e9)]
+    io_bound = ds.bound.values == "weight_streaming_io"
+    assert io_bound[-1] and not io_bound[0]
+
+
+def test_a_port_bound_datapath_is_named_local_memory_as_in_inference():
+    """WSE-3's 8-wide fp16 unit is held to WSE-2's rate by its 16 B/cycle port (wse3.yaml):
+    where a step is bound by its vector work, training names it local_memory as inference
+    does; WSE-2's 4-wide unit is compute-bound."""
+    kw = dict(model="llama_3_1_8b", devices=1, seq_len=2048, global_batch=64)
+    cs3 = predict.training(hardware="cs3", **kw)
+    cs2 = predict.training(hardware="cs2", **kw)
+    assert str(cs3.bound.values) == "local_memory" and str(cs2.bound.values) == "compute"
+    inf = predict.inference(hardware=["cs2", "cs3"], model="llama_3_8b", devices=4, batch=256, pe_grid=160,
+                            prompt=128, generate=16, weights="fp16")
+    assert list(inf.bound.values) == ["compute", "local_memory"]

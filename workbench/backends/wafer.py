@@ -6,7 +6,12 @@ A wafer model is laid out by `devices` (CS systems), `pe_grid` and `mapping`; th
 layout arguments (tp, pp, cp, ep, zero, ...) and a training precision other than bf16 do
 not apply and are refused by name. Layouts that cannot run (more pipelined systems than
 layers, more data-parallel systems than sequences), inference sequences beyond the
-model's max_seq_len and GEMMs in a dtype the PEs lack are flagged points.
+model's max_seq_len, GEMMs in a dtype the PEs lack or whose tiles exceed a PE's usable
+SRAM are flagged points. An inference point whose layer regions (or streamed layers) do
+not fit in the wafers' SRAM is flagged with its times and rates NaN, its memory kept
+(wafer_inference.no_times_where): nothing is placed to time. `batch` is sequences per
+replica, as on GPUs: one replica over `devices` systems under placement "regions",
+`devices` replicas under "streaming" (reported as `replicas`).
 """
 from __future__ import annotations
 
@@ -15,9 +20,10 @@ import numpy as np
 from ..errors import InputError, brief
 from ..layout import Problem, WaferLayout, context_problems
 from ..primitives.hardware_numbers import WaferNumbers
-from ..primitives.mesh import mesh_gemm, mesh_gemv
+from ..primitives._array import choose
+from ..primitives.mesh import gemm_bytes_per_pe, gemv_bytes_per_pe, memory_port_bound, mesh_gemm, mesh_gemv
 from ..specs import system_of
-from ..units import DTYPES, SPARSE_2_4
+from ..units import DTYPE_BYTES, DTYPES, SPARSE_2_4
 from . import flag_problems, per_spec
 
 _WAFER_KNOBS = {  # knob -> (unit, WaferSpec field)
@@ -234,8 +240,8 @@ class WaferBackend:
         else:
             r = wafer_inference(batch=batch, **spec, **common)
         if generated_max:
-            r["generate"] = generate + 0.0 * r["tpot_s"]
-        r["devices"] = layout.systems + 0.0 * r["tpot_s"]
+            r["generate"] = generate + np.zeros(np.shape(r["tpot_s"]))  # kept where the times are NaN
+        r["devices"] = layout.systems + np.zeros(np.shape(r["tpot_s"]))
         r["activations"] = np.array("fp16", dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
         problems += (layout.problems(model, phase="inference")
@@ -291,23 +297,45 @@ class WaferBackend:
         return flag_problems(r, layout.problems(model, phase="training", global_batch=global_batch))
 
     def gemm(self, w: WaferNumbers, *, dtype, mapping, m, n, k, pe_grid=None, **_) -> dict:
-        """On a pe_grid x pe_grid region (default: the largest square), as MeshGEMV when
-        m == 1 and MeshGEMM otherwise."""
+        """On a pe_grid x pe_grid region (default: the largest square), with the faster of the
+        two kernels whose tiles fit in a PE's usable SRAM (sram_per_pe_bytes less
+        sram_reserved_per_pe_bytes), as the prefill chunks choose (wafer_pipeline.chunk_layer_s):
+        MeshGEMV, one GEMV per row (its weight tile, each row's x tile and partial sums,
+        mesh.gemv_bytes_per_pe), or MeshGEMM (the A, B and C tiles and the shifted tiles'
+        receive buffers, mesh.gemm_bytes_per_pe); `kernel` names it. A point at which
+        neither fits (or a side beyond the program mesh) is flagged: fits=False, the reason,
+        its times NaN (no kernel holds it); `pe_memory_used_bytes` is the chosen kernel's
+        (the smaller where neither fits)."""
         grid = w.max_square_grid
         P = np.minimum(pe_grid if pe_grid is not None else grid + 0.0 * m, grid)
-        gemv = mesh_gemv(w, P=P, k=k, n=n, rows=m, dtype=dtype, mapping=mapping)
+        e = DTYPE_BYTES.get(dtype, 2.0)
+        gemv = mesh_gemv(w, P=P, k=k, n=n, rows=m, dtype=dtype, mapping=mapping, w_bytes=e)
         gemm_ = mesh_gemm(w, P=P, m=m, k=k, n=n, dtype=dtype, mapping=mapping)
-        use_gemv = m == 1
+        usable = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes
+        gv_bytes = gemv_bytes_per_pe(P=P, k=k, n=n, rows=m, w_bytes=e, act_bytes=e)
+        gm_bytes = gemm_bytes_per_pe(P=P, m=m, k=k, n=n, elem_bytes=e)
+        gv_fits, gm_fits = gv_bytes <= usable, gm_bytes <= usable
+        use_gemv = np.where(gv_fits & gm_fits, gemv["cycles"] <= gemm_["cycles"],
+                            np.where(gv_fits | gm_fits, gv_fits, gv_bytes <= gm_bytes))
         cycles = np.where(use_gemv, gemv["cycles"], gemm_["cycles"])
         compute = np.where(use_gemv, gemv["compute_cycles"], gemm_["compute_cycles"])
         comm = np.where(use_gemv, gemv["comm_cycles"], gemm_["comm_cycles"])
         t = cycles / w.clock_hz
         flops = 2.0 * m * n * k
-        fits = np.broadcast_to(np.isfinite(w.fmas_per_cycle(dtype)), np.shape(t))
-        return {"time_s": t, "flops_per_s": flops / t, "compute_s": compute / w.clock_hz,
-                "comm_s": comm / w.clock_hz, "flops": flops, "pe_grid": P + 0.0 * t, "fits": fits,
-                "reason": np.where(fits, "", f"no {dtype} math units on {w.label}").astype(object),
-                "bound": np.where(fits, np.where(compute >= comm, "compute", "mesh_reduction"), "unsupported")}
+        supported = np.broadcast_to(np.isfinite(w.fmas_per_cycle(dtype)), np.shape(t))
+        held = np.broadcast_to(gv_fits | gm_fits, np.shape(t))
+        fits = supported & held
+        reason = choose([(~supported, f"no {dtype} math units on {w.label}"),
+                         (~held, "the tiles of either kernel (MeshGEMV, MeshGEMM) exceed a PE's usable SRAM")], "")
+        bound = choose([(~supported, "unsupported"), (~held, "capacity"), (comm > compute, "mesh_reduction"),
+                        (memory_port_bound(w, dtype), "local_memory")], "compute")
+        r = {"time_s": t, "flops_per_s": flops / t, "compute_s": compute / w.clock_hz,
+             "comm_s": comm / w.clock_hz, "flops": flops, "pe_grid": P + 0.0 * t, "fits": fits, "reason": reason,
+             "bound": bound, "kernel": np.where(use_gemv, "mesh_gemv", "mesh_gemm").astype(object),
+             "pe_memory_used_bytes": np.where(use_gemv, gv_bytes, gm_bytes) + 0.0 * t}
+        r = {key: np.where(fits, v, np.nan) if key in ("time_s", "flops_per_s", "compute_s", "comm_s") else v
+             for key, v in r.items()}
+        return flag_problems(r, _grid_problems(w, pe_grid=pe_grid))
 
     def attention(self, w, **_):
         raise InputError(f"predict.attention on {w.label!r} is not modelled; allowed: a GPU (wafer attention "

@@ -170,6 +170,33 @@ def mesh_gemv(w: WaferNumbers, *, P, k, n, rows=1.0, dtype="fp16", w_bytes=2.0, 
             "weight_bytes_per_pe": kt * nt * w_bytes, "colors": red["colors"]}
 
 
+def gemv_bytes_per_pe(*, P, k, n, rows=1.0, w_bytes=2.0, act_bytes=2.0):
+    """SRAM per PE that MeshGEMV holds: its weight tile (ceil(k/P) x ceil(n/P)), each row's
+    x tile (ceil(k/P)) and its partial sums (ceil(n/P), ACC_BYTES each)."""
+    kt, nt = tiles(k, P), tiles(n, P)
+    return kt * nt * w_bytes + rows * (kt * act_bytes + nt * ACC_BYTES)
+
+
+def gemm_bytes_per_pe(*, P, m, k, n, elem_bytes=2.0):
+    """SRAM per PE that MeshGEMM holds: its A (ceil(m/P) x ceil(k/P)), B (ceil(k/P) x
+    ceil(n/P)) and C (ceil(m/P) x ceil(n/P), ACC_BYTES) tiles, and a receive buffer for each
+    shifted tile (A and B arrive while the PE multiplies the ones it holds; none on a single
+    PE, where nothing moves). The other mappings move the same tiles (T10 shifts them, Ladder
+    gathers one A and one B tile a step), so the same count holds for them."""
+    mt, kt, nt = tiles(m, P), tiles(k, P), tiles(n, P)
+    moving = (mt * kt + kt * nt) * elem_bytes
+    return moving * (1.0 + (np.asarray(P) > 1)) + mt * nt * ACC_BYTES
+
+
+def memory_port_bound(w: WaferNumbers, dtype: str = "fp16"):
+    """True where a PE's FMA vector is held back by its memory ports, not its SIMD width: each
+    element reads a weight and a partial sum (2 x 2 B, as vector_cycles counts them), and
+    at mem_read_bytes_per_cycle that takes longer than 1 / fmas_per_cycle (WSE-3: 8-wide
+    fp16 SIMD behind a 16 B/cycle port; WSE-2's 4-wide unit is not). Where this holds, a
+    datapath bound by its vector work is bound by local memory (bound "local_memory")."""
+    return 2 * 2.0 / w.mem_read_bytes_per_cycle > 1.0 / w.fmas_per_cycle(dtype)
+
+
 def relay_cycles(w: WaferNumbers, *, hops, nbytes):
     """A message of `nbytes` forwarded in software through `hops` PEs: each hop the router
     hop (alpha), a routing stage (beta: header parsing and re-sending by software, PLMR §3.1

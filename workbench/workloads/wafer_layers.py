@@ -245,9 +245,8 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
     `total_bytes` is then the fuller of the two
     region kinds. The grid search weighs both layouts: whole layers on large regions, or
     experts beside them on smaller ones (fewer systems, more hand-offs)."""
-    D = model.d_model
     rows = batch if rows_in_flight is None else rows_in_flight
-    act = rows * (4 * tiles(D, P) + 2 * tiles(ops.qkv_width(model), P) + 2 * tiles(ops.widest_mlp(model), P)) * 2.0
+    act = rows * activation_bytes_per_row(model, P=P)
 
     expert = expert_bytes_per_pe(model, P=P, w_bytes=w_bytes) if model.n_moe_layers else 0.0
 
@@ -287,6 +286,14 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
     return {"weights_bytes": weights, "kv_bytes": kv, "activation_bytes": act, "total_bytes": total,
             "expert_groups": groups,
             "expert_region_bytes": held if model.n_moe_layers and experts_beside else 0.0 * total}
+
+
+def activation_bytes_per_row(model: ModelSpec, *, P):
+    """Bytes per PE of one activation row a layer region buffers while computing it (16-bit):
+    the residual, normed input, attention output and MLP output (4 x d_model), the fused QKV
+    row and the MLP's gate and up rows, each over the P PEs of a line in whole tiles."""
+    return (4 * tiles(model.d_model, P) + 2 * tiles(ops.qkv_width(model), P)
+            + 2 * tiles(ops.widest_mlp(model), P)) * 2.0
 
 
 def expert_bytes_per_pe(model: ModelSpec, *, P, w_bytes):

@@ -101,15 +101,16 @@ def wafer_closed_loop(*, w: WaferNumbers, model: ModelSpec, concurrency, prompt,
     ttft = steady_ttft + (burst_s + wait - steady_ttft) / waves
     e2e = ttft + (generate - 1.0) * tpot
     out_rate = rate * generate
+    zero = np.zeros(np.shape(tpot))  # counts broadcast to every point, kept where the times are NaN
     return {
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "queue_s": wait, "first_wave_ttft_s": burst_s + wait,
         "steady_ttft_s": steady_ttft, "ttft_client_s": ttft + w.service_request_latency_s,
         "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot, "requests_per_s": rate,
-        "batch": decoding + 0.0 * tpot, "running": running + 0.0 * tpot, "max_running": cap + 0.0 * tpot,
+        "batch": decoding + zero, "running": running + zero, "max_running": cap + zero,
         "decode_iteration_s": decode_iter, "prefill_iteration_s": prefill_iter, "prefill_stall_s": stall,
-        "tokens_per_step": tokens_per_step + 0.0 * tpot, "pe_grid_decode": held["pe_grid_decode"],
-        "bound": held["bound"], "devices": devices + 0.0 * tpot, "fits": fits, "reason": reason,
+        "tokens_per_step": tokens_per_step + zero, "pe_grid_decode": held["pe_grid_decode"],
+        "bound": held["bound"], "devices": devices + zero, "fits": fits, "reason": reason,
     }
 
 

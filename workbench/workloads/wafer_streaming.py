@@ -1,7 +1,11 @@
 """Inference with weight streaming: one layer at a time runs on the whole wafer (a
 pe_grid x pe_grid region, default the largest square) while the next layer's weights
 stream in from MemoryX over the system I/O; the KV cache of every layer stays on the
-wafer. `devices` systems run as data-parallel replicas.
+wafer. `devices` systems run as data-parallel replicas, each with `batch` sequences: batch
+means sequences per replica, as on GPUs (`devices` beyond tp x pp run replicas of `batch`
+each, workloads/inference.py) and under placement "regions" (one replica pipelined over
+the `devices` systems), so the throughput outputs count every replica (`replicas` x
+`batch` sequences) and TPOT is one replica's; `replicas` reports how many.
 
 This is how Cerebras trains models larger than a wafer; for decode it shows why
 inference keeps weights resident: every token must stream all weights through the
@@ -12,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives._array import choose
-from ..primitives.mesh import mesh_gemv
+from ..primitives.mesh import memory_port_bound, mesh_gemv
 from ..primitives.weight_streaming import streamed_layer
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from ..units import DTYPE_BYTES
+from .wafer_inference import no_times_where, usable_sram_bytes
 from .wafer_layers import decode_layer, layer_memory_per_pe, prefill_layer
 
 
@@ -52,16 +57,18 @@ def streaming_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, pr
     compute_s = (model.n_layers * dec["compute_cycles"] + head["compute_cycles"]) / clock
     comm_s = (model.n_layers * dec["reduce_cycles"] + head["comm_cycles"]) / clock
     bound = choose([(~fits, "capacity"), (io_s >= np.maximum(compute_s, comm_s), "weight_streaming_io"),
-                    (comm_s >= compute_s, "mesh_reduction")], "compute")
-    out_tokens = batch * generate * devices
-    return {
+                    (comm_s >= compute_s, "mesh_reduction"), (memory_port_bound(w), "local_memory")], "compute")
+    out_tokens = batch * generate * devices  # every replica's
+    zero = np.zeros(np.shape(tpot))  # counts and sizes broadcast to every point
+    return no_times_where({
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
         "output_tokens_per_s": out_tokens / e2e, "output_tokens_per_s_per_device": out_tokens / e2e / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot,
         "memory_per_device_bytes": pe_bytes * P * P,
-        "memory_capacity_bytes": w.sram_per_pe_bytes * w.program_pes + 0.0 * tpot,
+        "memory_capacity_bytes": usable_sram_bytes(w) + zero,
         "fits": fits, "reason": choose([(~fits, "KV cache of all layers + two layers' weights exceed SRAM")], ""),
         "bound": bound, "decode_compute_s": compute_s, "decode_comm_s": comm_s, "decode_io_s": io_s,
         "pe_grid_decode": P, "pe_grid_prefill": P, "n_pes_used": P * P, "pe_memory_used_bytes": pe_bytes,
-        "batch": batch * 1.0 + 0.0 * tpot, "devices": devices * 1.0 + 0.0 * tpot,
-    }
+        "batch": batch * 1.0 + zero, "devices": devices * 1.0 + zero,
+        "replicas": devices * 1.0 + zero,
+    }, ~fits)

@@ -54,8 +54,10 @@ The step, per system, is
   weight_store_bandwidth_bytes_per_s), started on each layer's gradients as they arrive
   ("new weights are calculated and begin streaming even before the final gradient vector
   is completed", A. Feldman, The Gradient podcast): overlapped with the backward of the
-  last micro-batch (the gradients are complete only then); only what outlasts it is
-  exposed (optimizer_s; zero on every measured row).
+  last micro-batch (the gradients are complete only then) for as long as that backward
+  streams: the micro-batch's streamed time (each layer the larger of compute and I/O) less
+  its forward compute, so an I/O-bound step hides the update under its streaming and a
+  faster clock never makes a step slower; only what outlasts it is exposed (optimizer_s; zero on every measured row).
 - step_fixed_s (a system knob): what a step costs whatever its batch, the update at the
   step boundary that MemoryX cannot overlap (cerebras.net/glossary/memoryx) and the step's
   host synchronization; fitted on C181/C182 (cs2.yaml).
@@ -82,14 +84,14 @@ import numpy as np
 
 from ..errors import check_choice
 from ..primitives._array import choose
-from ..primitives.mesh import mesh_gemm
+from ..primitives.mesh import memory_port_bound, mesh_gemm
 from ..primitives.weight_streaming import memoryx_update, streamed_layer
 from ..primitives.hardware_numbers import WaferNumbers
 from ..specs import ModelSpec
 from . import ops
 from .training import (ADAM_BYTES_PER_PARAM, RECOMPUTE, activation_bytes_per_token_layer, chunk_state_bytes_per_token,
                        linear_state_bytes_per_token_layer, step_rates)
-from .wafer_inference import grid_candidates
+from .wafer_inference import grid_candidates, usable_sram_bytes
 from .wafer_layers import prefill_layer
 
 BACKWARD_FACTOR = 2.0  # backward GEMMs: dgrad + wgrad
@@ -115,7 +117,7 @@ def auto_micro_batch(w: WaferNumbers, model: ModelSpec, *, per_system, seq_len, 
     """Modelzoo micro_batch_size "auto" as modelled: the fewest equal micro-batches whose
     checkpoints fit in the PEs' SRAM (less what each PE reserves)."""
     per_seq = checkpoint_bytes_per_sequence(model, seq_len=seq_len, recompute=recompute)
-    capacity = (w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes) * w.program_pes
+    capacity = usable_sram_bytes(w)
     largest = np.floor(capacity / per_seq)
     n_micro = np.ceil(per_system / np.maximum(largest, 1.0))
     return {"n_micro": n_micro, "micro": per_system / n_micro, "micro_size": np.ceil(per_system / n_micro),
@@ -156,10 +158,13 @@ def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, globa
     compute_s = forward_s + backward_s + recompute_s
     streamed_s = n_micro * (model.n_layers * layer["time_s"] + head_t["time_s"])  # max(compute, I/O) per layer
     io_s = n_micro * (model.n_layers * layer["io_s"] + head_t["io_s"])
-    # A layer's gradient is complete, and its update can start, in the last micro-batch's backward.
+    # A layer's gradient is complete, and its update can start, in the last micro-batch's
+    # backward, which lasts as long as the micro-batch streams (per layer the larger of
+    # compute and I/O) less its forward compute: compute-bound, the backward and recompute;
+    # I/O-bound, the streaming beyond the forward.
+    last_backward_s = model.n_layers * (layer["time_s"] - layer_fwd_s) + head_t["time_s"] - head["cycles"] / w.clock_hz
     opt = memoryx_update(params=model.n_params, bytes_per_param=ADAM_BYTES_PER_PARAM,
-                         bytes_per_s=w.weight_store_bandwidth_bytes_per_s,
-                         overlap_s=(backward_s + recompute_s) / n_micro)
+                         bytes_per_s=w.weight_store_bandwidth_bytes_per_s, overlap_s=last_backward_s)
     fixed = w.step_fixed_s + 0.0 * streamed_s
     # each layer's weights (and the LM head's) stream in twice per micro-batch, each time
     # after a latency the previous layer's streaming does not hide
@@ -176,7 +181,10 @@ def wafer_training(*, w: WaferNumbers, model: ModelSpec, devices, seq_len, globa
         "memory_per_device_bytes": act, "memory_capacity_bytes": capacity + 0.0 * act,
         "activations_per_device_bytes": act, "fits": fits,
         "reason": choose([(~fits, "one sequence's activations exceed the wafer's SRAM")], ""),
-        "bound": choose([(~fits, "capacity"), (io_s > compute_s, "weight_streaming_io")], "compute"),
+        # the layer's MeshGEMMs are FMA vectors: bound by local memory where the ports hold
+        # the SIMD unit back (mesh.memory_port_bound), as inference names it
+        "bound": choose([(~fits, "capacity"), (io_s > compute_s, "weight_streaming_io"),
+                         (memory_port_bound(w), "local_memory")], "compute"),
         # The parts add up to the step: forward + backward + recompute + the streaming not
         # hidden under them + the optimizer not hidden under the backward + the fixed part +
         # the latency of each streamed layer.
