@@ -356,11 +356,13 @@ def test_new_argument_needs_no_cli_edit(capsys, fake_inference):
 def test_set_routes_knobs_and_files_pass_through(capsys, tmp_path, fake_inference):
     config = tmp_path / "config.json"
     config.write_text("{}")
-    assert main(["predict", "inference", "--hardware-file", "chip.yaml", "--model-file", str(config),
+    chip = tmp_path / "chip.yaml"
+    chip.write_text("derives_from: h100_sxm\nname: chip\nchanges: none\n")
+    assert main(["predict", "inference", "--hardware-file", str(chip), "--model-file", str(config),
                  "--set", "hbm_bandwidth_bytes_per_s=2e12,4e12", "--set", "n_layers=4,8",
                  "--set", "top_k=2", "--set", "nvlink_unidir_bytes_per_s=4.5e11"]) == 0
     call = fake_inference[-1]
-    assert call["hardware"] == "chip.yaml" and call["model"] == str(config)
+    assert call["hardware"] == str(chip) and call["model"] == str(config)
     assert call["hardware_overrides"] == {"hbm_bandwidth_bytes_per_s": [2e12, 4e12],
                                           "nvlink_unidir_bytes_per_s": 4.5e11}
     assert call["model_overrides"] == {"n_layers": [4, 8], "top_k": 2}

@@ -136,6 +136,19 @@ def _read_model_file(path: str):
     return read_yaml(Path(path), arg="model_file")  # unreadable, not UTF-8, not YAML, not a mapping: InputError
 
 
+def _hardware_file(path: str) -> str:
+    """--hardware-file, checked here so that an error names it: a readable hardware YAML file
+    (its path as predict takes it: a bare name gains ./, not to read as a catalog name)."""
+    import os
+    from .specs import load_hardware
+    if not os.path.isfile(path):
+        raise InputError(f"hardware_file={path!r} is not a readable file; allowed: a hardware YAML file in the "
+                         "catalog's format, or one that derives_from a catalog chip")
+    path = path if path.endswith((".yaml", ".yml")) or os.sep in path or "/" in path else os.path.join(".", path)
+    load_hardware(path, arg="hardware_file")  # not UTF-8, not YAML, a bad field: one line naming hardware_file
+    return path
+
+
 def _kwargs(kind: str, args: dict, ns) -> dict:
     """The namespace of `workbench predict KIND` -> keyword arguments of predict.KIND."""
     kwargs = {a: _value(a, k, getattr(ns, a)) for a, (k, _, _) in args.items() if getattr(ns, a) is not None}
@@ -145,17 +158,21 @@ def _kwargs(kind: str, args: dict, ns) -> dict:
             raise InputError(f"{arg}={getattr(ns, arg)!r} and {file_arg}={path!r} are both given; "
                              f"allowed: one of --{arg}, --{file_arg.replace('_', '-')}")
         if path is not None:
-            kwargs[arg] = _read_model_file(path) if arg == "model" else path
+            kwargs[arg] = _read_model_file(path) if arg == "model" else _hardware_file(path)
         if arg in args and args[arg][1] is inspect.Parameter.empty and arg not in kwargs:
             listing = "hardware" if arg == "hardware" else "models"
             raise InputError(f"{arg} is required; allowed: a name from `workbench list {listing}` or "
                              f"--{file_arg.replace('_', '-')}")
-    knobs = _model_knobs()
+    knobs, given = _model_knobs(), {}
     for item in getattr(ns, "set", None) or []:
         knob, eq, text = item.partition("=")
         knob = knob.strip()
         if not eq or not knob or not text:
             raise InputError(f"set={item!r} is not allowed; allowed: KNOB=VALUE[,VALUE...]")
+        if knob in given:  # the second would silently replace the first
+            raise InputError(f"set {knob}={text!r} repeats set {knob}={given[knob]!r}; allowed: one --set per knob, "
+                             f"a sweep as a comma list (--set {knob}={given[knob]},{text})")
+        given[knob] = text
         target = "model_overrides" if knob in knobs else "hardware_overrides"
         if target not in args:
             raise InputError(f"set {knob}={text!r} is not allowed: predict.{kind} takes no {target}; "

@@ -126,3 +126,16 @@ def test_a_metric_or_knob_that_cannot_be_solved_for_is_one_clear_line(bad):
     args = {**dict(metric="tpot_s", target=0.005, knob="hbm_bandwidth_bytes_per_s"), **bad}
     with pytest.raises(InputError, match=r"is not (a numeric output|allowed)"):
         analysis.requirement(predict.inference, hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=1, **args)
+
+
+def test_a_knob_bounded_by_another_keeps_a_narrower_bracket():
+    """CS-3's SRAM per PE may not fall below its reserve (6,144 B): the 1/64x end (768 B) is
+    refused as input, so that end of the bracket narrows to the first root of the span the
+    knob allows (1/8x: 6,144 B) and the analysis still answers, the bracket stated."""
+    call = dict(hardware="cs3", model="llama_3_1_8b", devices=1, prompt=2048, generate=256, weights="fp16")
+    req = analysis.requirement(predict.inference, metric="tpot_s", target=1e-4, knob="sram_per_pe_bytes", **call)
+    lo, hi = req.attrs["bracket"]
+    base = float(req.attrs["knob_value"])
+    assert hi == pytest.approx(64.0 * base) and 6144.0 <= lo < base
+    with pytest.raises(InputError, match="sram_per_pe_bytes"):
+        predict.inference(**call, hardware_overrides={"sram_per_pe_bytes": base / 64.0})

@@ -62,3 +62,52 @@ def test_a_derived_file_must_say_what_changed(tmp_path):
     p.write_text("derives_from: h900\nname: x\nchanges: nothing\n")
     with pytest.raises(SpecError, match="derives_from"):
         load_hardware(str(p))
+
+
+NEW_TIER_AND_LINK = """derives_from: h100_sxm
+name: h100_hbm3e_nvl72
+changes: HBM3e 141 GB at 4.8 TB/s and a 72-GPU NVLink5 domain
+memory:
+  - name: hbm3e
+    capacity_bytes: 150.75e9
+    bandwidth_bytes_per_s: 4.8e12
+links:
+  - name: nvlink5
+    scope: scale_up
+    unidir_bytes_per_s: 900.0e9
+    domain_size: 72
+"""
+
+
+def test_an_entry_of_a_new_name_replaces_the_tier_or_the_link_of_its_scope(tmp_path):
+    """A derived file's memory tier or link of a new name was appended and never read (the
+    design gave the H100's numbers). It replaces the base's device memory, or the base's link of
+    its scope, keeping the fields it does not give (nvlink4's latency and efficiency table)."""
+    p = tmp_path / "h100_hbm3e_nvl72.yaml"
+    p.write_text(NEW_TIER_AND_LINK)
+    spec, base = load_hardware(str(p)), load_hardware("h100_sxm")
+    assert [m.name for m in spec.memory] == ["hbm3e"] and spec.hbm.bandwidth_bytes_per_s == 4.8e12
+    up = spec.link("scale_up")
+    assert [ln.name for ln in spec.links] == ["nvlink5", base.link("scale_out").name]
+    assert (up.unidir_bytes_per_s, up.domain_size) == (900e9, 72)
+    assert up.latency_s == base.link("scale_up").latency_s and up.busbw_eff == base.link("scale_up").busbw_eff
+    kw = dict(model="llama_3_1_70b", tp=8, batch=1, weights="fp8")
+    assert float(predict.inference(hardware=str(p), **kw).tpot_s) < float(predict.inference(hardware="h100_sxm",
+                                                                                            **kw).tpot_s)
+
+
+@pytest.mark.parametrize("text, match", [
+    # the base's nvlink4 changed and a new scale-up link beside it: two links of one scope
+    ("links:\n  - name: nvlink4\n    domain_size: 16\n  - name: nvlink5\n    scope: scale_up\n"
+     "    domain_size: 72\n", r"links.nvlink5='nvlink5' .*one entry per scale_up link: 'nvlink4' is already"),
+    # two tiers of new names: the first replaces HBM3, the second would never be read
+    ("memory:\n  - {name: hbm3e, bandwidth_bytes_per_s: 4.8e12}\n  - {name: lpddr5x, capacity_bytes: 4.8e11, "
+     "bandwidth_bytes_per_s: 5.0e11}\n", r"memory.lpddr5x=.*one entry per tier: 'hbm3' is already replaced"),
+    # a link of a new name that does not say which link it replaces
+    ("links:\n  - name: nvlink5\n    domain_size: 72\n", r"links.nvlink5.scope=None .*scale_up or scale_out"),
+])
+def test_a_derived_file_cannot_add_a_part_no_model_reads(tmp_path, text, match):
+    p = tmp_path / "x.yaml"
+    p.write_text(f"derives_from: h100_sxm\nname: x\nchanges: a second part\n{text}")
+    with pytest.raises(SpecError, match=match):
+        load_hardware(str(p))

@@ -310,3 +310,67 @@ def test_efficiency_table_rejects_bad_tables(size, eff):
 
 def test_efficiency_table_accepts_eff_of_one():
     assert EfficiencyTable(size=(1.0, 2.0), eff=(1.0, 1.0))(1.5) == 1.0
+
+
+# ---- what a spec must not hold: parts no model reads, names that select nothing ----------------
+def _h100_with(**changes) -> dict:
+    data = _h100_dict()
+    data.update(changes)
+    return data
+
+
+def test_a_second_memory_tier_or_a_second_link_of_a_scope_is_refused():
+    """HardwareSpec.hbm reads memory[0] and link(scope) the first link of its scope: a second
+    tier or link was silently unused (an HBM3e tier beside HBM3 gave the H100's numbers)."""
+    data = _h100_dict()
+    second = dict(data["memory"][0], name="hbm3e", bandwidth_bytes_per_s=4.8e12)
+    with pytest.raises(SpecError, match=r"memory=\['hbm3', 'hbm3e'\].*exactly one tier"):
+        hardware_from_dict(_h100_with(memory=[data["memory"][0], second]), origin="h100_sxm")
+    nvl5 = dict(data["links"][0], name="nvlink5", unidir_bytes_per_s=900e9)
+    with pytest.raises(SpecError, match=r"scope scale_up.*\['nvlink4', 'nvlink5'\].*exactly one link"):
+        hardware_from_dict(_h100_with(links=[*data["links"], nvl5]), origin="h100_sxm")
+    with pytest.raises(SpecError, match=r"scope scale_out.*\[\].*exactly one link"):
+        hardware_from_dict(_h100_with(links=data["links"][:1]), origin="h100_sxm")
+
+
+@pytest.mark.parametrize("field, value, allowed", [
+    ("kernel_tables", "h900", "a100_sxm, b200"),  # a typo fell back to the analytical efficiencies
+    ("default_framework", "tensorrt", "sglang, trtllm, vllm"),
+])
+def test_kernel_tables_and_default_framework_name_existing_tables(field, value, allowed):
+    with pytest.raises(SpecError, match=rf"{field}='{value}' is not allowed; expected .*{allowed}"):
+        hardware_from_dict(_h100_with(**{field: value}), origin="h100_sxm")
+    assert hardware_from_dict(_h100_with(kernel_tables="", default_framework=""), origin="h").kernel_tables == ""
+
+
+@pytest.mark.parametrize("scope, domain, allowed", [
+    ("scale_up", 0, "a positive integer on a scale_up link"),  # 0 divided every collective: TPOT inf, fits
+    ("scale_up", 7.5, "a positive integer"),
+    ("scale_out", 64, "0 on a scale_out link"),  # read by nothing: a cluster size that changed nothing
+])
+def test_link_domain_size_is_what_its_scope_reads(scope, domain, allowed):
+    data = _h100_dict()
+    links = [dict(ln, domain_size=domain) if ln["scope"] == scope else ln for ln in data["links"]]
+    with pytest.raises(SpecError, match=rf"domain_size={domain}.*{allowed}"):
+        hardware_from_dict(_h100_with(links=links), origin="h100_sxm")
+
+
+def test_infinite_numbers_and_non_string_names_are_refused():
+    """.inf is no bandwidth (it was accepted: decode at infinite HBM speed); `name: 123` no name."""
+    data = _h100_dict()
+    with pytest.raises(SpecError, match="bandwidth_bytes_per_s=inf.*finite positive"):
+        hardware_from_dict(_h100_with(memory=[dict(data["memory"][0], bandwidth_bytes_per_s=float("inf"))]),
+                           origin="h100_sxm")
+    with pytest.raises(SpecError, match="peak_flops_per_s.fp8=inf"):
+        hardware_from_dict(_h100_with(peak_flops_per_s=dict(data["peak_flops_per_s"], fp8=float("inf"))),
+                           origin="h100_sxm")
+    with pytest.raises(SpecError, match="name=123 is not allowed; expected a non-empty string"):
+        hardware_from_dict(_h100_with(name=123), origin="h100_sxm")
+
+
+def test_a_missing_bf16_peak_is_named_as_missing():
+    """Deleting peak_flops_per_s.bf16 reported sparse_2_4_speedup.bf16 (listed without a peak)."""
+    data = _h100_dict()
+    peaks = {k: v for k, v in data["peak_flops_per_s"].items() if k != "bf16"}
+    with pytest.raises(SpecError, match=r"peak_flops_per_s.bf16=None is not allowed; expected a value"):
+        hardware_from_dict(_h100_with(peak_flops_per_s=peaks), origin="h100_sxm")

@@ -253,3 +253,17 @@ def test_bad_system_io_is_an_error_naming_the_field():
 def test_good_files_round_trip():
     for name in WAFERS + SYSTEMS:
         assert wafer_from_dict(_yaml(name), origin=name) == load_hardware(name)
+
+
+def test_a_program_rectangle_larger_than_the_fabric_is_an_error():
+    with pytest.raises(SpecError, match=r"program_cols=800 is not allowed; expected <= fabric_cols = 762"):
+        wafer_from_dict(_bad("wse3", program_cols=800), origin="wse3")
+    with pytest.raises(SpecError, match=r"program_rows=1200.*fabric_rows = 1172"):
+        wafer_from_dict(_bad("wse3", program_rows=1200), origin="wse3")
+
+
+def test_a_name_must_be_a_string_and_a_rate_finite():
+    with pytest.raises(SpecError, match="name=123"):
+        wafer_from_dict(dict(_yaml("wse3"), name=123), origin="wse3")
+    with pytest.raises(SpecError, match="io_bytes_per_s=inf"):
+        wafer_from_dict(_bad("cs3", io_bytes_per_s=float("inf")), origin="cs3")

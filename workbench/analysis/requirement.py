@@ -73,7 +73,14 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
                              "allowed: " + ", ".join(numeric))
         return ds
 
-    lo_ds, hi_ds = run(base / span), run(base * span)
+    def end(sign):  # (factor, prediction) of a bracket end: span-fold, or as near as the knob's range allows
+        for f in span ** (2.0 ** -np.arange(6.0)):  # span, its root, ...: a knob bounded by another (SRAM
+            try:                                      # above its reserve) keeps a narrower bracket that side
+                return f, run(base * f ** sign)
+            except InputError as e:
+                if "metric=" in str(e) or f == span ** (2.0 ** -5):
+                    raise
+    (lo_f, lo_ds), (hi_f, hi_ds) = end(-1.0), end(1.0)
     up = not lower_is_better(metric)
     m_lo, m_hi = lo_ds[metric], hi_ds[metric]
     m_lo, m_hi = xr.broadcast(m_lo, m_hi)
@@ -84,7 +91,7 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
         helps_up = xr.where(m_hi == m_lo, not shrinks, (m_hi > m_lo) if up else (m_hi < m_lo))
     helps_up = helps_up | ~np.isfinite(m_lo)
     # the helpful end and the unhelpful end of each point's bracket, in log(knob)
-    log_lo, log_hi = np.log(base / span), np.log(base * span)
+    log_lo, log_hi = np.log(base / lo_f), np.log(base * hi_f)
     good = xr.where(helps_up, log_hi, log_lo)
     bad = xr.where(helps_up, log_lo, log_hi)
     m_good = xr.where(helps_up, m_hi, m_lo)
@@ -107,14 +114,15 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
     past = run(np.exp(good) * step)[metric]
     with np.errstate(invalid="ignore", divide="ignore"):
         still = (np.log(past) - np.log(m_good)) / np.log(step)
-    reason = _reasons(ok_good, ok_bad, fits_good, helps_up, (hi_ds, lo_ds), m_good, still, metric, target, knob, span)
+    reason = _reasons(ok_good, ok_bad, fits_good, helps_up, (hi_ds, lo_ds), m_good, still, metric, target, knob,
+                      (lo_f, hi_f))
     out = xr.Dataset({"required": required, "ratio": required / base, "metric_at_required": at,
                       "metric_at_bracket_end": m_good.where(fits_good), "elasticity_at_bracket_end": still,
                       "knob_helps": xr.where(helps_up, "up", "down"), "reason": reason})
     out["required"].attrs.update(units=table[knob][0], long_name=f"{knob} that meets {metric} {'>=' if up else '<='} "
                                                                f"{target:g}")
     out.attrs.update({"function": "analysis.requirement", "hardware": hardware, "metric": metric, "target": target,
-                      "knob": knob, "knob_value": float(base), "bracket": [float(base / span), float(base * span)]})
+                      "knob": knob, "knob_value": float(base), "bracket": [float(base / lo_f), float(base * hi_f)]})
     return out
 
 
@@ -130,10 +138,11 @@ def _fits_of(ds: xr.Dataset, like: xr.DataArray) -> xr.DataArray:
     return xr.broadcast(ds["fits"].astype(bool), like)[0]
 
 
-def _reasons(ok_good, ok_bad, fits_good, helps_up, ends, m_good, still, metric, target, knob, span):
+def _reasons(ok_good, ok_bad, fits_good, helps_up, ends, m_good, still, metric, target, knob, spans):
     """Per point (vectorized): '' where a value was found inside the bracket, else what
-    binds at the helpful end of the bracket."""
+    binds at the helpful end of the bracket (`spans`: its factors below and above the knob)."""
     hi_ds, lo_ds = ends
+    lo, hi = (f"{f:.3g}" for f in spans)
 
     def at_end(var):
         """The prediction's text output `var` at each point's helpful end ('' if none)."""
@@ -143,7 +152,7 @@ def _reasons(ok_good, ok_bad, fits_good, helps_up, ends, m_good, still, metric, 
         return xr.broadcast(a, m_good)[0].transpose(*m_good.dims).values.astype(str)
 
     up = np.broadcast_to(helps_up.transpose(*m_good.dims).values, m_good.shape)
-    at = np.where(up, f"{span:g}x {knob}", f"1/{span:g}x {knob}")
+    at = np.where(up, f"{hi}x {knob}", f"1/{lo}x {knob}")
     why, bound = at_end("reason"), at_end("bound")
     cat = np.char.add
     reach = cat(cat(cat(f"{metric} reaches only ", np.char.mod("%.4g", m_good.values)), f" (target {target:g}) at "),
@@ -154,8 +163,8 @@ def _reasons(ok_good, ok_bad, fits_good, helps_up, ends, m_good, still, metric, 
     if metric in BOUND_METRICS:
         reach = cat(reach, np.where((bound != "") & (bound != "nan"), cat("; the model's bound there: ", bound), ""))
     nofit = cat(cat("does not fit at ", at), np.where(why != "", cat(": ", why), ""))
-    whole = np.where(up, f"met across the whole bracket (1/{span:g}x to {span:g}x): the requirement is at most "
-                         "this value", f"met across the whole bracket (1/{span:g}x to {span:g}x): the requirement "
+    whole = np.where(up, f"met across the whole bracket (1/{lo}x to {hi}x): the requirement is at most "
+                         "this value", f"met across the whole bracket (1/{lo}x to {hi}x): the requirement "
                                        "is at least this value")
     good = np.broadcast_to(ok_good.transpose(*m_good.dims).values, m_good.shape)
     bad = np.broadcast_to(ok_bad.transpose(*m_good.dims).values, m_good.shape)

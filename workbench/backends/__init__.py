@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, brief
 from ..specs import kind_of, load_hardware
 
 BACKENDS: dict = {}
@@ -35,9 +35,39 @@ def per_spec(fn):
 
 
 def register(backend, *kinds: str) -> None:
-    """Make `backend` evaluate specs whose `kind` is one of `kinds`."""
+    """Make `backend` evaluate specs whose `kind` is one of `kinds` (through _Checked)."""
     for k in kinds:
-        BACKENDS[k] = backend
+        BACKENDS[k] = _Checked(backend)
+
+
+# Knobs that only some workloads read: knob -> (the backend methods that read it, the call
+# that reaches them). Elsewhere it would change nothing, so it is refused there by name.
+KNOB_READERS = {"framework_overhead_s": (("closed_loop",), "predict.serving with concurrency")}
+WORKLOADS = ("inference", "training", "closed_loop", "gemm", "attention", "collective")
+
+
+class _Checked:
+    """A backend as predict calls it: the backend's own attributes, each workload method first
+    refusing a KNOB_READERS knob (set on the numbers it is given) that it does not read."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def __getattr__(self, name):
+        attr = getattr(self._backend, name)
+        if name not in WORKLOADS:
+            return attr
+
+        def run(hw, *args, **kwargs):
+            for knob, (readers, reader) in KNOB_READERS.items():
+                if name not in readers and getattr(hw, knob, None) is not None:
+                    also = " (nor predict.serving without concurrency, which runs it)" if name == "inference" else ""
+                    given = np.unique(np.asarray(getattr(hw, knob), float))
+                    shown = _number(given[0]) if given.size == 1 else brief(given.tolist())
+                    raise InputError(f"hardware_overrides {knob}={shown} has no effect on "
+                                     f"predict.{name}{also}; allowed: it in {reader}, the only call that reads it")
+            return attr(hw, *args, **kwargs)
+        return run
 
 
 def backend_for(hardware):
@@ -80,21 +110,100 @@ def as_numbers(hardware):
 
 
 def check_knobs(spec, overrides: dict, *, arg: str = "hardware_overrides") -> None:
-    """Every key must be a knob of this hardware and every value a positive number, or zero
-    for a time (a knob in seconds: a host overhead or latency of zero is a what-if)."""
+    """Every key must be a knob of this hardware and every value a finite number: positive, or
+    >= 0 for a time (a knob in seconds: a host overhead or latency of zero is a what-if). A
+    knob that is a field of the spec (a count, SRAM, a price: _spec_with) passes instead the
+    checks its YAML file passes (integers, the spec's ranges, the rules between fields:
+    collective_sms < n_sms, reserved SRAM < SRAM), at every combination of the swept values."""
     own = backend_for(spec).knobs(spec, every=True)
+    fields = {}
     for k, v in overrides.items():
         if k not in own:
             raise InputError(f"{arg} key {k!r} is not a knob of hardware={spec.name!r}; allowed: "
                              f"{', '.join(own)}")
         raw = np.asarray(getattr(v, "values", v))
         time = own[k][0] == "s"
-        allowed = f"{'numbers >= 0' if time else 'positive numbers'} ({own[k][0]})"
+        field = not time and k in _FIELD_KNOBS
+        allowed = f"{'numbers >= 0' if time else 'finite numbers' if field else 'positive numbers'} ({own[k][0]})"
         if raw.dtype == bool or raw.dtype.kind not in "iuf" or raw.size == 0:
             raise InputError(f"{arg} {k}={v!r} is not allowed; allowed: {allowed}")
-        bad = ~np.isfinite(raw) | ((raw < 0) if time else (raw <= 0))
+        bad = ~np.isfinite(raw) | (False if field else (raw < 0) if time else (raw <= 0))
         if np.any(bad):
             raise InputError(f"{arg} {k}={raw.ravel()[np.argmax(bad.ravel())].item()!r} is not allowed; allowed: {allowed}")
+        if field:
+            fields[k] = v
+    if fields:
+        _check_as_spec(spec, fields, arg)
+
+
+# Knobs that are fields of the spec (backends/gpu.py, wafer.py), checked as the spec checks
+# them (a knob in seconds keeps the knob rule: a what-if time may be 0 where a spec's may not)
+_FIELD_KNOBS = {"n_sms", "collective_sms", "tdp_w", "price_usd_per_hour", "scale_up_domain_size",  # GPUs
+                "sram_per_pe_bytes", "sram_reserved_per_pe_bytes", "mesh_width", "mesh_height", "clock_hz",
+                "mem_read_bytes_per_cycle", "mem_write_bytes_per_cycle", "link_bytes_per_cycle", "hop_cycles",
+                "stage_cycles", "map_call_cycles", "io_bytes_per_s", "weight_store_bandwidth_bytes_per_s",
+                "power_w"}  # wafers and their systems
+
+
+def _spec_with(spec, values: dict):
+    """`spec` with the knobs in `values` (one number each) set as its fields:
+    dataclasses.replace runs the checks its YAML file passes. A count is given as an integer
+    when it is one (7.5 SMs is not); a what-if clock or program mesh brings the clock range or
+    fabric that bounds it along (a faster or larger chip is a what-if, not an error)."""
+    import dataclasses
+    from ..specs import HardwareSpec, SystemSpec, system_of
+    v = {k: int(x) if float(x).is_integer() else float(x) for k, x in values.items()}
+    if isinstance(spec, HardwareSpec):
+        changes = {k: v[k] for k in ("n_sms", "collective_sms", "tdp_w", "price_usd_per_hour") if k in v}
+        if "scale_up_domain_size" in v:
+            changes["links"] = tuple(dataclasses.replace(ln, domain_size=v["scale_up_domain_size"])
+                                     if ln.scope == "scale_up" else ln for ln in spec.links)
+        return dataclasses.replace(spec, **changes)
+    from .wafer import _SYSTEM_KNOBS, _WAFER_KNOBS
+    system, wafer = system_of(spec)
+    to_field = {k: f for k, (_, f) in {**_WAFER_KNOBS, **_SYSTEM_KNOBS}.items()}
+    w = {to_field[k]: x for k, x in v.items() if k in _WAFER_KNOBS}
+    if "clock_hz" in w:
+        w.update(clock_min_hz=min(wafer.clock_min_hz, w["clock_hz"]),
+                 clock_max_hz=max(wafer.clock_max_hz, w["clock_hz"]))
+    for side in ("cols", "rows"):
+        if f"program_{side}" in w and isinstance(w[f"program_{side}"], int):
+            w[f"fabric_{side}"] = max(getattr(wafer, f"fabric_{side}"), w[f"program_{side}"])
+    wafer = dataclasses.replace(wafer, **w)
+    sysv = {to_field.get(k, k): x for k, x in v.items() if k in _SYSTEM_KNOBS or k in ("power_w", "price_usd_per_hour")}
+    system = dataclasses.replace(system, **sysv)
+    return system if isinstance(spec, SystemSpec) else wafer
+
+
+def _check_as_spec(spec, overrides: dict, arg: str) -> None:
+    """The spec's own checks at each distinct combination of the overridden field knobs, as the
+    prediction broadcasts them (a list is a dimension of its own, a DataArray keeps its dims);
+    the first that fails: one line naming the values and what is allowed."""
+    import xarray as xr
+    from ..specs import SpecError
+    arrays = [v if isinstance(v, xr.DataArray) else xr.DataArray(np.asarray(v, float).reshape(-1), dims=[k])
+              if np.ndim(v) else xr.DataArray(float(np.asarray(v))) for k, v in overrides.items()]
+    rows = np.unique(np.stack([np.asarray(a.values, float).ravel() for a in xr.broadcast(*arrays)], axis=1), axis=0)
+    for row in rows:
+        combo = dict(zip(overrides, row.tolist()))
+        try:
+            _spec_with(spec, combo)
+        except SpecError as e:
+            knob = _field_knob(spec, e.field)
+            value = _number(e.value) if isinstance(e.value, (int, float)) else repr(e.value)
+            given = ", ".join(f"{k}={_number(x)}" for k, x in combo.items())
+            what = given if knob in combo else f"{given} (then {knob}={value})"
+            raise InputError(f"{arg} {what} is not allowed on hardware={spec.name!r}; allowed: {knob} "
+                             f"{e.allowed}") from None
+
+
+def _field_knob(spec, field: str) -> str:
+    """The knob name of a spec field (mesh_width for program_cols), for an error message."""
+    from ..specs import HardwareSpec
+    if isinstance(spec, HardwareSpec):
+        return "scale_up_domain_size" if field == "domain_size" else field
+    from .wafer import _SYSTEM_KNOBS, _WAFER_KNOBS
+    return {f: k for k, (_, f) in {**_WAFER_KNOBS, **_SYSTEM_KNOBS}.items()}.get(field, field)
 
 
 def flag_invalid(result: dict, invalid, reason: str, keep=("batch", "devices"), nan: bool = True) -> dict:

@@ -34,7 +34,9 @@ def _knobs(spec, every: bool = False) -> dict:
         ln = spec.link(scope)
         out[f"{scope}_bandwidth_bytes_per_s"] = ("B/s per direction", ln.unidir_bytes_per_s)
         out[f"{scope}_latency_s"] = ("s", ln.latency_s)
-        out[f"{scope}_domain_size"] = ("devices", float(ln.domain_size))
+    # devices per scale-up domain (the scale-out network reaches the whole cluster, `devices`:
+    # a bounded scale-out size is modelled nowhere, so it is no knob)
+    out["scale_up_domain_size"] = ("devices", float(spec.link("scale_up").domain_size))
     out.update({"kernel_launch_s": ("s", spec.kernel_launch_s), "memory_latency_s": ("s", spec.memory_latency_s),
                 "n_sms": ("SMs", float(spec.n_sms)), "collective_sms": ("SMs", float(spec.collective_sms)),
                 "tdp_w": ("W", spec.tdp_w), "price_usd_per_hour": ("USD/h", spec.price_usd_per_hour),
@@ -57,7 +59,7 @@ def _numbers(spec, overrides: dict, framework: str = NONE) -> GpuNumbers:
 
     def link(scope):
         ln = spec.link(scope)
-        domain = v[f"{scope}_domain_size"] if f"{scope}_domain_size" in overrides else ln.domain_size
+        domain = overrides.get("scale_up_domain_size", ln.domain_size) if scope == "scale_up" else ln.domain_size
         return LinkNumbers(unidir_bytes_per_s=v[f"{scope}_bandwidth_bytes_per_s"], latency_s=v[f"{scope}_latency_s"],
                            domain_size=domain, busbw_eff=EffCurve(ln.busbw_eff.size, ln.busbw_eff.eff),
                            in_network_reduction=ln.in_network_reduction, table_latency_s=ln.latency_s)
@@ -247,8 +249,8 @@ class GpuBackend:
                                 devices=layout.tp * layout.pp * layout.dp, extra_memory_bytes=extra)
 
     def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
-                 global_batch, micro_batch, virtual_stages, devices=None, dp=None, moe_host_s_per_local_expert=None,
-                 **_) -> dict:
+                 global_batch, micro_batch, virtual_stages, devices=None, dp=None, expert_tp=None,
+                 moe_host_s_per_local_expert=None, **_) -> dict:
         from ..primitives.attention import resolve_kernel
         from ..workloads.training import training
         attention = resolve_kernel(hw, attention)  # None: the framework's kernel where there are tables
@@ -257,15 +259,18 @@ class GpuBackend:
                              "framework= a serving framework with tables (workbench list frameworks), or attention "
                              "flash1/flash2/flash3/materialized")
         layout = GpuLayout.for_training(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, devices=devices, micro_batch=micro_batch,
-                                        virtual_stages=virtual_stages, zero=int(zero), recompute=recompute)
+                                        virtual_stages=virtual_stages, zero=int(zero), recompute=recompute,
+                                        expert_tp=expert_tp)
         r = training(hw=hw, model=model, tp=layout.tp, pp=layout.pp, dp=layout.dp, cp=layout.cp, ep=layout.ep,
+                     expert_tp=layout.expert_tp,
                      seq_len=seq_len, global_batch=global_batch, micro_batch=layout.micro_batch, precision=precision,
                      zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
                      attention=attention, moe_host_s_per_local_expert=moe_host_s_per_local_expert)
         # what ran: the attention kernel and the framework whose tables timed the kernels
         r["attention_kernel"] = np.array(attention, dtype=object)
         r["kernel_tables"] = np.array(tables_of(hw), dtype=object)
-        return flag_problems(r, layout.problems(model, phase="training") + _kernel_problems(hw, attention))
+        return flag_problems(r, layout.problems(model, phase="training", seq_len=seq_len, global_batch=global_batch)
+                            + _kernel_problems(hw, attention))
 
     def closed_loop(self, hw: GpuNumbers, model, *, concurrency, prompt, generate, tp, attention_dp, ep, weights,
                     activations, kv, imbalance=1.0, moe_mla_kernels="framework", draft_model=None, draft_len=0.0,

@@ -69,16 +69,43 @@ def list_models() -> list[str]:
     return folder_stems(MODELS_DIR)
 
 
-def _merge(base, change):
+def _merge(base, change, key: str = "", origin: str = ""):
     """`change` laid over `base`: mappings merge key by key, a list of named entries (memory
-    tiers, links) merges entry by `name` (a new name is appended), anything else is replaced."""
+    tiers, links) merges entry by entry (_merge_named), anything else is replaced."""
     if isinstance(base, dict) and isinstance(change, dict):
-        return {**base, **{k: _merge(base[k], v) if k in base else v for k, v in change.items()}}
+        return {**base, **{k: _merge(base[k], v, k, origin) if k in base else v for k, v in change.items()}}
     if isinstance(base, list) and isinstance(change, list) and all(isinstance(e, dict) and "name" in e
                                                                     for e in base + change):
-        named = {e["name"]: e for e in change}
-        return [_merge(e, named.pop(e["name"])) if e["name"] in named else e for e in base] + list(named.values())
+        return _merge_named(key, base, change, origin)
     return change
+
+
+def _merge_named(key: str, base: list, change: list, origin: str) -> list:
+    """A derived file's memory tiers or links over the base's. An entry replaces the base's
+    entry of its name; one of a new name replaces the base's device memory (memory) or the
+    base's link of its `scope` (links), its fields laid over that entry's (the base's `source`
+    dropped: another part). A spec reads one tier and one link per scope, so an entry that
+    would replace what another entry already replaces is an error (a second one, unread)."""
+    out, taken = list(base), set()
+    for entry in change:
+        same = [i for i, e in enumerate(base) if e["name"] == entry["name"]]
+        if not same and key == "links" and entry.get("scope") is None:
+            raise SpecError(origin, f"links.{entry['name']}.scope", None, "scale_up or scale_out: a link of a new "
+                            "name replaces the base's link of that scope")
+        if not same and key in ("memory", "links"):
+            same = [i for i, e in enumerate(base) if key == "memory" or e.get("scope") == entry.get("scope")][:1]
+            if same and same[0] not in taken:
+                out[same[0]] = {k: v for k, v in out[same[0]].items() if k != "source"}
+        if same and same[0] in taken:
+            what = "tier" if key == "memory" else f"{base[same[0]].get('scope')} link"
+            raise SpecError(origin, f"{key}.{entry['name']}", entry["name"], f"one entry per {what}: "
+                            f"{base[same[0]]['name']!r} is already replaced (a second one is read by no model)")
+        if same:
+            taken.add(same[0])
+            out[same[0]] = _merge(out[same[0]], entry)
+        else:
+            out.append(entry)
+    return out
 
 
 def _derived(data: dict, origin: str) -> dict:
@@ -94,7 +121,7 @@ def _derived(data: dict, origin: str) -> dict:
     if "name" not in data:
         raise SpecError(origin, "name", None, "a name of its own for the derived design")
     base = read_yaml(HARDWARE_DIR / f"{base_name}.yaml")
-    merged = _merge(base, data)
+    merged = _merge(base, data, origin=origin)
     field = "source" if base.get("kind", "gpu") == "gpu" else "notes"
     merged[field] = f"derived from {base_name}: {changes.strip()} (base: {base.get(field) or base.get('source', '')})"
     if field == "notes":
@@ -234,7 +261,8 @@ def _hf_keys() -> dict:
 
 def catalog_name(hf_id: str) -> str | None:
     """The catalog model of a Hugging Face id: the entry that lists it, else the one its
-    name matches as a chat, dated or quantized variant (hf_names), else None."""
+    name matches as a post-training or quantized variant (hf_names: not a dated or versioned
+    release, whose config may differ), else None."""
     from . import hf_names
     return hf_index().get(hf_id) or _hf_keys().get(hf_names.key(hf_id))
 
@@ -258,8 +286,8 @@ def load_model(name, *, arg: str = "model") -> ModelSpec:
             near = hf_names.closest(name, hf_index())
             raise InputError(f"{arg}={brief(name)} is neither a file nor the id of a catalog architecture; allowed: "
                              f"an id a catalog entry lists (nearest: {', '.join(near) or 'none'}), the same id "
-                             "with a chat, dated or quantized variant's words, a catalog name, a model YAML "
-                             "file or a config.json")
+                             "with a post-training or quantized variant's words (a dated or versioned release "
+                             "only where an entry lists it), a catalog name, a model YAML file or a config.json")
         return dataclasses.replace(_model(matched), checkpoint=name)  # a listed checkpoint's KV format is known
     if isinstance(name, (str, Path)) and (str(name).endswith((".json", ".yaml", ".yml")) or "/" in str(name)):
         return _model_file(Path(name), arg)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from pathlib import Path
 
@@ -15,6 +16,7 @@ class SpecError(InputError):
     (the value's repr cut to errors.SHOWN_CHARS)."""
 
     def __init__(self, spec: str, field: str, value, allowed: str):
+        self.field, self.value, self.allowed = str(field), value, allowed  # the parts, for a caller's own wording
         field = str(field)
         field = field if len(field) <= SHOWN_CHARS else field[:SHOWN_CHARS] + "..."
         super().__init__(f"spec {brief(spec)}: {field}={brief(value)} is not allowed; expected {allowed}")
@@ -80,16 +82,18 @@ def build(cls, data: dict, *, origin: str):
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A finite int or float (not a bool): .inf is no bandwidth, size or price."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 # rule -> (test, what is allowed), for the field checks every spec's __post_init__ makes
 RULES = {
     "positive_int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"),
     "nonnegative_int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0"),
-    "positive": (lambda v: _is_number(v) and v > 0, "a positive number"),
-    "nonnegative": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+    "positive": (lambda v: _is_number(v) and v > 0, "a finite positive number"),
+    "nonnegative": (lambda v: _is_number(v) and v >= 0, "a finite number >= 0"),
     "bool": (lambda v: isinstance(v, bool), "true or false (a YAML boolean, not a string)"),
+    "text": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string (quoted if it looks like a number)"),
 }
 
 

@@ -7,6 +7,7 @@ and on-wafer SRAM + MemoryX share one shape. Size-dependent efficiency is data
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -14,6 +15,17 @@ from ..units import DTYPES, MATH_UNITS
 from ._base import SpecError, bool_fields, require
 
 LINK_SCOPES = ("scale_up", "scale_out")
+KERNELS_DIR = Path(__file__).parent / "kernels"  # <gpu>-<framework>.json, the fitted kernel tables
+
+
+def kernel_table_names() -> dict:
+    """GPU name -> the frameworks with a kernel-table file for it (specs/kernels)."""
+    from . import folder_stems
+    out: dict = {}
+    for stem in folder_stems(KERNELS_DIR, "*-*.json"):
+        gpu, _, framework = stem.rpartition("-")
+        out.setdefault(gpu, []).append(framework)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,7 +44,7 @@ class EfficiencyTable:
         if s.shape != e.shape or s.size == 0:
             raise SpecError("efficiency table", "size/eff", (len(self.size), len(self.eff)),
                             "two non-empty lists of equal length")
-        if np.any(np.diff(s) <= 0) or np.any(s <= 0):
+        if np.any(np.diff(s) <= 0) or np.any(s <= 0) or not np.all(np.isfinite(s)):
             raise SpecError("efficiency table", "size", list(self.size), "positive and ascending")
         if np.any((e <= 0) | (e > 1)):
             raise SpecError("efficiency table", "eff", list(self.eff), "values in (0, 1]")
@@ -53,28 +65,39 @@ class MemoryTier:
     source: str = ""
 
     def __post_init__(self) -> None:
+        require(self, ("name",), "text")
         require(self, ("capacity_bytes", "bandwidth_bytes_per_s"), "positive")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Link:
     """A link class of a device: NVLink to the scale-up domain, a NIC to the scale-out
-    network. Bandwidth is per device, per direction."""
+    network. Bandwidth is per device, per direction. `domain_size`: the devices one
+    scale-up domain holds (>= 1: 8 on an HGX board, 72 in an NVL72 rack); a scale-out link
+    reaches the whole cluster, written 0 (its size is the prediction's `devices`: a
+    scale-out network of bounded size is not modelled, so no other value is accepted)."""
     name: str
     scope: str  # "scale_up" or "scale_out"
     unidir_bytes_per_s: float
     latency_s: float  # per message step (alpha)
-    domain_size: int  # devices reachable over this link class (0 = whole cluster)
+    domain_size: int  # scale_up: devices per domain (>= 1); scale_out: 0 (the whole cluster)
     busbw_eff: EfficiencyTable  # message size -> achieved fraction of the line rate
     in_network_reduction: bool = False  # NVLS / SHARP: the switch reduces all-reduce data
     source: str = ""
 
     def __post_init__(self) -> None:
+        require(self, ("name",), "text")
         if self.scope not in LINK_SCOPES:
             raise SpecError(self.name, "scope", self.scope, f"one of {LINK_SCOPES}")
         require(self, ("unidir_bytes_per_s",), "positive")
         require(self, ("latency_s",), "nonnegative")
-        require(self, ("domain_size",), "nonnegative_int")
+        if self.scope == "scale_up" and (type(self.domain_size) is not int or self.domain_size < 1):
+            raise SpecError(self.name, "domain_size", self.domain_size, "a positive integer on a scale_up link (the "
+                            "devices one domain holds; 0, the whole cluster, is a scale_out link's)")
+        if self.scope == "scale_out" and (type(self.domain_size) is not int or self.domain_size != 0):
+            raise SpecError(self.name, "domain_size", self.domain_size,
+                            "0 on a scale_out link (it reaches the whole cluster, `devices` of the prediction; a "
+                            "scale-out network of bounded size is not modelled)")
         require(self, bool_fields(self), "bool")
 
 
@@ -114,6 +137,7 @@ class HardwareSpec:
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        require(self, ("name", "vendor"), "text")
         for name in ("peak_flops_per_s", "gemm_peak_eff", "attention_peak_eff"):
             if not isinstance(getattr(self, name), dict):
                 raise SpecError(self.name, name, getattr(self, name), "a mapping of dtype -> number")
@@ -124,8 +148,10 @@ class HardwareSpec:
         for dt, v in self.peak_flops_per_s.items():
             if dt not in DTYPES:
                 raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, f"a dtype in {DTYPES}")
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
-                raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, "a positive FLOP/s")
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < np.inf):
+                raise SpecError(self.name, f"peak_flops_per_s.{dt}", v, "a finite positive FLOP/s")
+        if "bf16" not in self.peak_flops_per_s:  # the math a 16-bit model runs in (gemm/attention_peak_eff's fallback)
+            raise SpecError(self.name, "peak_flops_per_s.bf16", None, "a value (the bf16 peak is required)")
         require(self, ("l2_bytes", "kernel_launch_s", "memory_latency_s", "tdp_w"), "positive")
         for dt, v in dict(self.sparse_2_4_speedup).items():
             if dt not in self.peak_flops_per_s or isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 < v <= 2:
@@ -143,11 +169,36 @@ class HardwareSpec:
                 raise SpecError(self.name, f"gemm_peak_eff.{dt}", v, "a dtype with a value in (0, 1]")
         if not 0 <= self.collective_sms < self.n_sms:
             raise SpecError(self.name, "collective_sms", self.collective_sms, f"an integer in [0, n_sms={self.n_sms})")
-        if not self.memory:
-            raise SpecError(self.name, "memory", [], "at least one memory tier")
+        self._check_memory_and_links()
+        self._check_kernel_tables()
+
+    def _check_memory_and_links(self) -> None:
+        """One memory tier (`hbm`: the only one any model reads) and one link per scope
+        (`link(scope)` reads one): a tier or link beyond those would be silently unused."""
+        if len(self.memory) != 1:
+            raise SpecError(self.name, "memory", [m.name for m in self.memory],
+                            "exactly one tier, the device memory (a second tier is read by no model)")
+        for scope in LINK_SCOPES:
+            named = [ln.name for ln in self.links if ln.scope == scope]
+            if len(named) != 1:
+                raise SpecError(self.name, f"links (scope {scope})", named,
+                                f"exactly one link with scope {scope!r} (a second one is read by no model)")
+
+    def _check_kernel_tables(self) -> None:
+        """kernel_tables names a GPU with table files, default_framework one of its frameworks."""
         if self.default_framework and not self.kernel_tables:
             raise SpecError(self.name, "default_framework", self.default_framework,
                             "empty unless kernel_tables names the GPU whose tables it selects")
+        if not self.kernel_tables:
+            return
+        tables = kernel_table_names()
+        if self.kernel_tables not in tables:
+            raise SpecError(self.name, "kernel_tables", self.kernel_tables,
+                            f"'' (no tables) or a GPU with tables in specs/kernels: {', '.join(sorted(tables))}")
+        if self.default_framework and self.default_framework not in tables[self.kernel_tables]:
+            raise SpecError(self.name, "default_framework", self.default_framework,
+                            f"'' or a framework with tables for {self.kernel_tables}: "
+                            f"{', '.join(sorted(tables[self.kernel_tables]))}")
 
     @property
     def hbm(self) -> MemoryTier:

@@ -46,6 +46,7 @@ class WaferSpec:
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        require(self, ("name", "vendor"), "text")
         require(self, ("n_pes", "fabric_cols", "fabric_rows", "program_cols", "program_rows", "sram_banks",
                        "routing_colors"), "positive_int")
         require(self, ("sram_per_pe_bytes", "mem_read_bytes_per_cycle", "mem_write_bytes_per_cycle",
@@ -58,6 +59,10 @@ class WaferSpec:
         if not self.clock_min_hz <= self.clock_hz <= self.clock_max_hz:
             raise SpecError(self.name, "clock_hz", self.clock_hz,
                             f"within [clock_min_hz, clock_max_hz] = [{self.clock_min_hz}, {self.clock_max_hz}]")
+        for side in ("cols", "rows"):  # the program rectangle lies on the fabric
+            if getattr(self, f"program_{side}") > getattr(self, f"fabric_{side}"):
+                raise SpecError(self.name, f"program_{side}", getattr(self, f"program_{side}"),
+                                f"<= fabric_{side} = {getattr(self, f'fabric_{side}')}")
         if self.sram_reserved_per_pe_bytes >= self.sram_per_pe_bytes:
             raise SpecError(self.name, "sram_reserved_per_pe_bytes", self.sram_reserved_per_pe_bytes,
                             f"< sram_per_pe_bytes = {self.sram_per_pe_bytes}")
@@ -113,6 +118,7 @@ class SystemSpec:
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        require(self, ("name", "vendor", "wafer"), "text")
         require(self, ("io_bytes_per_s", "io_latency_s", "power_w", "weight_store_bandwidth_bytes_per_s"), "positive")
         require(self, ("price_usd_per_hour", "step_fixed_s", "layer_stream_latency_s", "service_request_latency_s"),
                 "nonnegative")
