@@ -411,6 +411,21 @@ _rebase(_COLLECTIVE_FLOORS, ("collective_gpu",))
 _FLASH3_HOPPER = ("kernel='flash3' on a GPU that is not Hopper (compute capability 9.0) is a flagged point, NaN with the "
                   "reason: FlashAttention-3 is written for Hopper's warpgroup MMA and TMA (the grid's A100 flash3 points)")
 _rebase(_FLASH3_HOPPER, ("attention_gpu_tables",))
+_EXPERT_DP_AND_STAGES = ("GPU training: the routed experts' gradients and ZeRO states on their expert-data-parallel "
+                         "group (Mixtral at EP8: optimizer 6.4x a device), a dense model's ep > 1 a flagged point "
+                         "(the grid's llama_3_8b ep=8 points, NaN with the reason), and past one pipeline stage the "
+                         "busiest holding the embedding or the output layer (pp=4 points: weights and states up to "
+                         "+13%, steps up to +12%)")
+_rebase(_EXPERT_DP_AND_STAGES, ("training_gpu", "training_gpu_variants"))
+_WAFER_ROWS_AND_TILES = ("wafer: prefill counts the rows it runs against the SRAM its weights and KV leave (chunks and "
+                         "sequences run together are those that fit), the lm_head spread over the regions that hold it, "
+                         "one usable capacity (SRAM less the reserve: -12.5%), points that do not fit with NaN times and "
+                         "the grid closest to fitting, predict.gemm's SRAM check and faster kernel (m > 1 on GEMV where "
+                         "it fits), memory-port-bound datapaths named local_memory; the open-loop CS-3 curve follows its "
+                         "faster decode (saturation rate +0.6%: the last points before it move most)")
+_rebase(_WAFER_ROWS_AND_TILES, ("inference_wafer_regions", "inference_wafer_grid", "inference_wafer_streaming",
+                                "inference_wafer_max_batch", "training_wafer", "gemm_wafer", "gemm_wafer_default_grid",
+                                "serving_cs3", "disaggregated_mixed"))
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"

@@ -152,8 +152,8 @@ def test_operation_classes_add_up_to_the_step(model):
 def test_expert_parallelism_and_imbalance():
     """EP under tensor-parallel attention moves no tokens beyond the all-reduce (every rank holds
     them); with attention data parallelism the tokens of other replicas are dispatched and
-    combined (two all-to-alls); a busier rank (imbalance > 1) only ever slows the step; dense
-    models ignore both."""
+    combined (two all-to-alls); a busier rank (imbalance > 1) only ever slows the step; a dense
+    model refuses ep > 1 as a flagged point (as predict.serving does) and ignores imbalance."""
     from workbench import predict
     ds = predict.inference(hardware="h200_sxm", model="mixtral_8x7b", tp=8, ep=[1, 8], imbalance=[1.0, 2.0],
                            batch=64, weights="fp8")
@@ -168,4 +168,5 @@ def test_expert_parallelism_and_imbalance():
     assert float(tpa.decode_comm_s) == float(predict.serving(tp=8, attention_dp=1, **{**kw, "ep": 1}).decode_comm_s)
     assert float(ds.tpot_s.sel(ep=8, imbalance=2.0)) > float(ds.tpot_s.sel(ep=8, imbalance=1.0))
     dense = predict.inference(hardware="h200_sxm", model="llama_3_1_70b", tp=8, ep=[1, 8], batch=64, weights="fp8")
-    assert float(dense.tpot_s.sel(ep=1)) == float(dense.tpot_s.sel(ep=8))
+    assert bool(dense.fits.sel(ep=1)) and not bool(dense.fits.sel(ep=8))  # a dense model has no experts (as serving)
+    assert "ep=8 is not allowed for llama_3_1_70b" in str(dense.reason.sel(ep=8).values)
