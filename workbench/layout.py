@@ -3,8 +3,9 @@ architecture (specs) and the workload (workloads/ops.py). predict.* keeps its ke
 interface; these are what it builds, and what decides whether a layout can run.
 
 Each word keeps one meaning:
-- GPU: `tp`, `pp`, `cp`, `ep` split one model replica; `dp` counts replicas; `devices`
-  is every GPU, tp·pp·dp·cp.
+- GPU: `tp`, `pp`, `cp`, `ep` split one model replica (training: `expert_tp` splits each
+  routed expert, Megatron-Core's expert tensor parallelism, tp by default); `dp` counts
+  replicas; `devices` is every GPU, tp·pp·dp·cp.
 - wafer: `systems` is the CS systems of one model instance: with `placement="regions"`
   the model is pipelined across them, with `placement="streaming"` each holds a replica
   (predict's `devices` argument is this number on wafers); `pe_grid` is the side of a
@@ -109,14 +110,21 @@ class GpuLayout:
                                    lambda ep, tp: f"ep={ep} does not divide tp={tp} (experts are spread over "
                                                   "the TP devices)"))
         else:
-            out += self._training_problems(model, seq_len=seq_len, global_batch=global_batch)
+            out += self._training_problems(model, seq_len=seq_len)
         if not model.is_moe:
-            out.append(Problem(np.asarray(ep) > 1, {"ep": ep},
-                               lambda ep: f"ep={ep} is not allowed for {model.name}: a dense model has no experts; "
-                                          "allowed: 1"))
+            out.append(_dense_ep(model, ep))
+        if phase != "inference" and global_batch is not None:  # last: it keeps its numbers, the others do not
+            # global_batch_size % (micro_batch_size * data_parallel_size); fewer sequences than
+            # that: the workload's own reason
+            dp, per = self.dp, self.dp * self.micro_batch
+            out.append(Problem(_whole(dp) & (np.asarray(global_batch) >= per) & (np.mod(global_batch, per) != 0),
+                               {"global_batch": global_batch, "dp_x_micro_batch": per},
+                               lambda global_batch, dp_x_micro_batch: f"global_batch={global_batch} is not a multiple "
+                                                                       f"of dp*micro_batch={dp_x_micro_batch}",
+                               keep_numbers=True))
         return out
 
-    def _training_problems(self, model, *, seq_len, global_batch) -> list[Problem]:
+    def _training_problems(self, model, *, seq_len) -> list[Problem]:
         """Megatron-Core's layout checks (megatron/training/arguments.py, core/parallel_state.py)."""
         tp, pp, cp, ep, dp, v = self.tp, self.pp, self.cp, self.ep, self.dp, self.virtual_stages
         group, kv = tp * pp * cp, model.n_kv_heads
@@ -138,13 +146,6 @@ class GpuLayout:
                                {"seq_len": seq_len, "cp": cp},
                                lambda seq_len, cp: f"seq_len={seq_len} is not a multiple of 2*cp={2 * float(cp):g} "
                                                    "(context parallelism splits each sequence into 2*cp chunks)"))
-        if global_batch is not None:  # global_batch_size % (micro_batch_size * data_parallel_size)
-            per = dp * self.micro_batch  # (fewer sequences than that: the workload's own reason)
-            out.append(Problem(_whole(dp) & (np.asarray(global_batch) >= per) & (np.mod(global_batch, per) != 0),
-                               {"global_batch": global_batch, "dp_x_micro_batch": per},
-                               lambda global_batch, dp_x_micro_batch: f"global_batch={global_batch} is not a multiple "
-                                                                       f"of dp*micro_batch={dp_x_micro_batch}",
-                               keep_numbers=True))
         if self.devices_asked is not None:
             out.append(Problem(np.asarray(self.devices_asked) != self.devices,
                                {"devices": self.devices_asked, "layout": self.devices},
@@ -211,7 +212,11 @@ def serving_problems(model, *, tp, attention_dp, ep, prefix: str = "", pp=1.0) -
                         lambda ep: f"{prefix}ep={ep} exceeds n_experts={model.n_experts} of {model.name} (each "
                                    "expert-parallel rank holds at least one expert)")]
     else:
-        out.append(Problem(np.asarray(ep) > 1, {"ep": ep},
-                           lambda ep: f"{prefix}ep={ep} is not allowed for {model.name}: a dense model has no "
-                                      "experts; allowed: 1"))
+        out.append(_dense_ep(model, ep, prefix))
     return out
+
+
+def _dense_ep(model, ep, prefix: str = "") -> Problem:
+    """ep > 1 on a dense model: no experts to spread."""
+    return Problem(np.asarray(ep) > 1, {"ep": ep}, lambda ep: f"{prefix}ep={ep} is not allowed for {model.name}: a "
+                                                              "dense model has no experts; allowed: 1")

@@ -462,7 +462,7 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
                               micro_batch=(micro_batch, 1), virtual_stages=(virtual_stages, 1),
                               attention=(attention, None), zero=(zero, None), precision=(precision, "bf16"),
                               moe_host_s_per_local_expert=(moe_host_s_per_local_expert, None))
-    zero = 1 if zero is None else zero  # GPUs: ZeRO-1 (optimizer states sharded over dp·cp)
+    zero = 1 if zero is None else zero  # GPUs: ZeRO-1 (optimizer states sharded over the replicas)
     numeric = _axes(tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
                     virtual_stages=virtual_stages, devices=devices, dp=dp, expert_tp=expert_tp,
                     moe_host_s_per_local_expert=moe_host_s_per_local_expert)

@@ -116,3 +116,15 @@ def test_memory_capacity_is_the_usable_sram_everywhere():
            for p in ("regions", "streaming")]
     got.append(float(predict.training(global_batch=64, seq_len=2048, **kw).memory_capacity_bytes))
     assert got == pytest.approx([usable] * 3, rel=1e-12)
+
+
+def test_memory_used_never_exceeds_capacity_where_a_point_fits():
+    """memory_per_device_bytes and memory_capacity_bytes count the same SRAM (each PE's
+    reserve left out of both): a point that fits uses at most the capacity, in regions and
+    streaming placements alike (70B at generate='max' had shown 42.9 GB of 38.2)."""
+    from workbench import predict
+    for kw in (dict(model="llama_3_1_70b", devices=4, generate="max"), dict(model="llama_3_1_8b", devices=1),
+               dict(model="mixtral_8x7b", devices="min"), dict(model="llama_3_1_8b", devices=[1, 2], placement="streaming")):
+        r = predict.inference(hardware="cs3", weights="fp16", **kw)
+        used, cap = r.memory_per_device_bytes.where(r.fits), r.memory_capacity_bytes
+        assert bool(r.fits.any()) and bool((used.fillna(0.0) <= cap).all()), kw

@@ -74,11 +74,12 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
         return ds
 
     def end(sign):  # (factor, prediction) of a bracket end: span-fold, or as near as the knob's range allows
-        for f in span ** (2.0 ** -np.arange(6.0)):  # span, its root, ...: a knob bounded by another (SRAM
-            try:                                      # above its reserve) keeps a narrower bracket that side
+        tries = span ** (2.0 ** -np.arange(6.0))  # span, its root, ...: a knob bounded by another (SRAM above
+        for i, f in enumerate(tries):             # its reserve) keeps a narrower bracket on that side
+            try:
                 return f, run(base * f ** sign)
-            except InputError as e:
-                if "metric=" in str(e) or f == span ** (2.0 ** -5):
+            except InputError as e:  # only the knob's own range narrows it; the last try's error stands
+                if knob not in str(e) or i == len(tries) - 1:
                     raise
     (lo_f, lo_ds), (hi_f, hi_ds) = end(-1.0), end(1.0)
     up = not lower_is_better(metric)

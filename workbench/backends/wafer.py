@@ -308,7 +308,7 @@ class WaferBackend:
         (the smaller where neither fits)."""
         grid = w.max_square_grid
         P = np.minimum(pe_grid if pe_grid is not None else grid + 0.0 * m, grid)
-        e = DTYPE_BYTES.get(dtype, 2.0)
+        e = DTYPE_BYTES[dtype]  # a dtype the wafer computes (fp16/bf16: predict checked it)
         gemv = mesh_gemv(w, P=P, k=k, n=n, rows=m, dtype=dtype, mapping=mapping, w_bytes=e)
         gemm_ = mesh_gemm(w, P=P, m=m, k=k, n=n, dtype=dtype, mapping=mapping)
         usable = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes

@@ -10,7 +10,8 @@ Conventions (stated, and used by the tests):
 - memory per parameter: 2 (bf16 weights) + 4 (fp32 gradients, Megatron-LM's default for
   bf16) + 12 (fp32 master, momentum, variance: Rajbhandari et al. 2020, ZeRO, K = 12) =
   18; ZeRO-1 shards the 12, ZeRO-2 also the gradients, ZeRO-3 also the weights, over the
-  dp·cp ranks that hold the same weights.
+  ranks that hold the same weights: dp·cp of them for the dense weights, the
+  tp·dp·cp / (expert_tp·ep) of its expert-data-parallel group for a routed expert.
 - the output layer (logits GEMM, its two backward GEMMs, an fp32 softmax cross-entropy)
   and the embedding run on the last and first pipeline stage; the slot is the slower stage.
 - data parallelism moves bf16 weights and fp32 gradients (Megatron-LM reduces bf16

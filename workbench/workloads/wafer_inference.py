@@ -332,9 +332,12 @@ def wafer_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, prompt
         "output_tokens_per_s": out_tokens / e2e,
         "output_tokens_per_s_per_device": out_tokens / e2e / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot,
-        # the fullest PE of a region of each kind times its PEs (expert regions hold no cache)
-        "memory_per_device_bytes": (place["pe_bytes"] * (place["regions_needed"] - place["expert_regions"])
-                                    + place["expert_region_bytes"] * place["expert_regions"]) * P_dec ** 2 / devices,
+        # the fullest PE of a region of each kind times its PEs (expert regions hold no cache),
+        # less each PE's reserve, as the capacity beside it (usable_sram_bytes)
+        "memory_per_device_bytes": ((place["pe_bytes"] - w.sram_reserved_per_pe_bytes)
+                                    * (place["regions_needed"] - place["expert_regions"])
+                                    + (place["expert_region_bytes"] - w.sram_reserved_per_pe_bytes)
+                                    * place["expert_regions"]) * P_dec ** 2 / devices,
         "memory_capacity_bytes": usable_sram_bytes(w) + zero,
         "fits": fits, "reason": reason, "bound": bound,
         "decode_compute_s": dec_compute_s, "decode_comm_s": dec_reduce_s, "decode_io_s": io_dec,

@@ -121,7 +121,8 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
     # sizes on the grids a layer region takes; the whole prompt takes the faster of the two.
     for size in [t for t in CHUNK_TOKENS if t < longest] + [np.inf]:  # the last candidate: the whole prompt
         c = np.minimum(size, prompt_a)
-        for most in (max_rows / c, np.minimum(max_rows / c, 1.0)):  # the most sequences that fit, or one
+        for one in (False, True):  # the most sequences that fit, or one
+            most = np.minimum(max_rows / c, 1.0) if one else max_rows / c
             s, g = _groups(batch_a, most)  # the GEMV form: s x c rows a PE
             n = g * np.ceil(prompt_a / c)
             kw = dict(P=P, batch=s, chunk=c, mapping=mapping, gemm=False, expert_groups=expert_groups)
@@ -131,7 +132,7 @@ def pipelined_prefill(w: WaferNumbers, model: ModelSpec, *, P, batch, prompt, de
             stream = (n - 1.0) * np.maximum(p_mean, x)  # every unit but the last through the bottleneck
             take(np.where(g > 0, stream + L * p_last + crossings * x, np.inf), c, s, s * c, stream, p_last, x)
             if np.isinf(size):  # the whole prompt with MeshGEMM: ceil(s x prompt / P) rows a PE
-                s, g = _groups(batch_a, most * P_a)
+                s, g = _groups(batch_a, np.minimum(most * P_a, 1.0) if one else most * P_a)
                 mesh = whole if np.all(s == batch_a) else prefill_layer(
                     w, model, P=P, batch=s, prompt=prompt_a, mapping=mapping, expert_groups=expert_groups)
                 p = mesh["cycles"] / w.clock_hz

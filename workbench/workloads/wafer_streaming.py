@@ -64,7 +64,7 @@ def streaming_inference(*, w: WaferNumbers, model: ModelSpec, devices, batch, pr
         "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
         "output_tokens_per_s": out_tokens / e2e, "output_tokens_per_s_per_device": out_tokens / e2e / devices,
         "output_tokens_per_s_per_user": 1.0 / tpot,
-        "memory_per_device_bytes": pe_bytes * P * P,
+        "memory_per_device_bytes": (pe_bytes - w.sram_reserved_per_pe_bytes) * P * P,  # as usable_sram_bytes
         "memory_capacity_bytes": usable_sram_bytes(w) + zero,
         "fits": fits, "reason": choose([(~fits, "KV cache of all layers + two layers' weights exceed SRAM")], ""),
         "bound": bound, "decode_compute_s": compute_s, "decode_comm_s": comm_s, "decode_io_s": io_s,
