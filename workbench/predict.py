@@ -393,8 +393,8 @@ def inference(*, hardware, model, devices=None, tp=1, pp=1, batch=1, prompt=2048
 
 def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, expert_tp=None, seq_len=2048,
              global_batch=512, micro_batch=1, precision="bf16", zero=None, recompute=None, virtual_stages=1,
-             attention=None, framework=None, moe_host_s_per_local_expert=None, hardware_overrides=None,
-             model_overrides=None):
+             attention=None, framework=None, moe_host_s_per_local_expert=None, grad_bytes_per_param=None,
+             hardware_overrides=None, model_overrides=None):
     """One training step (workloads/training.py for GPUs, workloads/wafer_training.py for
     CS systems with weight streaming). `global_batch` is in sequences; `devices` defaults
     to tp·pp·dp·cp (GPUs) or 1 system; `dp` defaults to devices / (tp·pp·cp). `zero` is
@@ -410,16 +410,13 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     layout arguments (zero and micro_batch included) and a precision other than bf16 given
     for a wafer are an error (the wafer would ignore them). `framework` selects the measured
     kernel tables the GEMMs, attention ("framework" kernel) and collectives run on (None: each
-    GPU's default_framework; "none": the spec's analytical efficiencies). The tables time the
-    library kernels Megatron-Core also calls (cuBLAS GEMMs, fused attention): against the 93
-    measured GPU training rows the default tables give a median |speed error| of 9.6%, the
-    analytical efficiencies 11.2% (Megatron-Bridge 26.02.01 rows, never fitted: 10.9% against
-    17.6%; `workbench run model_vs_silicon`, its GPU training rows).
+    GPU's default_framework; "none": the spec's analytical efficiencies): the library kernels
+    Megatron-Core also calls (their error on the measured rows: `workbench run model_vs_silicon`).
     `moe_host_s_per_local_expert` (GPUs; None: Megatron-Core's fitted eager-launch time,
     workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT; 0: experts launched from CUDA graphs) is
     the host time each local expert of an MoE layer costs per micro-batch (output moe_host_s).
-    `expert_tp` (GPUs) splits each routed expert over that many ranks (Megatron-Core's
-    --expert-tensor-parallel-size; None: tp, its default; the perf recipes often set 1).
+    `expert_tp` (GPUs) splits each routed expert (--expert-tensor-parallel-size; None: tp, its
+    default); `grad_bytes_per_param` (GPUs; None: 4, fp32) the gradients' buffer and reduction.
 
     On CS systems (weight streaming, data parallel over `devices`): each system runs its
     share of the batch in the fewest equal micro-batches whose checkpoints fit in the
@@ -452,19 +449,22 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     for arg, v in (("devices", devices), ("dp", dp), ("expert_tp", expert_tp)):
         if v is not None:
             check_positive(arg, v, integer=True)
+    if grad_bytes_per_param is not None:
+        check_choice("grad_bytes_per_param", values_of(grad_bytes_per_param), (2, 4))
     if moe_host_s_per_local_expert is not None:
-        check_range("moe_host_s_per_local_expert", moe_host_s_per_local_expert, low=0.0, high=np.inf,
-                    allowed="seconds >= 0")
+        check_range("moe_host_s_per_local_expert", moe_host_s_per_local_expert, low=0.0, high=np.inf, allowed="seconds >= 0")
     for name, spec in specs.items():
         be = backend_for(spec)
         if hasattr(be, "check_training"):
             be.check_training(name, tp=(tp, 1), pp=(pp, 1), cp=(cp, 1), ep=(ep, 1), dp=(dp, None), expert_tp=(expert_tp, None),
+                              grad_bytes_per_param=(grad_bytes_per_param, None),
                               micro_batch=(micro_batch, 1), virtual_stages=(virtual_stages, 1),
                               attention=(attention, None), zero=(zero, None), precision=(precision, "bf16"),
                               moe_host_s_per_local_expert=(moe_host_s_per_local_expert, None))
     zero = 1 if zero is None else zero  # GPUs: ZeRO-1 (optimizer states sharded over the replicas)
     numeric = _axes(tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
                     virtual_stages=virtual_stages, devices=devices, dp=dp, expert_tp=expert_tp,
+                    grad_bytes_per_param=grad_bytes_per_param,
                     moe_host_s_per_local_expert=moe_host_s_per_local_expert)
     knob_axes = _knob_axes(hardware_overrides, specs)
     model_axes, models = _model_axes(model, model_overrides)

@@ -24,18 +24,18 @@ def test_the_shipped_constant_is_the_fit(fit):
 
 
 def test_it_predicts_rows_models_and_gpus_it_was_not_fitted_on(fit):
-    """Median |speed error| of the MoE rows, recorded at the fit (0.40 ms, the GPUs' kernel
-    tables, the experts' gradients and ZeRO states on their expert-data-parallel group): 31.4%
-    without the term, 9.0% with it; each row predicted with the constant fitted on the other
-    rows 9.0%, each model's rows on the other models' 13.7%, each GPU's rows on the other GPUs'
-    22.7% (B200's rows, the ones the launches dominate, hold the constant up: the other GPUs'
-    alone choose less). Before the expert-data-parallel group (0.41 ms): 32.8, 9.5, 10.0, 14.4
-    and 25.0%. Tolerances: a point above each."""
+    """Median |speed error| of the MoE rows, recorded at the fit (0.41 ms, the GPUs' kernel
+    tables, the experts' gradients and ZeRO states on their expert-data-parallel group, the
+    rows' bf16 gradient reductions): 34.6% without the term, 9.3% with it; each row predicted
+    with the constant fitted on the other rows 9.3%, each model's rows on the other models'
+    14.1%, each GPU's rows on the other GPUs' 23.3% (B200's rows, the ones the launches
+    dominate, hold the constant up: the other GPUs' alone choose less). Before both (also
+    0.41 ms): 32.8, 9.5, 10.0, 14.4 and 25.0%. Tolerances: a point above each."""
     med = fit["median_abs_err"]
     assert med["without"] > 0.25
-    assert med["fitted"] < 0.10
-    assert med["leave_one_row_out"] < 0.10 and med["leave_one_model_out"] < 0.147
-    assert med["leave_one_gpu_out"] < 0.237
+    assert med["fitted"] < 0.103
+    assert med["leave_one_row_out"] < 0.103 and med["leave_one_model_out"] < 0.151
+    assert med["leave_one_gpu_out"] < 0.243
     rows = fit["rows"]
     # the rows the term was missing most: Qwen3-30B-A3B at micro-batch 1 on B200 (+202% at
     # selective recompute without it), Qwen3-235B and DeepSeek-V3 on B200 at EP 8 (+85%, +59%)
@@ -58,8 +58,9 @@ def test_grid_errors_are_linear_in_the_constant():
 def test_the_constant_carries_to_the_next_release():
     """The MoE rows of the next Megatron-Bridge table (26.02.01, NN01-NN18 and the Mamba-2
     hybrid Nemotron-3-Nano NN28-NN31: newer recipes, the B300 no fitted row has), never
-    fitted: median |speed error| 22.2% without the term, 17.2% with the constant fitted on
-    25.11 (23.0 / 18.0% before the experts' expert-data-parallel group); 17 of 22 within 25% (13 without; under the analytical efficiencies 44.1% -> 23.7%,
+    fitted: median |speed error| 22.4% without the term, 17.9% with the constant fitted on
+    25.11 (23.0 / 18.0% before the experts' expert-data-parallel group and bf16 gradients); 16 of 22
+    within 25% (13 without; under the analytical efficiencies 44.1% -> 23.7%,
     8 -> 13 rows). Checked: with it the median is lower and at most 20%, 16 rows within 25%."""
     nxt = training_host.next_release(MOE_HOST_S_PER_LOCAL_EXPERT)
     assert len(nxt) == 22 and set(nxt.hardware) == {"gb300", "gb200", "b300", "b200", "h100_sxm"}

@@ -334,3 +334,18 @@ def test_the_busiest_pipeline_stage_holds_the_embedding():
     assert 2.26e9 < stage < 2.28e9
     one = predict.training(hardware="h100_sxm", model="llama_3_8b", devices=1, seq_len=4096, global_batch=64)
     assert float(one.weights_per_device_bytes) == pytest.approx(2.0 * m.n_params, rel=1e-12)  # one stage: all
+
+
+def test_bf16_gradients_halve_the_gradient_buffer_and_its_reduction():
+    """grad_bytes_per_param=2 (Megatron-Bridge's perf recipes: ddp.grad_reduce_in_fp32 False)
+    holds and reduces bf16 gradients: the gradient bytes halve exactly, the ZeRO-1
+    reduce-scatter moves half the bytes (slower than half the time: latency), the
+    optimizer states stay; any other value is refused."""
+    kw = dict(hardware="h100_sxm", model="llama_3_8b", devices=64, seq_len=4096, global_batch=256, zero=1)
+    fp32, bf16 = (predict.training(grad_bytes_per_param=b, **kw) for b in (4, 2))
+    assert float(bf16.grads_per_device_bytes) == pytest.approx(0.5 * float(fp32.grads_per_device_bytes), rel=1e-12)
+    assert float(bf16.optimizer_per_device_bytes) == float(fp32.optimizer_per_device_bytes)
+    assert 0.5 * float(fp32.dp_comm_s) < float(bf16.dp_comm_s) < float(fp32.dp_comm_s)
+    assert float(predict.training(**kw).grads_per_device_bytes) == float(fp32.grads_per_device_bytes)  # default fp32
+    with pytest.raises(InputError, match="grad_bytes_per_param=3 is not known; allowed: 2, 4"):
+        predict.training(grad_bytes_per_param=3, **kw)

@@ -250,7 +250,7 @@ class GpuBackend:
 
     def training(self, hw: GpuNumbers, model, *, precision, zero, recompute, attention, tp, pp, cp, ep, seq_len,
                  global_batch, micro_batch, virtual_stages, devices=None, dp=None, expert_tp=None,
-                 moe_host_s_per_local_expert=None, **_) -> dict:
+                 moe_host_s_per_local_expert=None, grad_bytes_per_param=None, **_) -> dict:
         from ..primitives.attention import resolve_kernel
         from ..workloads.training import training
         attention = resolve_kernel(hw, attention)  # None: the framework's kernel where there are tables
@@ -265,7 +265,8 @@ class GpuBackend:
                      expert_tp=layout.expert_tp,
                      seq_len=seq_len, global_batch=global_batch, micro_batch=layout.micro_batch, precision=precision,
                      zero=layout.zero, recompute=layout.recompute, virtual_stages=layout.virtual_stages,
-                     attention=attention, moe_host_s_per_local_expert=moe_host_s_per_local_expert)
+                     attention=attention, moe_host_s_per_local_expert=moe_host_s_per_local_expert,
+                     grad_bytes_per_param=grad_bytes_per_param)
         # what ran: the attention kernel and the framework whose tables timed the kernels
         r["attention_kernel"] = np.array(attention, dtype=object)
         r["kernel_tables"] = np.array(tables_of(hw), dtype=object)

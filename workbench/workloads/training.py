@@ -55,7 +55,6 @@ PRECISIONS = ("bf16", "fp8")
 # (ZeRO paper K = 12): 18 bytes per parameter.
 BYTES_PER_PARAM = {"weights": 2.0, "grads": 4.0, "optimizer": 12.0}
 WEIGHT_COMM_BYTES = BYTES_PER_PARAM["weights"]  # bf16 weights gathered (ZeRO-1/3)
-GRAD_COMM_BYTES = BYTES_PER_PARAM["grads"]  # fp32 gradients reduced
 # Softmax cross-entropy over fp32 logits, bytes per logit each way (PyTorch/Megatron kernels,
 # unfused): forward upcast (read 2, write 4) and log-softmax (three reads, one write: 16);
 # backward the nll gradient (write 4), log-softmax backward (read 8, write 4), downcast (read 4, write 2).
@@ -77,13 +76,14 @@ BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket size: the last bucket's reduce is
 # GPU drains the queue while the host launches; large experts, as Mixtral's, hide them). One
 # named constant of the framework, fitted by calibrate/training_host.py to the MoE rows of the
 # Megatron-Bridge 25.11 table (NM05-NM08, NM12-NM16, NM20-NM26), with the GPUs' kernel tables
-# (predict.training's default framework): their median |speed error| 31.4% without the term,
-# 9.0% with it; held out by row 9.0%, by model 13.7%, by GPU 22.7% (refitted when the experts'
-# gradients and ZeRO states moved to their expert-data-parallel group; before, 0.41 ms: 32.8,
-# 9.5, 10.0, 14.4, 25.0%; under the analytical efficiencies then: 0.45 ms, 10.2%; 11.1 / 16.5 /
-# 11.1%). 0.40 ms is ~20 eager launches of ~20 us a local expert. Full recomputation replays
-# the forward's third of the launches.
-MOE_HOST_S_PER_LOCAL_EXPERT = 4.0e-4
+# (predict.training's default framework, the rows' bf16 gradient reductions): their median
+# |speed error| 34.6% without the term, 9.3% with it; held out by row 9.3%, by model 14.1%, by
+# GPU 23.3% (refitted when the experts' gradients and ZeRO states moved to their expert-data-
+# parallel group and the rows' gradients to bf16; before, also 0.41 ms: 32.8, 9.5, 10.0, 14.4,
+# 25.0%; under the analytical efficiencies then: 0.45 ms, 10.2%; 11.1 / 16.5 / 11.1%). 0.41 ms
+# is ~20 eager launches of ~20 us a local expert. Full recomputation replays the forward's
+# third of the launches.
+MOE_HOST_S_PER_LOCAL_EXPERT = 4.1e-4
 GEMM_BACKWARD = 2.0  # dgrad + wgrad, each the forward GEMM's FLOPs
 # Backward of a hybrid's linear token mixing (Gated DeltaNet, KDA, Mamba-2 chunked scans) over
 # its forward: FlashAttention's ratio (primitives/attention.FLASH_BACKWARD, five matmuls against
@@ -206,7 +206,11 @@ def linear_state_bytes_per_token_layer(model: ModelSpec, *, seq_len, recompute: 
 
 def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, expert_tp, seq_len, global_batch, micro_batch,
              precision: str, zero: int, recompute: str, virtual_stages, attention: str = "flash2",
-             moe_host_s_per_local_expert=None) -> dict:
+             moe_host_s_per_local_expert=None, grad_bytes_per_param=None) -> dict:
+    """One training step; `grad_bytes_per_param` (None: BYTES_PER_PARAM's fp32 4) the gradient
+    buffer's and its reduction's bytes a parameter (2: bf16, Megatron-Bridge's perf recipes,
+    perf_recipes/_common.py: ddp.grad_reduce_in_fp32 = False)."""
+    grad_b = BYTES_PER_PARAM["grads"] if grad_bytes_per_param is None else grad_bytes_per_param
     check_choice("recompute", recompute, RECOMPUTE)
     check_choice("precision", precision, PRECISIONS)
     check_choice("attention", attention, ATTENTION_KERNELS)
@@ -287,12 +291,12 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, expert_tp,
     def sharded(bytes_per_param, shard_from):  # a part's bytes a device, sharded over the replicas from ZeRO stage shard_from
         return sum(n * bytes_per_param / np.where(zero >= shard_from, r, 1.0) for n, r, _ in groups)
     gather = dp_op("all_gather", WEIGHT_COMM_BYTES)
-    reduce_scatter = dp_op("reduce_scatter", GRAD_COMM_BYTES)
+    reduce_scatter = dp_op("reduce_scatter", grad_b)
     # Per micro-batch traffic (overlapped with that micro-batch's compute, one FSDP unit -
     # a layer - or one bucket exposed) and per step traffic (reduced during the last
     # micro-batch's backward; the ZeRO-1/2 weight all-gather after the optimizer is exposed).
     per_micro = np.where(zero >= 3, 2.0 * gather + reduce_scatter, np.where(zero == 2, reduce_scatter, 0.0))
-    per_step = np.where(zero == 0, dp_op("all_reduce", GRAD_COMM_BYTES), np.where(zero == 1, reduce_scatter, 0.0))
+    per_step = np.where(zero == 0, dp_op("all_reduce", grad_b), np.where(zero == 1, reduce_scatter, 0.0))
     after_step = np.where((zero == 1) | (zero == 2), gather, 0.0)
     units = np.where(zero >= 3, L / pp, np.maximum(params_dev / BUCKET_PARAMS, 1.0))
     micro_window = np.where(zero >= 3, fwd + bwd + recomp, bwd)
@@ -315,7 +319,8 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, expert_tp,
 
     # Memory per device.
     shard_from = {"weights": 3, "grads": 2, "optimizer": 1}  # the ZeRO stage that shards each part
-    per_part = {f"{k}_per_device_bytes": sharded(BYTES_PER_PARAM[k], shard_from[k]) for k in BYTES_PER_PARAM}
+    per_part = {f"{k}_per_device_bytes": sharded(grad_b if k == "grads" else BYTES_PER_PARAM[k], shard_from[k])
+                for k in BYTES_PER_PARAM}
     state = sum(per_part.values())
     # Megatron-LM: the first stage holds pp micro-batches (1F1B); interleaving adds (pp-1)/(pp·v).
     in_flight = np.minimum(pp, n_micro) * np.where(virtual_stages > 1, 1.0 + (pp - 1.0) / (pp * virtual_stages), 1.0)
