@@ -123,7 +123,7 @@ def check_knobs(spec, overrides: dict, *, arg: str = "hardware_overrides") -> No
                              f"{', '.join(own)}")
         raw = np.asarray(getattr(v, "values", v))
         time = own[k][0] == "s"
-        field = not time and k in _FIELD_KNOBS
+        field = not time and k in field_knobs()
         allowed = f"{'numbers >= 0' if time else 'finite numbers' if field else 'positive numbers'} ({own[k][0]})"
         if raw.dtype == bool or raw.dtype.kind not in "iuf" or raw.size == 0:
             raise InputError(f"{arg} {k}={v!r} is not allowed; allowed: {allowed}")
@@ -136,13 +136,21 @@ def check_knobs(spec, overrides: dict, *, arg: str = "hardware_overrides") -> No
         _check_as_spec(spec, fields, arg)
 
 
-# Knobs that are fields of the spec (backends/gpu.py, wafer.py), checked as the spec checks
-# them (a knob in seconds keeps the knob rule: a what-if time may be 0 where a spec's may not)
-_FIELD_KNOBS = {"n_sms", "collective_sms", "tdp_w", "price_usd_per_hour", "scale_up_domain_size",  # GPUs
-                "sram_per_pe_bytes", "sram_reserved_per_pe_bytes", "mesh_width", "mesh_height", "clock_hz",
-                "mem_read_bytes_per_cycle", "mem_write_bytes_per_cycle", "link_bytes_per_cycle", "hop_cycles",
-                "stage_cycles", "map_call_cycles", "io_bytes_per_s", "weight_store_bandwidth_bytes_per_s",
-                "power_w"}  # wafers and their systems
+# The GPU knobs that are fields of HardwareSpec (backends/gpu.py); scale_up_domain_size is its
+# scale-up link's domain_size
+_GPU_FIELDS = ("n_sms", "collective_sms", "tdp_w", "price_usd_per_hour")
+
+
+def _wafer_fields() -> dict:
+    """knob -> WaferSpec or SystemSpec field of the wafer knobs (backends/wafer.py)."""
+    from .wafer import _SYSTEM_KNOBS, _WAFER_KNOBS
+    return {k: f for k, (_, f) in {**_WAFER_KNOBS, **_SYSTEM_KNOBS}.items()}
+
+
+def field_knobs() -> set:
+    """Knobs that are fields of the spec, checked as the spec checks them (a knob in seconds
+    keeps the knob rule: a what-if time may be 0 where a spec's may not)."""
+    return {*_GPU_FIELDS, "scale_up_domain_size", *_wafer_fields(), "power_w"}
 
 
 def _spec_with(spec, values: dict):
@@ -154,14 +162,14 @@ def _spec_with(spec, values: dict):
     from ..specs import HardwareSpec, SystemSpec, system_of
     v = {k: int(x) if float(x).is_integer() else float(x) for k, x in values.items()}
     if isinstance(spec, HardwareSpec):
-        changes = {k: v[k] for k in ("n_sms", "collective_sms", "tdp_w", "price_usd_per_hour") if k in v}
+        changes = {k: v[k] for k in _GPU_FIELDS if k in v}
         if "scale_up_domain_size" in v:
             changes["links"] = tuple(dataclasses.replace(ln, domain_size=v["scale_up_domain_size"])
                                      if ln.scope == "scale_up" else ln for ln in spec.links)
         return dataclasses.replace(spec, **changes)
     from .wafer import _SYSTEM_KNOBS, _WAFER_KNOBS
     system, wafer = system_of(spec)
-    to_field = {k: f for k, (_, f) in {**_WAFER_KNOBS, **_SYSTEM_KNOBS}.items()}
+    to_field = _wafer_fields()
     w = {to_field[k]: x for k, x in v.items() if k in _WAFER_KNOBS}
     if "clock_hz" in w:
         w.update(clock_min_hz=min(wafer.clock_min_hz, w["clock_hz"]),
@@ -202,8 +210,7 @@ def _field_knob(spec, field: str) -> str:
     from ..specs import HardwareSpec
     if isinstance(spec, HardwareSpec):
         return "scale_up_domain_size" if field == "domain_size" else field
-    from .wafer import _SYSTEM_KNOBS, _WAFER_KNOBS
-    return {f: k for k, (_, f) in {**_WAFER_KNOBS, **_SYSTEM_KNOBS}.items()}.get(field, field)
+    return {f: k for k, f in _wafer_fields().items()}.get(field, field)
 
 
 def flag_invalid(result: dict, invalid, reason: str, keep=("batch", "devices"), nan: bool = True) -> dict:

@@ -311,7 +311,7 @@ class WaferBackend:
         e = DTYPE_BYTES[dtype]  # a dtype the wafer computes (fp16/bf16: predict checked it)
         gemv = mesh_gemv(w, P=P, k=k, n=n, rows=m, dtype=dtype, mapping=mapping, w_bytes=e)
         gemm_ = mesh_gemm(w, P=P, m=m, k=k, n=n, dtype=dtype, mapping=mapping)
-        usable = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes
+        usable = w.usable_sram_per_pe_bytes
         gv_bytes = gemv_bytes_per_pe(P=P, k=k, n=n, rows=m, w_bytes=e, act_bytes=e)
         gm_bytes = gemm_bytes_per_pe(P=P, m=m, k=k, n=n, elem_bytes=e)
         gv_fits, gm_fits = gv_bytes <= usable, gm_bytes <= usable

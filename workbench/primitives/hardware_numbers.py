@@ -174,6 +174,11 @@ class WaferNumbers:
         return self.mesh_width * self.mesh_height
 
     @property
+    def usable_sram_per_pe_bytes(self):
+        """A PE's SRAM less what it reserves (the runtime's buffers): what a layout may use."""
+        return self.sram_per_pe_bytes - self.sram_reserved_per_pe_bytes
+
+    @property
     def max_square_grid(self):
         return np.minimum(self.mesh_width, self.mesh_height)
 

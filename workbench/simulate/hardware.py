@@ -115,6 +115,6 @@ def sim_numbers(hardware="wse3", hardware_overrides: dict | None = None) -> SimN
                       fmas_per_cycle={k: float(np.asarray(v)) for k, v in w.fmas_per_cycle_by_dtype.items()},
                       mem_read_bytes_per_cycle=_scalar("mem_read_bytes_per_cycle", w.mem_read_bytes_per_cycle),
                       mem_write_bytes_per_cycle=_scalar("mem_write_bytes_per_cycle", w.mem_write_bytes_per_cycle),
-                      sram_bytes=float(w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes),
+                      sram_bytes=float(w.usable_sram_per_pe_bytes),
                       relay_bytes_per_cycle=RELAY_BYTES_PER_CYCLE,
                       router_buffer_words=int(hop) + ROUTER_BUFFER_WORDS)

@@ -101,7 +101,7 @@ def placement(w: WaferNumbers, model: ModelSpec, *, P, devices, batch, tokens, g
         fixed = mem["total_bytes"] - mem["activation_bytes"]  # weights, cache, reserve (either region kind)
         no_kv = np.maximum(mem["weights_bytes"], mem["expert_region_bytes"] - mem["activation_bytes"]
                            - w.sram_reserved_per_pe_bytes) + mem["activation_bytes"] + w.sram_reserved_per_pe_bytes
-        free = sram - w.sram_reserved_per_pe_bytes - mem["activation_bytes"]
+        free = w.usable_sram_per_pe_bytes - mem["activation_bytes"]
         head = lm_head_regions(m, P=P, free_per_pe=free, w_bytes=w_bytes)
         return mem, head, np.floor((sram - fixed) / row), no_kv <= sram
 
@@ -144,22 +144,20 @@ def _best_grid(cost, candidates, shape):
     `cost(P)` -> (cycles, feasible, overflow) for P along a trailing axis; the candidates go
     in chunks of GRID_CHUNK (a loop over chunks, not points), keeping running minima; ties
     go to the smaller side."""
-    best_cycles, best = np.full(shape, np.inf), np.full(shape, np.nan)
-    least_over, closest = np.full(shape, np.inf), np.full(shape, candidates[-1])
+    fastest = (np.full(shape, np.inf), np.full(shape, np.nan))  # (running least, its side)
+    closest = (np.full(shape, np.inf), np.full(shape, candidates[-1]))
+
+    def fold(running, values, cand):  # the running least over a chunk's sides (ties: the earlier, smaller)
+        values = np.broadcast_to(values, shape + (len(cand),))
+        low = np.min(values, axis=-1)
+        return np.minimum(running[0], low), np.where(low < running[0], np.take(cand, np.argmin(values, axis=-1)),
+                                                     running[1])
     for start in range(0, len(candidates), GRID_CHUNK):
         cand = candidates[start:start + GRID_CHUNK]
         cycles, feasible, over = cost(cand.reshape((1,) * len(shape) + (-1,)))
-        masked = np.broadcast_to(np.where(feasible, cycles, np.inf), shape + (len(cand),))
-        low = np.min(masked, axis=-1)
-        better = low < best_cycles
-        best = np.where(better, np.take(cand, np.argmin(masked, axis=-1)), best)
-        best_cycles = np.minimum(best_cycles, low)
-        over = np.broadcast_to(np.nan_to_num(over, nan=np.inf), shape + (len(cand),))
-        low = np.min(over, axis=-1)
-        nearer = low < least_over
-        closest = np.where(nearer, np.take(cand, np.argmin(over, axis=-1)), closest)
-        least_over = np.minimum(least_over, low)
-    return np.where(np.isnan(best), closest, best)
+        fastest = fold(fastest, np.where(feasible, cycles, np.inf), cand)
+        closest = fold(closest, np.nan_to_num(over, nan=np.inf), cand)
+    return np.where(np.isnan(fastest[1]), closest[1], fastest[1])
 
 
 def micro_batches(model: ModelSpec, batch):
@@ -378,7 +376,7 @@ def _reason(w: WaferNumbers, model: ModelSpec, place: dict, fits_pre, *, searche
 def usable_sram_bytes(w: WaferNumbers):
     """What a wafer's program can hold: every PE's SRAM less what each reserves (the one
     definition of memory_capacity_bytes on wafers: inference, streaming, training)."""
-    return (w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes) * w.program_pes
+    return w.usable_sram_per_pe_bytes * w.program_pes
 
 
 def no_times_where(out: dict, unplaced) -> dict:

@@ -276,7 +276,7 @@ def layer_memory_per_pe(w: WaferNumbers, model: ModelSpec, *, P, batch, tokens, 
     total = weights + kv + act + w.sram_reserved_per_pe_bytes
     groups = 0.0 * total
     if model.n_moe_layers and experts_beside:  # the routed experts beside the layer where it does not fit whole
-        room = w.sram_per_pe_bytes - w.sram_reserved_per_pe_bytes - act  # an expert region: no cache
+        room = w.usable_sram_per_pe_bytes - act  # an expert region: no cache
         per_region = np.floor(room / expert)
         split = (total > w.sram_per_pe_bytes) & (per_region >= 1.0)
         groups = np.where(split, np.ceil(model.n_experts / np.maximum(per_region, 1.0)), 0.0)
