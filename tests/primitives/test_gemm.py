@@ -114,6 +114,19 @@ def test_wave_efficiency_is_one_on_exact_multiples(hardware, waves_m, tiles_n, k
     assert float(wave_efficiency(hw=hw, m=m, n=n, k=k)) == pytest.approx(1.0, abs=1e-12)
 
 
+def test_an_empty_gemm_takes_no_math_and_raises_no_warning():
+    """An iteration without prompt tokens asks for m = 0 rows (workloads/layers masks the part
+    afterwards): its wave efficiency is finite, its math time 0, with no 0 / 0 on the way."""
+    import warnings
+    hw = numbers("h100_sxm", framework="none")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        eff = wave_efficiency(hw=hw, m=np.array([0.0, 16.0]), n=4096.0, k=4096.0)
+        g = gemm(hw=hw, m=0.0, n=4096.0, k=4096.0, dtype="bf16")
+    assert np.all(np.isfinite(eff)) and np.all((eff > 0) & (eff <= 1))
+    assert float(g["compute_s"]) == 0.0 and np.isfinite(float(g["time_s"]))
+
+
 def test_wave_efficiency_closed_form_h100_1024_cube():
     # H100: 132 SMs, 128x256 tiles. 1024^3 has 8·4 = 32 tiles; stream-K splits K in
     # floor(132/32) = 4 (k/256 = 4 allows it): 128 work units on 132 SMs = 0.9697.

@@ -25,8 +25,10 @@ MIN_K_PER_SPLIT = 256
 
 
 def _tile_efficiency(*, tm, tn, sms, m, n, k):
-    tiles_m, tiles_n = np.ceil(m / tm), np.ceil(n / tn)
-    padding = (m * n) / (tiles_m * tm * tiles_n * tn)
+    # an empty GEMM (m or n = 0: no prompt tokens in an iteration) has no tiles and no time;
+    # it counts as one unpadded tile, so its time is 0 FLOPs at a finite rate, not 0 / 0
+    tiles_m, tiles_n = np.maximum(np.ceil(m / tm), 1.0), np.maximum(np.ceil(n / tn), 1.0)
+    padding = np.where(m * n > 0.0, m * n / (tiles_m * tm * tiles_n * tn), 1.0)
     tiles = tiles_m * tiles_n
     # Stream-K shares the K loop evenly across SMs, so a split need not be whole; flooring
     # k / MIN_K_PER_SPLIT made k = 512 run twice as fast as k = 511.
