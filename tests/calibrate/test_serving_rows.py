@@ -288,3 +288,27 @@ def test_a_system_named_as_vendors_write_it_is_the_catalog_gpu():
     assert res.loc["named", "ttft_s"] == res.loc[first, "ttft_s"]
     assert res.loc["amd", "not_answered"] == "" and np.isfinite(res.loc["amd", "tpot_s"])
     assert res.loc["tpu", "not_answered"] == "system tpu_v5p is not in the catalog"
+
+
+def test_a_row_the_model_fails_on_is_that_row_s_failure(monkeypatch):
+    """A row whose reading or prediction raises something other than the API's InputError
+    (a defect) is reported unanswered with the error, the batch's other rows still predicted:
+    here every Mixtral call fails and a row of malformed layout fails its reading."""
+    from workbench import predict
+    rows = serving_rows.load()
+    rows = rows[rows["mode"] == "agg"].head(1)
+    other = rows.assign(id="failing", model_path="mistralai/Mixtral-8x7B-v0.1")
+    unreadable = rows.assign(id="unreadable", tp_size="eight")
+    real = predict.serving
+
+    def serving(**kw):
+        if "Mixtral" in str(kw["model"]):
+            raise RuntimeError("boom")
+        return real(**kw)
+    monkeypatch.setattr(predict, "serving", serving)
+    res = serving_rows.predict_rows(pd.concat([rows, other, unreadable], ignore_index=True)).set_index("id")
+    assert res.loc["failing", "not_answered"] == f"{serving_rows.FAILED}: RuntimeError: boom"
+    assert res.loc["unreadable", "not_answered"].startswith(f"{serving_rows.FAILED}: ")
+    first = rows["id"].iloc[0]
+    assert res.loc[first, "not_answered"] == "" and np.isfinite(res.loc[first, "tpot_s"])
+    assert np.isnan(res.loc["failing", "tpot_s"]) and np.isnan(res.loc["unreadable", "tpot_s"])
