@@ -150,3 +150,20 @@ def test_study_runs_with_smoke_parameters(tmp_path):
         assert set(ds["hardware"].values) <= {"h100_sxm", "a100_sxm", "wse2", "cs3"}
     html = (out / "model_vs_silicon.html").read_text()
     assert "Answer." in html and "Conclusion" in html and "Traceback" not in html
+
+
+def test_a_row_the_model_cannot_predict_leaves_the_others(monkeypatch):
+    """A predictor that raises on one row (here the memory one) gives that row NaN and the
+    error as its dominant term; the table's other rows are predicted."""
+    def broken(r):
+        raise ValueError("no such copy")
+    monkeypatch.setitem(gap.PREDICTORS, "memory", broken)
+    obs = gap.observations([_microbench()], reference_rows=False)
+    out = gap.predict_rows(obs)
+    assert np.isfinite(out.predicted.iloc[0]) and np.isnan(out.predicted.iloc[1])
+    assert out.dominant.iloc[1] == "not predicted: ValueError: no such copy"
+
+
+def test_every_reference_row_is_predicted_without_error(res):
+    failed = res[res.dominant_before.astype(str).str.startswith("not predicted")]
+    assert failed.empty, failed[["id", "dominant_before"]].to_string()

@@ -298,7 +298,10 @@ def predict_rows(obs: pd.DataFrame, specs: dict | None = None) -> pd.DataFrame:
             if isinstance(config, dict) and config.get("hardware") in specs:
                 config = {**config, "hardware": specs[config["hardware"]]}
             r = r._replace(hardware=specs[r.hardware], **({"config": config} if hasattr(r, "config") else {}))
-        v, term = PREDICTORS[r.kind](r)
+        try:
+            v, term = PREDICTORS[r.kind](r)
+        except Exception as e:  # noqa: BLE001  one row the model cannot predict is that row's, not the table's
+            v, term = np.nan, f"not predicted: {type(e).__name__}: {e}"
         vals.append(v)
         terms.append(term)
     return pd.DataFrame({"predicted": vals, "dominant": terms}, index=obs.index)
