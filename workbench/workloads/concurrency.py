@@ -356,15 +356,17 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     else:
         dec, decode_iter, decode_seqs = step(decoding, 0.0 * r)
         _, prefill_iter, prefill_seqs = step(np.maximum(r - clump / prompt, 0.0) * share, clump)
-        # A request decodes through the other clumps' prefill iterations and the pure decode ones
+        # A request decodes through the other clumps' prefill iterations and the pure decode ones;
+        # the others' beyond its decode steps run while it waits (backlog: a prefill-bound cycle)
         interrupts = np.minimum(clumps - n_prefill, steps)
+        backlog = np.maximum(clumps - n_prefill - steps, 0.0)
 
         def per_token(prefill_s, decode_s):
             return (interrupts * prefill_s + (steps - interrupts) * decode_s) / (generate - 1.0)
         # Clumps stay adjacent (they were prefilled one after another), so a request arrives
         # while the previous clump's prefill iteration runs and waits for half of it on
         # average; with one clump the server is idle when it arrives.
-        service_ttft = n_prefill * prefill_iter + np.where(clumps > 1.0, 0.5, 0.0) * prefill_iter
+        service_ttft = (n_prefill + backlog) * prefill_iter + np.where(clumps > 1.0, 0.5, 0.0) * prefill_iter
     tpot = per_token(prefill_iter, decode_iter)
     others = (r - 1.0) / r  # at concurrency 1 nothing runs when a request arrives
     if schedule == "spread":
@@ -378,8 +380,15 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
             q = 1.0 + lam * mean_iter * others + beside  # the request and those beside it
             iters = np.maximum(q * prompt / token_budget, n_prefill)  # through the token budget, chunk by chunk
             _, own_iter, own_seqs = step((r - 1.0) * share, q * prompt / iters)
-            service_ttft = 0.5 * mean_iter * others + hold_iters * decode_iter + (iters + n_prefill) / 2.0 * own_iter
+            # the others' prefill iterations (each with its q - 1 companions) stall its decoding,
+            # at most one per decode step; its own replica's beyond its decode steps run while
+            # it waits for its first token (a prefill-bound cycle: every prompt's chunks pass
+            # through the replica's iterations, none vanishes; lockstep replicas' backlogs
+            # prefill side by side in the same iterations)
             interrupts = np.minimum((lockstep_replicas * r - 1.0) / q * iters, steps)  # per_token reads it
+            backlog = np.maximum((r - 1.0) / q * iters - steps, 0.0)
+            service_ttft = 0.5 * mean_iter * others + hold_iters * decode_iter + \
+                ((iters + n_prefill) / 2.0 + backlog) * own_iter
             prefill_seqs = own_seqs  # the sequences of the iterations that interrupt
             tpot = per_token(own_iter, decode_iter)
     else:  # the other schedules: the engine's hold at their arrival rate
