@@ -14,17 +14,8 @@ from .predict import (_axes, _check_attention_weights, _check_dtype, _check_fram
 from .specs import load_hardware, load_model
 from .units import with_units
 from .backends.kernel_tables import ENGINE_SETTINGS, check_engine_settings, held_out_error
+from .serving_checks import check_generate as _check_generate, check_slos as _check_slos
 from .workloads.concurrency import LENGTHS
-
-
-def _check_slos(*, ttft_slo, tpot_slo, quantile, **sizes) -> None:
-    """Counts (None: not given) positive integers, latency targets positive, the quantile in (0, 1)."""
-    for arg, v in sizes.items():
-        if v is not None:
-            check_positive(arg, v, integer=True)
-    for arg, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo)):
-        check_positive(arg, v)
-    check_range("quantile", quantile, low=0.0, high=1.0, open_low=True, open_high=True, allowed="a number in (0, 1)")
 
 
 def _min_systems(*, hardware, model, devices, prompt, generate, weights, kv, hardware_overrides,
@@ -99,9 +90,7 @@ def _closed_loop(*, hardware, model, concurrency, prompt, generate, tp, ep, atte
         check_positive(arg, v, integer=True)
     for v in values_of(lengths):
         check_choice("lengths", v, LENGTHS)
-    if min(values_of(generate)) < 2:
-        raise InputError(f"generate={min(values_of(generate))} is not allowed with concurrency; allowed: an "
-                         "integer >= 2 (TPOT = (end-to-end - TTFT) / (generate - 1))")
+    _check_generate(generate)
     framework = _check_framework(framework, specs, default="spec")
     check_engine_settings(engine, specs.values(), framework)  # ranges, and TensorRT-LLM's options under it only
     knob_axes = _knob_axes(hardware_overrides, specs)
@@ -146,14 +135,15 @@ def serving(*, hardware, model, devices=None, tp=1, pp=1, prompt=2048, generate=
     """Serving with continuous batching.
 
     With `concurrency` (requests in flight; a new one starts as each finishes, as the serving benchmarks of
-    TensorRT-LLM, vLLM and SGLang run): mean `ttft_s`, `tpot_s` (= (end-to-end - TTFT) / (generate - 1)),
-    `e2e_s`, throughput per instance, device and user, the mean `batch`, `fits` and `reason`, and the step's
-    parts (workloads/concurrency.py: `framework_overhead_s` is the host overhead's share of TPOT, the
-    framework's per-iteration and per-sequence constants over the iterations and sequences a token waits for;
-    `kernel_tpot_s` the rest). One instance spans tp·attention_dp GPUs per pipeline stage; attention runs
-    TP-way in each of `attention_dp` replicas holding concurrency/attention_dp requests; MoE layers run over
-    all of a stage's GPUs, experts split `ep`-way. With `pp` stages each GPU holds 1/pp of the layers (their
-    weights and every request's cache there) and min(requests, pp) micro-batches are in flight, each through
+    TensorRT-LLM, vLLM and SGLang run): mean `ttft_s`, `tpot_s` (= (end-to-end - TTFT) / (generate - 1)), `e2e_s`
+    (both with the harness's first wave averaged in), the steady state's throughput per instance, device and user
+    (Little's law: requests_per_s x (steady_ttft_s + (generate - 1) tpot_s) = concurrency), the mean `batch`, `fits`
+    and `reason`, and the step's parts (workloads/concurrency.py: `framework_overhead_s` is the host overhead's
+    share of TPOT, the framework's per-iteration and per-sequence constants over the iterations and sequences a
+    token waits for; `kernel_tpot_s` the rest). One instance spans tp·attention_dp GPUs per pipeline stage;
+    attention runs TP-way in each of `attention_dp` replicas holding concurrency/attention_dp requests; MoE layers
+    run over all of a stage's GPUs, experts split `ep`-way. With `pp` stages each GPU holds 1/pp of the layers
+    (their weights and every request's cache there) and min(requests, pp) micro-batches are in flight, each through
     every stage: PP buys capacity, not speed. Every argument sweeps.
     `weights` is the routed experts' format (None: the checkpoint's) and `attention_weights` (None: the same)
     every other matmul's, each computing in its format's math unless `activations` says (predict.inference).
@@ -306,7 +296,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     from .backends.kernel_tables import (framework_layout, framework_of, iteration_overhead_s, request_latency_s,
                                          resolve, served, serving_constants)
     from .backends import flag_problems
-    from .layout import serving_problems
+    from .layout import context_problems, serving_problems
     from .workloads.serving_capacity import draft_memory
     from .workloads.inference import eager
     from .workloads.pools_closed_loop import PREFILL_ROUTINGS, disaggregated_closed_loop
@@ -323,6 +313,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
                draft_len=draft_len, acceptance=acceptance, attention_weights=attention_weights, **sizes)
     for arg, v in sizes.items():
         check_positive(arg, v, integer=True)
+    _check_generate(generate)
     draft = _speculation(draft_model, draft_len, acceptance)
     _check_dtype("weights", weights)
     _check_attention_weights(attention_weights, {})  # the pools' hardware is checked for GPUs below
@@ -394,7 +385,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     problems = [p for side, tp, adp, ep, pp in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep, prefill_pp),)
                 + ((("decode", decode_tp, decode_attention_dp, decode_ep, decode_pp),) if not wafer_decode else ())
                 for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_", pp=pp)] + mixed \
-        + unsupported
+        + unsupported + context_problems(spec, prompt=prompt, generate=generate)
     if wafer_decode:
         problems += pool["problems"]
         r["decode_devices"], r["pe_grid_decode"] = pool["devices"] + 0.0 * r["tpot_s"], pool["pe_grid_decode"]

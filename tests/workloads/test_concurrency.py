@@ -215,6 +215,10 @@ def test_fixed_pools_public_call_and_flags():
     with pytest.raises(InputError, match="decode_workers=2 is not allowed without concurrency"):
         predict.disaggregated(prefill_hardware="h100_sxm", decode_hardware="h200_sxm", model="llama_3_1_8b",
                               decode_workers=2)
+    long = predict.disaggregated(concurrency=64, **dict(POOLS, prompt=200000))  # past the model's context
+    assert not bool(long.fits) and "prompt+generate=200000+1024 exceeds max_seq_len=" in str(long.reason.values)
+    with pytest.raises(InputError, match="generate=1 is not allowed with concurrency; allowed: an integer >= 2"):
+        predict.disaggregated(concurrency=64, **dict(POOLS, generate=1))  # no TPOT: as predict.serving refuses it
     with pytest.raises(InputError, match="prefill_hardware='cs3' is not allowed with concurrency"):
         predict.disaggregated(prefill_hardware="cs3", decode_hardware="h100_sxm", model="llama_3_1_8b",
                               concurrency=8)  # CS systems decode behind GPUs (test_wafer_serving.py), not prefill
