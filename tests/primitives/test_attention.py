@@ -228,3 +228,19 @@ def test_a_sliding_window_never_costs_more_than_reading_every_key(framework):
     assert float(mistral.decode_attention_s.isel(prompt=0)) == pytest.approx(float(llama.decode_attention_s.isel(prompt=0)))
     for part in ("decode_attention_s", "prefill_attention_s"):
         assert np.all(mistral[part].values <= llama[part].values * (1 + 1e-9)), part
+
+
+@pytest.mark.parametrize("hardware,framework", [("a100_sxm", "trtllm"), ("a100_sxm", "vllm"), ("h100_sxm", "trtllm"),
+                                                ("h200_sxm", "sglang"), ("b200", "trtllm"), ("gb200", "vllm")])
+def test_decode_attention_never_reads_the_cache_faster_than_hbm(hardware, framework):
+    """A served decode step reads every sequence's own cache cold: its time is at least the
+    cache's bytes over the HBM bandwidth, even where a table is faster (TensorRT-LLM's A100
+    tables take 0.34 ms for 64 sequences x 4,096 keys x 8 KV heads in BF16, 1.07 GB: 3.2 TB/s
+    on a 2.0 TB/s chip)."""
+    hw = numbers(hardware, framework=framework)
+    batch = xr.DataArray([1.0, 16.0, 64.0, 256.0], dims="batch")
+    context = xr.DataArray([128.0, 4096.0, 32768.0], dims="context")
+    r = attention_decode(hw=hw, batch=batch, context=context, n_heads=32, head_dim=128, n_kv_heads=8, dtype="bf16",
+                         kv_bytes=2.0)
+    floor = batch * context * 8 * 256 * 2.0 / hw.hbm_bandwidth_bytes_per_s
+    assert bool((r["time_s"] >= floor * (1 - 1e-12)).all())
