@@ -279,12 +279,12 @@ def _fitted_decode(*, fixed_s, eff, peak, bandwidth, saving_s, batch, cache, con
         batch=batch, kv_len=cache, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
         v_head_dim=v_head_dim, peak=peak, bandwidth=bandwidth, act_bytes=act_bytes, kv_bytes=kv_bytes, window=window)
     table_s = fixed_s + roof / eff
-    # never below the roofline, even where the table is: a served step reads every sequence's
-    # own cache cold, where TensorRT-LLM's A100 tables time batches 16-256 over 4k-64k keys at
-    # up to 1.7x A100's HBM bandwidth (0.34 ms for 64 x 4,096 keys x 8 KV heads in BF16, 1.07 GB:
-    # 3.2 TB/s against 2.0; vLLM's and SGLang's take 0.68 and 0.87 ms), keys its collector seems
-    # to serve from the 40 MB L2 (one sequence's 16.8 MB cache, not 64 of them)
-    time_s = np.maximum(served_time(table_s, roof, saving_s), roof)
+    # never below the roofline (served_time), even where the table is: a served step reads
+    # every sequence's own cache cold, where TensorRT-LLM's A100 tables time batches 16-256
+    # over 4k-64k keys at up to 1.7x A100's HBM bandwidth (0.34 ms for 64 x 4,096 keys x 8 KV
+    # heads in BF16, 1.07 GB: 3.2 TB/s against 2.0; vLLM's and SGLang's take 0.68 and 0.87 ms),
+    # keys its collector seems to serve from the 40 MB L2 (one sequence's 16.8 MB cache, not 64)
+    time_s = served_time(table_s, roof, saving_s)
     compute_s, memory_s = attribute(time_s, flops / peak, nbytes / bandwidth)
     return {"flops": flops, "bytes": nbytes, "compute_s": compute_s, "memory_s": memory_s, "time_s": time_s,
             "compute_bound": compute_s >= memory_s}
