@@ -316,3 +316,15 @@ def test_a_fitted_gemm_never_beats_its_physical_roofline(hardware, framework, sh
     hw = numbers(hardware)
     ideal = max(2.0 * m * n * k / hw.peak("bf16"), 2.0 * (m * k + k * n + m * n) / hw.hbm_bandwidth_bytes_per_s)
     assert float(ds.time_s) >= ideal * (1 - 1e-12)
+
+
+def test_a_gemm_without_tables_takes_at_least_one_memory_round_trip():
+    """The analytical GEMM (framework "none", or a format without tables) of a tiny shape takes
+    one memory latency, not nanoseconds (a 1 x 1 x 1 GEMM took 3.4 ns on H100; every table's
+    smallest GEMM takes microseconds); a grouped GEMM is one kernel, one round trip."""
+    hw = numbers("h100_sxm", framework="none")
+    one = gemm(hw=hw, m=1.0, n=1.0, k=1.0, dtype="bf16")
+    assert float(one["time_s"]) == pytest.approx(hw.memory_latency_s)
+    grouped = gemm(hw=hw, m=1.0, n=8.0, k=64.0, dtype="bf16", count=64.0, grouped=True)
+    assert float(grouped["time_s"]) == pytest.approx(hw.memory_latency_s)
+    assert float(predict.gemm(hardware="h100_sxm", m=1, n=1, k=1, framework="none").time_s) >= 1e-6

@@ -436,6 +436,9 @@ _TABLES_ROOFLINE_FLOOR = ("a table kernel never runs below its roofline in a ser
                           "bandwidth; a few GEMM, attention and MoE table points sat under their rooflines too")
 _rebase(_TABLES_ROOFLINE_FLOOR, ("inference_gpu_tables", "training_gpu", "gemm_gpu_tables",
                                  "serving_fixed_concurrency_tables"))
+_GEMM_LATENCY_FLOOR = ("a GEMM without tables takes at least one memory round trip (memory_latency_s): small router "
+                       "and expert GEMMs on A100 without FP4/FP8 tables had taken nanoseconds")
+_rebase(_GEMM_LATENCY_FLOOR, ("inference_gpu_moe", "serving_moe", "inference_gpu_tables"))
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"

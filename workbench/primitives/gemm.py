@@ -217,7 +217,9 @@ def gemm(*, hw: GpuNumbers, m, n, k, dtype: str = "bf16", a_bytes=2.0, b_bytes=2
     else:
         compute_s = gemm_compute_time(hw=hw, m=m, n=n, k=k, dtype=math) / speed * count
         overhead_s = hw.kernel_launch_s * count
-    memory_s = memory_time(hw=hw, nbytes=nbytes)
+    # at least one round trip to memory: a 1 x 1 x 1 GEMM took 3 ns where every table's
+    # smallest GEMM takes microseconds
+    memory_s = np.maximum(memory_time(hw=hw, nbytes=nbytes), hw.memory_latency_s * (1.0 if grouped else count))
     return {
         "flops": flops,
         "bytes": nbytes,
