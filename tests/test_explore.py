@@ -388,3 +388,83 @@ def test_a_sweep_with_nothing_to_plot_says_why():
     state = dict(explore.normalize_state({}), weights="fp16_2:4")
     with pytest.raises(InputError, match="not modelled on wafers"):
         explore.sweep_view(state, "systems", "tpot_s", "ttft_s")
+
+
+# --------------------------------------------------------------------------- reported bugs
+
+
+def test_normalize_state_says_a_numeric_string_is_not_a_number():
+    """States are Python values (no URL parsing here; the training state rejects '8' as
+    errors.as_numbers does): a str size is a one-line InputError, not a bare TypeError."""
+    for bad, match in (({"batch": "8"}, r"^batch='8' is not a number; allowed: a positive integer$"),
+                       ({"systems": "0"}, r"^systems='0' is not a number; allowed: a positive integer or 0 "),
+                       ({"tp": None}, r"^tp=None is not a number"), ({"pp": [2]}, r"^pp=\[2\] is not a number"),
+                       ({"prompt": True}, r"^prompt=True is not a number")):
+        with pytest.raises(InputError, match=match):
+            explore.normalize_state(bad)
+    assert explore.normalize_state({"batch": np.int64(8), "systems": np.float64(0)})["batch"] == 8
+
+
+def test_a_chip_without_a_known_price_shows_with_no_cost_and_says_why():
+    """b60 has no price (0: not known): its cost is NaN, the other chips are shown with
+    theirs, and the table, the messages and the cost views say the price is not known."""
+    ds = explore.compute({"hardware": ["h100_sxm", "b60"]})
+    assert list(ds.hardware.values) == ["h100_sxm", "b60"] and ds.attrs["problems"] == []
+    assert np.isnan(float(ds.cost_per_million_tokens_usd.sel(hardware="b60")))
+    assert float(ds.output_tokens_per_s_per_device.sel(hardware="b60")) > 0
+    np.testing.assert_allclose(float(ds.cost_per_million_tokens_usd.sel(hardware="h100_sxm")),
+                               float(_api("h100_sxm").cost_per_million_tokens_usd), rtol=1e-12)
+    assert explore.price_notes(ds) == ["b60: price per device-hour not known; no cost per M tokens"]
+    rows = _shown(explore.table_html(explore.summary_table(ds)))
+    assert ">price not known<" in rows["b60"]["_text"] and ">price not known<" not in rows["h100_sxm"]["_text"]
+    ex = explore.Explorer(hardware=["h100_sxm"])
+    ex.controls["hardware"].value = ("h100_sxm", "b60")
+    assert set(_shown(ex.outputs["table"].value)) == {"h100_sxm", "b60"}
+    assert "b60: price per device-hour not known" in ex.outputs["messages"].value
+    figs = explore.sweep_view({"hardware": ["h100_sxm", "b60"]}, "batch", "output_tokens_per_s_per_user",
+                              "cost_per_million_tokens_usd")
+    assert "(price not known: b60)" in figs["sweep"].axes[1].get_title(loc="left")
+    assert "price not known, no cost: b60" in _texts(figs["pareto"])
+    with pytest.raises(InputError, match="b60: price per device-hour not known"):
+        explore.sweep_view({"hardware": ["b60"]}, "batch", "cost_per_million_tokens_usd", "tpot_s")
+
+
+def _stars(ax) -> list:
+    """(x, y) of the star markers (the current point) drawn in data coordinates."""
+    return [tuple(p) for c in ax.collections if list(c.get_sizes()) in ([160.0], [180.0])
+            and c.get_transform() is not ax.get_xaxis_transform() for p in c.get_offsets()]
+
+
+def _on_edge(ax) -> list:
+    """x of the markers drawn on the bottom edge (x in data, y in axes coordinates)."""
+    return sorted(float(x) for c in ax.collections if c.get_offset_transform() == ax.get_xaxis_transform()
+                  for x, _ in c.get_offsets())
+
+
+def test_sweep_view_of_systems_min_marks_the_systems_it_resolved_to():
+    """systems 0 ("min") resolves to 3 CS-3s for llama 3.1 70B in FP8: the dashed line and
+    the stars are at 3 in both views (they were at 0, off the range 1..16); systems 1-2 do
+    not fit and have no value: hollow markers on the bottom edge, which the caption explains."""
+    state = {"hardware": ["cs3"], "model": "llama_3_1_70b", "systems": 0}
+    assert float(explore.compute(state).devices.sel(hardware="cs3")) == 3
+    figs = explore.sweep_view(state, "systems", "output_tokens_per_s_per_user", "output_tokens_per_s_per_device")
+    ds = explore.sweep(state, "systems")
+    for ax, m in zip(figs["sweep"].axes, ("output_tokens_per_s_per_user", "output_tokens_per_s_per_device")):
+        assert [list(line.get_xdata()) for line in ax.lines if line.get_linestyle() == "--"] == [[3, 3]]
+        want = float(ds[m].sel(hardware="cs3", systems=3))
+        [(x, y)] = _stars(ax)
+        assert x == 3 and y == pytest.approx(want / plots_scale(ds[m]), rel=1e-12)
+        assert _on_edge(ax) == [1.0, 2.0]
+    assert "dashed: current min = 3" in figs["sweep"].axes[-1].get_xlabel()
+    assert "bottom edge: does not fit, no value" in figs["sweep"].axes[-1].get_xlabel()
+    pareto = figs["pareto"].axes[0]
+    assert "current systems: min = 3" in pareto.get_legend_handles_labels()[1] and len(_stars(pareto)) == 1
+    two = explore.sweep_view(dict(state, hardware=["cs3", "cs2"], model="mixtral_8x7b", weights="fp16"), "systems",
+                             "tpot_s", "ttft_s")  # each wafer its own count: 3 and 4
+    assert sorted(x for x, _ in _stars(two["sweep"].axes[0])) == [3, 4]
+    assert "current min (cs3 3, cs2 4)" in two["sweep"].axes[-1].get_xlabel()
+
+
+def plots_scale(da) -> float:
+    from workbench import plots
+    return plots.si_scale(da, da.attrs.get("units"))[0]

@@ -400,3 +400,50 @@ def test_sweeping_ep_of_a_dense_model_is_one_clear_line():
     (it raised a KeyError from the figure)."""
     with pytest.raises(InputError, match="sweeping ep needs a MoE model"):
         explore.training_sweep(dict(model="llama_3_8b", hardware=["h100_sxm"]), "ep")
+
+
+# --------------------------------------------------------------------------- reported bugs
+
+
+def test_the_expert_all_to_all_is_labelled_as_such_not_as_pp_send_recv():
+    """predict.training's slot_comm_s holds the PP send/recv and the EP all-to-all; the
+    explorer splits it: at pp=1 an MoE model's 0.62 s is the all-to-all (ep_comm_s), the
+    PP send/recv 0; at pp=2 both are there and still add up to the slots' comm."""
+    s = explore.normalize_training_state(hardware=["h100_sxm"], model="qwen3_30b_a3b", pp=1)
+    ds = explore.compute_training(s)
+    assert ds.pp_send_recv_s.item() == 0 and ds.ep_comm_s.item() == pytest.approx(0.6185, rel=1e-3)
+    assert PARTS["ep_comm_s"] == "EP all-to-all (MoE experts)" and ds.ep_comm_s.attrs["units"] == "s"
+    legend = [t.get_text() for t in explore.training_figures(ds, s)["breakdown"].axes[0].get_legend().get_texts()]
+    assert "EP all-to-all (MoE experts)" in legend and "PP send/recv" not in legend
+    s2 = dict(s, pp=2, dp=32)
+    ds2 = explore.compute_training(s2)
+    ref = predict.training(hardware="h100_sxm", model=s["model"], seq_len=s["seq_len"], global_batch=s["global_batch"],
+                           recompute=s["recompute"], tp=1, pp=2, dp=32, ep=8, zero=s["zero"])
+    np.testing.assert_allclose((ds2.pp_send_recv_s + ds2.ep_comm_s).values, ref.slot_comm_s.values.ravel(), rtol=1e-12)
+    np.testing.assert_allclose(ds2.pp_send_recv_s.values, (ds2.n_micro_batches * _p2p_s(ds2, s2)).values, rtol=1e-9)
+    assert (ds2.pp_send_recv_s > 0).all() and (ds2.ep_comm_s > 0).all()
+    shown = sum(ds2[p] for p in PARTS if p in ds2 and p != "weight_streaming_exposed_s")
+    np.testing.assert_allclose(shown.values, ds2.step_time_s.values, rtol=1e-12)
+
+
+def test_training_sweep_step_time_ticks_read_as_plain_numbers():
+    """The log step-time axis is labelled 3, 4, 6, 10, 20 as the inference sweep's
+    (plots._log_ticks), not 3x10^0, 6x10^0."""
+    fig = explore.training_sweep_view(explore.normalize_training_state(), "systems")
+    explore.png(fig)  # draws: the tick labels are formatted
+    labels = [t.get_text() for t in fig.axes[1].get_yticklabels(which="both") if t.get_text()]
+    assert labels and not any("times" in t or "^" in t for t in labels), labels
+    assert all(float(t) > 0 for t in labels) and {"10", "20"} <= set(labels), labels
+
+
+def test_training_sweep_draws_points_without_a_value_on_the_bottom_edge():
+    """a100 has no fp8 units: every point of its sweep does not fit and has no value
+    (NaN); they are drawn hollow on the bottom edge, and the caption says so."""
+    fig = explore.training_sweep_view(dict(hardware=["a100_sxm"], precision="fp8"), "dp")
+    dp = [float(x) for x in explore.training_sweep_values(explore.normalize_training_state(), "dp")]
+    for ax in fig.axes:
+        edge = [c for c in ax.collections if c.get_offset_transform() == ax.get_xaxis_transform()]
+        hollow = [c for c in edge if len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0]
+        assert sorted(float(x) for c in hollow for x, _ in c.get_offsets()) == dp
+        assert [tuple(c.get_offsets()[0]) for c in edge if c not in hollow] == [(64, 0.04)]  # the current dp's star
+    assert "hollow on the bottom edge: does not fit, no value" in fig.axes[1].get_xlabel()

@@ -26,7 +26,8 @@ and wafers in another (the API takes tp/pp on GPUs and devices on wafers); the r
 are joined along `hardware`. An invalid setting for one group (tp not dividing the heads,
 fp8 activations on a wafer) becomes a message in ds.attrs["problems"] while the other
 group is still shown; a point that does not fit stays in the result with fits=False and
-its reason. Only when nothing can be computed does `compute` raise InputError.
+its reason. Only when nothing can be computed does `compute` raise InputError. A chip
+without a known price (b60) costs NaN and the table, messages and cost views say so.
 
 Time per update, measured on a busy 2-core machine (3 chips: h100_sxm, h200_sxm, cs3):
 median 0.27 s, of which the model (two predict.inference calls, costs) is 45 ms and

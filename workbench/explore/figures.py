@@ -182,7 +182,8 @@ def sweep_view(state: dict, control: str, metric_x: str, metric_y: str) -> dict[
     """Figures of `sweep(state, control)`: "sweep", metric_x and metric_y against the
     control (one line per chip, the current value marked, points that do not fit hollow),
     and "pareto", the Pareto frontier of metric_y against metric_x per chip (better of
-    each as METRICS says) with the current point starred."""
+    each as METRICS says) with the current point starred. The current point of systems 0
+    ("min") is at the systems each wafer resolved to (current_points)."""
     for arg, m in (("metric_x", metric_x), ("metric_y", metric_y)):
         check_choice(arg, m, METRICS)
     s = normalize_state(state)
@@ -190,45 +191,91 @@ def sweep_view(state: dict, control: str, metric_x: str, metric_y: str) -> dict[
     for m in dict.fromkeys((metric_x, metric_y)):  # a log axis needs a positive value: say why there is none
         if not bool((ds[m] > 0).any()):
             why = sorted({str(r) for r in np.ravel(ds.reason.values) if str(r)})
+            why += price_notes(ds) if m == "cost_per_million_tokens_usd" else []
             raise InputError(f"{m} has no value at any point of the sweep of {control}"
                              + (f": {'; '.join(why)}" if why else ""))
-    return {"sweep": _sweep_figure(ds, s, control, (metric_x, metric_y)),
-            "pareto": _pareto_figure(ds, s, control, metric_x, metric_y)}
+    current = current_points(s, control, ds.hardware.values)
+    return {"sweep": _sweep_figure(ds, s, control, (metric_x, metric_y), current),
+            "pareto": _pareto_figure(ds, s, control, metric_x, metric_y, current)}
 
 
-def _sweep_figure(ds, s, control, metrics) -> Figure:
-    fig = _fixed(Figure(), size=(6.0, 4.6), left=0.6, bottom=0.5, top=0.45)
+def current_points(s: dict, control: str, hardware) -> dict:
+    """hardware -> the value of `control` at the state's point: the state's value, or for
+    systems 0 ("min") the systems each wafer resolved to (NaN where none holds the model)."""
+    if control != "systems" or s["systems"] != 0:
+        return {str(h): s[control] for h in hardware}
+    ds = _run(s, [str(h) for h in hardware])
+    return {str(h): float(ds.devices.sel(hardware=h)) for h in hardware}
+
+
+def current_text(s: dict, control: str, current: dict) -> str:
+    """The current value as the captions write it: '32', or 'min = 3' / 'min (cs3 3, cs2 5)'."""
+    if control != "systems" or s["systems"] != 0:
+        return str(s[control])
+    counts = {h: ("none holds the model" if np.isnan(x) else f"{x:g}") for h, x in current.items()}
+    if len(set(counts.values())) == 1:
+        return f"min = {next(iter(counts.values()))}"
+    return "min (" + ", ".join(f"{h} {c}" for h, c in counts.items()) + ")"
+
+
+NO_VALUE = "hollow: does not fit; hollow on the bottom edge: does not fit, no value"
+
+
+def mark_points(ax, xs, ys, ok, color, x_now=None) -> None:
+    """Hollow markers at the points that do not fit (on the bottom edge of the axes where
+    the point has no value, NaN, instead of being left out) and a star at x_now (the
+    current point; on the bottom edge too where it has no value)."""
+    edge = ax.get_xaxis_transform()  # x in data, y in axes coordinates
+    ys = np.asarray(ys, dtype=float)
+    shown, none = ~ok & np.isfinite(ys), ~ok & ~np.isfinite(ys)
+    ax.scatter(xs[shown], ys[shown], marker="o", s=22, facecolor="none", edgecolor=color, lw=1)
+    if none.any():
+        ax.scatter(xs[none], np.full(none.sum(), 0.04), marker="o", s=22, facecolor="none", edgecolor=color, lw=1,
+                   transform=edge, zorder=3)
+    i = np.flatnonzero(xs == x_now)[:1] if x_now is not None else []
+    if len(i) and (np.isfinite(ys[i[0]]) or not ok[i[0]]):  # a point that fits without a value (no price): none
+        y = ys[i[0]]
+        at = dict(transform=edge) if not np.isfinite(y) else {}
+        ax.scatter([x_now], [y if np.isfinite(y) else 0.04], marker="*", s=160, color=color, edgecolor="black",
+                   lw=0.6, zorder=4, **at)
+
+
+def _sweep_figure(ds, s, control, metrics, current: dict | None = None) -> Figure:
+    current = current or {str(h): s[control] for h in ds.hardware.values}
+    fig = _fixed(Figure(), size=(6.0, 4.6), left=0.6, bottom=0.62, top=0.45)
     axes = fig.subplots(len(metrics), 1, sharex=True)
     fig.subplots_adjust(hspace=0.3)
     xs = ds[control].values
     colors = sns.color_palette("deep", n_colors=ds.sizes["hardware"])
+    unpriced = unpriced_hardware(ds.hardware.values)
     for ax, metric in zip(axes, metrics):
         da = ds[metric].transpose("hardware", control)
         scale, _ = plots.si_scale(da.where(ds.fits), da.attrs.get("units"))
         for h, c in zip(ds.hardware.values, colors):
             ys, ok = da.sel(hardware=h).values / scale, ds.fits.sel(hardware=h).values
             ax.plot(xs, np.where(ok, ys, np.nan), marker="o", ms=4, color=c, label=str(h))
-            ax.scatter(xs[~ok], ys[~ok], marker="o", s=22, facecolor="none", edgecolor=c, lw=1)
-            if s[control] in xs:
-                i = int(np.flatnonzero(xs == s[control])[0])
-                ax.scatter([xs[i]], [ys[i]], marker="*", s=160, color=c, edgecolor="black", lw=0.6, zorder=4)
-        ax.axvline(s[control], color="#555555", ls="--", lw=1)
+            mark_points(ax, xs, ys, ok, c, current[str(h)])
+        for x in sorted({x for x in current.values() if np.isfinite(x)}):
+            ax.axvline(x, color="#555555", ls="--", lw=1)
         ax.set_yscale("log")
         plots._log_ticks(ax, "y")
         ax.tick_params(labelsize=7, which="both")
-        ax.set_title(plots.label(da, da.where(ds.fits)), fontsize=8, loc="left")
+        priced = metric != "cost_per_million_tokens_usd" or not unpriced
+        note = "" if priced else f" (price not known: {', '.join(unpriced)})"
+        ax.set_title(plots.label(da, da.where(ds.fits)) + note, fontsize=8, loc="left")
     if control != "systems":
         axes[-1].set_xscale("log", base=2)
         axes[-1].xaxis.set_minor_locator(NullLocator())
     axes[-1].set_xticks(xs, [str(int(x)) for x in xs])
-    axes[-1].set_xlabel(f"{control} (dashed: current {s[control]}; star: current point; hollow: does not fit)",
-                        fontsize=8)
+    axes[-1].set_xlabel(f"{control} (dashed: current {current_text(s, control, current)}; star: current point)\n"
+                        + NO_VALUE, fontsize=8)
     axes[0].legend(fontsize=7, ncols=min(4, ds.sizes["hardware"]), loc="best")
     fig.suptitle(f"Sweep of {control}: {s['model']}, weights {s['weights']}", fontsize=10)
     return fig
 
 
-def _pareto_figure(ds, s, control, metric_x, metric_y) -> Figure:
+def _pareto_figure(ds, s, control, metric_x, metric_y, current: dict | None = None) -> Figure:
+    current = current or {str(h): s[control] for h in ds.hardware.values}
     goals = {"minimize": [], "maximize": []}
     for m in dict.fromkeys((metric_x, metric_y)):
         goals["minimize" if METRICS[m][0] == "min" else "maximize"].append(m)
@@ -236,13 +283,21 @@ def _pareto_figure(ds, s, control, metric_x, metric_y) -> Figure:
     fig = _fixed(plots.pareto_front(ds, metric_x, metric_y, hue="hardware", mask=front, log=True),
                  size=(6.0, 4.6), left=0.7, bottom=0.55, top=0.5)
     ax = fig.axes[0]
-    if s[control] in ds[control].values:
-        cur = ds.sel({control: s[control]})
+    now = [(h, x) for h, x in current.items() if x in ds[control].values]
+    text = current_text(s, control, current)
+    sep = ": " if text.startswith("min") else "="
+    if now:
         sx, _ = plots.si_scale(ds[metric_x].where(ds.fits), ds[metric_x].attrs.get("units"))
         sy, _ = plots.si_scale(ds[metric_y].where(ds.fits), ds[metric_y].attrs.get("units"))
-        ax.scatter(cur[metric_x].values / sx, cur[metric_y].values / sy, marker="*", s=180, color="gold",
-                   edgecolor="black", lw=0.7, zorder=5, label=f"current {control}={s[control]}")
+        cur = {m: np.array([float(ds[m].sel(hardware=h, **{control: x})) for h, x in now])
+               for m in (metric_x, metric_y)}
+        ax.scatter(cur[metric_x] / sx, cur[metric_y] / sy, marker="*", s=180, color="gold",
+                   edgecolor="black", lw=0.7, zorder=5, label=f"current {control}{sep}{text}")
         ax.legend(title="hardware", fontsize=7, title_fontsize=7)
+    unpriced = unpriced_hardware(ds.hardware.values)
+    if unpriced and "cost_per_million_tokens_usd" in (metric_x, metric_y):
+        ax.text(0.99, 0.01, f"price not known, no cost: {', '.join(unpriced)}", transform=ax.transAxes, ha="right",
+                va="bottom", fontsize=7, color="#8a4b00")
     return fig
 
 

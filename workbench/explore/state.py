@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import html
+import numbers
 
 import numpy as np
 import pandas as pd
@@ -10,8 +11,8 @@ import seaborn as sns
 import xarray as xr
 
 from .. import predict
-from ..costs import add_costs
-from ..errors import InputError, check_choice
+from ..costs import add_costs, catalog_prices
+from ..errors import InputError, brief, check_choice
 from ..backends import backend_for
 from ..specs import list_gpus, list_models
 from ..units import DENSE_DTYPES, DTYPES, unit_attrs
@@ -95,9 +96,11 @@ def normalize_state(state: dict | None = None, **overrides) -> dict:
         check_choice(key, s[key], allowed)
     for key in SWEEPABLE:
         v, low = s[key], RANGES.get(key, (1,))[0]
-        if isinstance(v, bool) or not float(v).is_integer() or v < low:
-            raise InputError(f"{key}={v!r} is not allowed; allowed: a positive integer"
-                             + (" or 0 (the fewest systems that hold the model)" if low == 0 else ""))
+        allowed = "a positive integer" + (" or 0 (the fewest systems that hold the model)" if low == 0 else "")
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):  # '8' too: a str is never a number
+            raise InputError(f"{key}={brief(v)} is not a number; allowed: {allowed}")
+        if not float(v).is_integer() or v < low:
+            raise InputError(f"{key}={brief(v)} is not allowed; allowed: {allowed}")
         s[key] = int(v)
     return s
 
@@ -138,7 +141,8 @@ def _run(state: dict, hardware, **sizes) -> xr.Dataset:
             problems.append(f"{', '.join(group)}: {err}")
             continue
         parts.append(ds)
-    ds = add_costs(join_groups(parts, problems, hardware))
+    # a chip without a known price (0, as predict.inference reports it) costs NaN, the others still show
+    ds = add_costs(join_groups(parts, problems, hardware), prices=dict.fromkeys(unpriced_hardware(hardware), 0.0))
     for name in ds.data_vars:
         if "units" not in ds[name].attrs:
             ds[name].attrs.update(unit_attrs(name))
@@ -167,6 +171,18 @@ def compute(state: dict) -> xr.Dataset:
     could not be computed and why; InputError when none could."""
     s = normalize_state(state)
     return _run(s, s["hardware"]).assign_attrs(state=repr(s))
+
+
+def unpriced_hardware(hardware) -> list[str]:
+    """The chips of `hardware` whose price per device-hour is not known (costs.catalog_prices)."""
+    known = catalog_prices()
+    return [str(h) for h in np.atleast_1d(hardware) if str(h) not in known]
+
+
+def price_notes(ds: xr.Dataset) -> list[str]:
+    """'<hardware>: price per device-hour not known; no cost per M tokens' for each chip of `ds`."""
+    return [f"{h}: price per device-hour not known; no cost per M tokens"
+            for h in unpriced_hardware(ds.hardware.values)]
 
 
 def infeasible(ds: xr.Dataset) -> list[str]:
@@ -205,12 +221,14 @@ def _cell(v: float) -> str:
 
 def table_html(df: pd.DataFrame) -> str:
     """The summary table as HTML: numbers in the header's unit (4 significant digits),
-    rows that do not fit marked; each cell carries data-var and its SI data-value."""
+    rows that do not fit marked, "price not known" for the cost of a chip without a price;
+    each cell carries data-var and its SI data-value."""
     head = "".join(f"<th>{t}" + (f"<br>[{u}]" if u else "") + "</th>" for _, t, _, u in COLUMNS)
-    rows = []
+    rows, unpriced = [], unpriced_hardware(df.index.values)
     for hw, r in df.iterrows():
-        cells = "".join(f'<td data-var="{c}" data-value="{float(r[c])!r}">{_cell(float(r[c]) / s)}</td>'
-                        for c, _, s, _ in COLUMNS)
+        cells = "".join(f'<td data-var="{c}" data-value="{float(r[c])!r}">'
+                        + ("price not known" if c == "cost_per_million_tokens_usd" and hw in unpriced
+                           else _cell(float(r[c]) / s)) + "</td>" for c, _, s, _ in COLUMNS)
         status = ("fits" if r["fits"] else
                   f'<span class="wb-nofit">does not fit: {html.escape(str(r["reason"]))}</span>')
         rows.append(f'<tr data-hardware="{hw}" class="{"" if r["fits"] else "wb-row-nofit"}">'

@@ -14,10 +14,11 @@ with fits=False and its reason.
 The step-time parts add up to step_time_s on every chip. GPUs: forward_s and backward_s
 (TP comm included), recompute_s, pipeline_bubble_s, dp_comm_exposed_s,
 overlap_contention_s, optimizer_s, moe_host_s (the host launches of an MoE model's local
-experts, workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT) and pp_send_recv_s, the rest: the
-PP send/recv of the micro-batch slots (the part of pp_comm_s outside the bubble, 0 at pp=1) and an MoE model's
-expert all-to-all (`ep`, default 8, the Megatron-Bridge recipes' usual EP; a dense model
-trains at ep 1 whatever it says). Wafers:
+experts, workloads/training.MOE_HOST_S_PER_LOCAL_EXPERT), and the comm inside the
+micro-batch slots (predict.training's slot_comm_s) split in two: pp_send_recv_s, the PP
+send/recv (the part of pp_comm_s outside the bubble, 0 at pp=1), and ep_comm_s, an MoE
+model's expert all-to-all (`ep`, default 8, the Megatron-Bridge recipes' usual EP; 0 for a
+dense model, which trains at ep 1 whatever it says). Wafers:
 forward_s, backward_s, recompute_s (the extra forward under full recompute) and
 weight_streaming_exposed_s, the part of weight_streaming_io_s that compute does not hide.
 
@@ -44,7 +45,7 @@ from ..primitives.attention import ATTENTION_KERNELS
 from ..specs import load_model
 from ..units import unit_attrs
 from ..workloads.training import PRECISIONS, RECOMPUTE
-from .figures import _fixed, memory_bars
+from .figures import NO_VALUE, _fixed, mark_points, memory_bars
 from .state import _STYLE, _cell, _frozen, _kinds, complete_state, join_groups
 
 TRAINING_DEFAULTS = {"hardware": ("h100_sxm", "b200", "cs3"), "model": "llama_3_8b", "precision": "bf16",
@@ -68,6 +69,7 @@ GPU_ONLY, WAFER_ONLY = ("micro_batch", "tp", "pp", "dp", "ep"), ("systems",)
 # Step-time parts stacked in the breakdown (see the module docstring), with their labels.
 PARTS = {"forward_s": "forward (incl. TP comm)", "backward_s": "backward (incl. TP comm)", "recompute_s": "recompute",
          "pipeline_bubble_s": "pipeline bubble", "pp_send_recv_s": "PP send/recv",
+         "ep_comm_s": "EP all-to-all (MoE experts)",
          "dp_comm_exposed_s": "DP comm (exposed)", "overlap_contention_s": "overlap contention",
          "optimizer_s": "optimizer", "moe_host_s": "MoE expert launches (host)",
          "weight_streaming_exposed_s": "weight streaming (not hidden)",
@@ -102,8 +104,11 @@ def normalize_training_state(state: dict | None = None, **overrides) -> dict:
 
 
 def _gpu_parts(ds: xr.Dataset) -> xr.Dataset:
-    # The PP send/recv and the EP all-to-all (0 for a dense model) inside the micro-batch slots.
-    return ds.rename_vars(slot_comm_s="pp_send_recv_s")
+    """The comm inside the micro-batch slots (slot_comm_s) as its two parts: the PP
+    send/recv (pp_send_recv_s) and the EP all-to-all, which predict.training reports as
+    ep_comm_s (0 for a dense model)."""
+    pp = np.maximum(ds.slot_comm_s - ds.ep_comm_s, 0.0).assign_attrs(ds.slot_comm_s.attrs)
+    return ds.drop_vars("slot_comm_s").assign(pp_send_recv_s=pp)
 
 
 def _wafer_parts(ds: xr.Dataset) -> xr.Dataset:
@@ -252,10 +257,11 @@ def training_sweep(state: dict, control: str) -> xr.Dataset:
 
 def training_sweep_view(state: dict, control: str) -> Figure:
     """MFU and step time against `control` (one line per chip, points that do not fit
-    hollow, the current value dashed and starred)."""
+    hollow, on the bottom edge where they have no value; the current value dashed and
+    starred; the log step-time axis in plain numbers, plots._log_ticks)."""
     s = normalize_training_state(state)
     ds = training_sweep(s, control)
-    fig = _fixed(Figure(), size=(6.0, 4.6), left=0.6, bottom=0.5, top=0.45)
+    fig = _fixed(Figure(), size=(6.0, 4.6), left=0.6, bottom=0.62, top=0.45)
     axes = fig.subplots(2, 1, sharex=True)
     xs = ds[control].values
     colors = sns.color_palette("deep", n_colors=ds.sizes["hardware"])
@@ -263,19 +269,19 @@ def training_sweep_view(state: dict, control: str) -> Figure:
         for h, c in zip(ds.hardware.values, colors):
             ys, ok = ds[var].sel(hardware=h).values / scale, ds.fits.sel(hardware=h).values
             ax.plot(xs, np.where(ok, ys, np.nan), marker="o", ms=4, color=c, label=str(h))
-            ax.scatter(xs[~ok], ys[~ok], marker="o", s=22, facecolor="none", edgecolor=c, lw=1)
-            if s[control] in xs:
-                ax.scatter([s[control]], ys[xs == s[control]], marker="*", s=160, color=c, edgecolor="black", lw=0.6,
-                           zorder=4)
+            mark_points(ax, xs, ys, ok, c, s[control])
         ax.axvline(s[control], color="#555555", ls="--", lw=1)
         ax.set_title(text, fontsize=8, loc="left")
+    if (ds.step_time_s > 0).any():  # all NaN (no math units): linear
+        axes[1].set_yscale("log")
+        plots._log_ticks(axes[1], "y")  # 30, 60 as the inference sweep writes them, not 3x10^1
+    for ax in axes:
         ax.tick_params(labelsize=7, which="both")
-    axes[1].set_yscale("log" if (ds.step_time_s > 0).any() else "linear")  # all NaN: no math units
     if control != "systems":
         axes[1].set_xscale("log", base=2)
         axes[1].xaxis.set_minor_locator(NullLocator())
     axes[1].set_xticks(xs, [str(int(x)) for x in xs])
-    axes[1].set_xlabel(f"{control} (dashed: current {s[control]}; hollow: does not fit)", fontsize=8)
+    axes[1].set_xlabel(f"{control} (dashed: current {s[control]}; star: current point)\n{NO_VALUE}", fontsize=8)
     axes[0].legend(fontsize=7, ncols=min(4, ds.sizes["hardware"]), loc="best")
     fig.suptitle(f"Sweep of {control}: {s['model']}, {s['precision']}", fontsize=10)
     return fig

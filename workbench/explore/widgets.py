@@ -139,7 +139,7 @@ class Explorer:
     def _compute(self):
         """(dataset, errors, warnings) for the current controls."""
         ds = compute(self.state)
-        return ds, list(ds.attrs["problems"]), infeasible(ds)
+        return ds, list(ds.attrs["problems"]), infeasible(ds) + price_notes(ds)
 
     def _draw(self, ds) -> str:
         """Set the live figures' data to a computed dataset; its summary table's html."""
