@@ -120,3 +120,72 @@ def test_a_failing_block_leaves_no_parts_and_keeps_the_previous_output(tmp_path)
     with pytest.raises(RuntimeError, match="a block failed"):
         sweep.evaluate(fails_on_long_prompts, _grid(), fixed=FIXED, memory_budget_bytes=2e4, out=str(out))
     assert [p.name for p in tmp_path.iterdir()] == ["big.nc"] and out.read_text() == "the previous result"
+
+
+@pytest.mark.parametrize("hardware", [["h100_sxm", "cs3"], ["cs3", "h100_sxm"]])
+def test_streaming_keeps_every_string_whole_across_blocks(tmp_path, hardware):
+    """Blocks whose strings differ in width (a GPU's bound 'memory', a wafer's
+    'mesh_reduction'; reasons '' beside a sentence; the hardware coordinate 'cs3' beside
+    'h100_sxm'): the file written from several blocks holds every variable and coordinate
+    as the in-memory evaluation does (the first block's width cut them: 'mesh_r', 'w', 'h10')."""
+    g = sweep.grid(hardware=hardware, batch=[1, 64, 4096])
+    fixed = dict(model="llama_3_1_8b", weights="fp16")
+    dense = sweep.evaluate(predict.inference, g, fixed=fixed)
+    ds = sweep.evaluate(predict.inference, g, fixed=fixed, memory_budget_bytes=100, out=str(tmp_path / "r.nc"))
+    streamed = ds.load()
+    ds.close()
+    assert set(streamed.variables) == set(dense.variables)
+    for name in dense.variables:
+        want, got = dense[name].values, streamed[name].transpose(*dense[name].dims).values
+        if want.dtype.kind in "OUS":
+            assert got.astype(str).tolist() == want.astype(str).tolist(), name
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=name)
+    assert "mesh_reduction" in streamed.bound.values and list(streamed.hardware.values) == hardware
+
+
+def test_cli_sweep_with_a_small_budget_keeps_strings_whole(tmp_path):
+    """`workbench sweep spec.yaml --out x.nc` streams the same blocks: its strings whole."""
+    from workbench.cli import main
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("function: inference\naxes:\n  hardware: [h100_sxm, cs3]\n  batch: [1, 64, 4096]\n"
+                    "fixed:\n  model: llama_3_1_8b\n  weights: fp16\nmemory_budget_bytes: 100\n")
+    out = tmp_path / "x.nc"
+    assert main(["sweep", str(spec), "--out", str(out)]) == 0
+    dense = sweep.evaluate(predict.inference, sweep.grid(hardware=["h100_sxm", "cs3"], batch=[1, 64, 4096]),
+                           fixed=dict(model="llama_3_1_8b", weights="fp16"))
+    got = xr.load_dataset(out)
+    for name in ("bound", "reason"):
+        assert got[name].values.astype(str).tolist() == dense[name].values.astype(str).tolist()
+
+
+@pytest.mark.parametrize("out,word", [("x.csv", "allowed: a .nc file"), ("missing_folder/x.nc", "cannot be written"),
+                                      (".", "is a directory"), (3, "allowed: a .nc file path")])
+def test_out_is_checked_before_the_sweep_runs(tmp_path, monkeypatch, out, word):
+    """A bad `out` is one line naming it, before any block runs (x.csv was written as netCDF
+    under that name; a missing folder failed after the whole sweep)."""
+    monkeypatch.chdir(tmp_path)
+    calls = []
+
+    def counted(**kw):
+        calls.append(1)
+        return predict.inference(**kw)
+    with pytest.raises(InputError, match=f"out=.*{word}") as e:
+        sweep.evaluate(counted, _grid(), fixed=FIXED, memory_budget_bytes=2e4, out=out)
+    assert "\n" not in str(e.value) and calls == [] and list(tmp_path.iterdir()) == []
+
+
+def test_zarr_out_without_zarr_is_refused_up_front(tmp_path, monkeypatch):
+    """out='x.zarr' without the zarr package: refused before the sweep runs (it raised a raw
+    ImportError once every block had been computed)."""
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "zarr" else real(name, *a))
+    calls = []
+
+    def counted(**kw):
+        calls.append(1)
+        return predict.inference(**kw)
+    with pytest.raises(InputError, match=r"out='.*x\.zarr' needs the zarr package"):
+        sweep.evaluate(counted, _grid(), fixed=FIXED, memory_budget_bytes=2e4, out=str(tmp_path / "x.zarr"))
+    assert calls == [] and list(tmp_path.iterdir()) == []

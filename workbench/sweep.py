@@ -136,6 +136,42 @@ def _blocks(sizes: dict, bytes_per_point: float, block_budget: float) -> tuple[l
     return list(splits), splits
 
 
+def check_out(out) -> None:
+    """`out` must be a .nc file (netCDF) or a .zarr store (zarr installed) in an existing,
+    writable folder, and not a folder other than a .zarr store: checked before a sweep runs.
+    An existing file is replaced (the CLI asks for --force first)."""
+    path = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
+    if not isinstance(path, str) or not path.strip():
+        raise InputError(f"out={brief(out)} is not allowed; allowed: a .nc file path (netCDF), or a .zarr store")
+    out = path
+    suffix = os.path.splitext(out.rstrip("/\\"))[1].lower()
+    if os.path.isdir(out) and suffix != ".zarr":
+        raise InputError(f"out={out!r} is a directory; allowed: a .nc file (or a .zarr store)")
+    if suffix not in (".nc", ".zarr"):
+        raise InputError(f"out={out!r} is not allowed; allowed: a .nc file (netCDF), or a .zarr store")
+    if suffix == ".zarr":
+        import importlib.util
+        if importlib.util.find_spec("zarr") is None:
+            raise InputError(f"out={out!r} needs the zarr package, which is not installed; allowed: a .nc file, or "
+                             "pip install zarr")
+    parent = os.path.dirname(os.path.abspath(out.rstrip("/\\")))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise InputError(f"out={out!r} cannot be written (its folder is missing or read-only); "
+                         "allowed: a path in a writable folder")
+
+
+def _is_zarr(target: Path) -> bool:
+    return target.suffix.lower() == ".zarr"
+
+
+def _free_string_widths(ds: xr.Dataset) -> None:
+    """Forget the string width each variable's encoding took from the first block read
+    (xarray would write every block's strings cut to it): the whole sweep's strings set it."""
+    for var in ds.variables.values():
+        if var.dtype.kind in "OUS" or np.dtype(var.encoding.get("dtype", "f8")).kind in "OUS":
+            var.encoding.pop("dtype", None)
+
+
 def evaluate(fn: Callable, axes: dict, *, fixed: dict | None = None, variables=None,
              memory_budget_bytes: float = 1e9, scheduler: str | None = None, out: str | None = None,
              progress: bool = False) -> xr.Dataset:
@@ -143,14 +179,17 @@ def evaluate(fn: Callable, axes: dict, *, fixed: dict | None = None, variables=N
 
     In memory when the output fits `memory_budget_bytes`; otherwise in blocks through
     dask (threaded, or the distributed scheduler at `scheduler` / $DASK_SCHEDULER_ADDRESS).
-    `variables` keeps a subset of the outputs. `out` (a .nc or .zarr path) writes the
-    result there; blocks stream to disk, and the returned Dataset is opened lazily."""
+    `variables` keeps a subset of the outputs. `out` (a .nc or .zarr path, checked before
+    anything runs: `check_out`) writes the result there, replacing a file of that name;
+    blocks stream to disk, and the returned Dataset is opened lazily."""
     fixed = {} if fixed is None else fixed
     if not isinstance(axes, dict) or not axes:
         raise InputError(f"axes={brief(axes)} is not allowed; allowed: a non-empty mapping of argument -> values")
     _check_arguments(fn, axes, fixed)
     fixed = dict(fixed)
     check_positive("memory_budget_bytes", memory_budget_bytes)
+    if out is not None:
+        check_out(out)
     if variables is not None and (isinstance(variables, str) or not all(isinstance(v, str) for v in variables)):
         raise InputError(f"variables={brief(variables)} is not allowed; allowed: a list of output names")
     axes = {k: (v if isinstance(v, xr.DataArray) else grid(**{k: v})[k]) for k, v in axes.items()}
@@ -202,7 +241,8 @@ def _evaluate_blocks(fn, axes, fixed, variables, attrs, split_dims, splits, sche
             ds = xr.open_dataset(nested, chunks={})
         with ds:
             ds.attrs.update(attrs)
-            if target.suffix == ".zarr":
+            _free_string_widths(ds)
+            if _is_zarr(target):
                 ds.to_zarr(target, mode="w")
             else:
                 tmp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"  # the default file mode
@@ -213,7 +253,7 @@ def _evaluate_blocks(fn, axes, fixed, variables, attrs, split_dims, splits, sche
         shutil.rmtree(parts_dir, ignore_errors=True)
         if tmp is not None and os.path.exists(tmp):
             os.remove(tmp)
-    return xr.open_zarr(target) if target.suffix == ".zarr" else xr.open_dataset(target, chunks={})
+    return xr.open_zarr(target) if _is_zarr(target) else xr.open_dataset(target, chunks={})
 
 
 def _run_block(fn, axes, fixed, variables, parts_dir, index, sel):

@@ -10,6 +10,7 @@ import xarray as xr
 from workbench import predict
 from workbench.analysis import bottleneck
 from workbench.analysis.bottleneck import CLASSES, RESOURCES
+from workbench.errors import InputError
 
 
 def synthetic(seed: int, resources=("compute", "memory", "comm", "overhead"), phase="decode"):
@@ -130,3 +131,38 @@ def test_errors_list_the_phases():
         bottleneck(ds, phase="train")
     with pytest.raises(ValueError, match=r"ds=DataArray"):
         bottleneck(ds.decode_compute_s)
+
+
+def test_serving_shares_are_of_the_whole_decode_step():
+    """predict.serving returns the decode step's operation classes (decode_comm_s among them)
+    and the step itself, no resource breakdown: no resource shares (comm was 100% of
+    'decode' once, the only decode_<resource>_s), and the class shares, with the draft
+    passes and the host overhead beside the kernels, add up to decode_iteration_s."""
+    ds = predict.serving(hardware="h100_sxm", model="llama_3_1_70b", tp=8, weights="fp8", concurrency=[8, 64],
+                         draft_len=[0, 2], acceptance=0.7)
+    out = bottleneck(ds)
+    assert "dominant" not in out and "comm_share" not in out and out.attrs["resources"] == ""
+    parts = ["matmul", "attention", "elementwise", "comm", "draft", "overhead"]
+    assert sorted(v for v in out.data_vars if v.endswith("_class_share")) == sorted(f"{p}_class_share" for p in parts)
+    np.testing.assert_allclose(out.class_total_s, ds.decode_iteration_s.transpose(*out.class_total_s.dims),
+                               rtol=1e-12)
+    np.testing.assert_allclose(sum(out[f"{p}_class_share"] for p in parts), 1.0, rtol=1e-12)
+    kernels = sum(ds[f"decode_{c}_s"] for c in ("matmul", "attention", "elementwise", "comm"))
+    host = ds.decode_iteration_s - kernels - ds.decode_draft_s
+    np.testing.assert_allclose(out.overhead_class_share, (host / ds.decode_iteration_s).transpose(
+        *out.overhead_class_share.dims), rtol=1e-9)
+    assert (out.overhead_class_share > 0).all() and (out.comm_class_share < 0.5).all()
+    assert (out.draft_class_share.sel(draft_len=2) > 0).all() and (out.draft_class_share.sel(draft_len=0) == 0).all()
+    assert (out.dominant_class.sel(concurrency=8) == "matmul").all()  # 70B in FP8 at 8 requests: the weights
+
+
+@pytest.mark.parametrize("parts", [("comm",), ("comm", "overhead"), ("io",)])
+def test_a_phase_without_its_work_is_refused_not_one_share(parts):
+    """A phase whose only times are add-ons (comm, overhead, io) has no breakdown: refused
+    in one line, never a 100% share of one part taken as the whole."""
+    ds = synthetic(0, resources=parts)
+    with pytest.raises(InputError, match=r"phase='decode' is not allowed.*decode_compute_s.*allowed: \(none"):
+        bottleneck(ds)
+    training = predict.training(hardware="h100_sxm", model="llama_3_1_8b", devices=8, global_batch=64)
+    with pytest.raises(InputError, match=r"phase='tp' is not allowed"):
+        bottleneck(training, phase="tp")  # tp_comm_s is one part of a training step

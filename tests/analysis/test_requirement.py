@@ -3,7 +3,6 @@ meets the target (within 0.5%) and 0.99x of it (1.01x for a knob that helps as i
 shrinks) misses; unreachable targets name what binds; GPUs and wafers alike."""
 import numpy as np
 import pytest
-import xarray as xr
 
 from workbench import analysis, predict
 from workbench.errors import InputError
@@ -139,3 +138,38 @@ def test_a_knob_bounded_by_another_keeps_a_narrower_bracket():
     assert hi == pytest.approx(64.0 * base) and 6144.0 <= lo < base
     with pytest.raises(InputError, match="sram_per_pe_bytes"):
         predict.inference(**call, hardware_overrides={"sram_per_pe_bytes": base / 64.0})
+
+
+def test_an_integer_knob_is_searched_over_integers():
+    """A count is bracketed and bisected over integers (fractional values were refused by
+    the spec): the scale-up domain 70B at TP 8 needs for 11 ms per token is 8 (7 misses),
+    and the program mesh width a CS-3 needs for 5% less TPOT is an integer w where w - 1
+    misses."""
+    call = dict(hardware="h100_sxm", model="llama_3_1_70b", tp=8)
+    req = analysis.requirement(predict.inference, metric="tpot_s", target=0.011, knob="scale_up_domain_size", **call)
+    assert float(req.required) == 8.0 and str(req.reason.values) == "" and req.attrs["bracket"] == [1.0, 512.0]
+    for domain, meets in ((7, False), (8, True)):
+        tpot = float(predict.inference(**call, hardware_overrides={"scale_up_domain_size": domain}).tpot_s)
+        assert (tpot <= 0.011) == meets
+    wafer = dict(hardware="cs3", model="llama_3_1_8b", devices=1, batch=1, prompt=2048, generate=128, weights="fp16")
+    target = 0.95 * float(predict.inference(**wafer).tpot_s)
+    w = float(analysis.requirement(predict.inference, metric="tpot_s", target=target, knob="mesh_width",
+                                   **wafer).required)
+    assert w == int(w) and w > 757
+    at, short = (float(predict.inference(**wafer, hardware_overrides={"mesh_width": v}).tpot_s) for v in (w, w - 1))
+    assert at <= target < short
+    sms = analysis.requirement(predict.inference, metric="tpot_s", target=0.011, knob="n_sms", **call)
+    assert float(sms.required) == int(float(sms.required))  # ran at all: n_sms = 132/64 was refused
+
+
+def test_a_hypothetical_knob_the_call_sets():
+    """FP4 math on an H100, given in hardware_overrides: the FP4 FLOP/s a 20% shorter TTFT
+    needs, fed back (it was refused as not a knob of h100_sxm)."""
+    call = dict(hardware="h100_sxm", model="llama_3_1_8b", weights="fp4", prompt=8192, generate=128)
+    given = {"peak_flops_per_s_fp4": 4e15}
+    target = 0.8 * float(predict.inference(**call, hardware_overrides=given).ttft_s)
+    req = analysis.requirement(predict.inference, metric="ttft_s", target=target, knob="peak_flops_per_s_fp4",
+                               hardware_overrides=given, **call)
+    value = float(req.required)
+    assert req.attrs["knob_value"] == 4e15 and value > 4e15
+    _feed_back(predict.inference, req, "peak_flops_per_s_fp4", "ttft_s", target, call, [{}])

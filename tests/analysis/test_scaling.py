@@ -240,3 +240,39 @@ def test_crossover_where_errors():
         crossover_where(ds, "t_s", "nope", "x")
     with pytest.raises(ValueError, match=r"dim='z' is not a dimension"):
         crossover_where(ds, "t_s", "t_s", "z")
+
+
+def test_points_that_do_not_fit_are_left_out_of_the_fit():
+    """8B at batch 16 on one H100: 64k and 120k prompts do not fit. The fit runs over the
+    tail of the points that fit (4k, 16k: the exponent of the two, not 0.90 from the two
+    that do not) and says how many it left out; where=True keeps every point."""
+    ds = predict.inference(hardware="h100_sxm", model="llama_3_1_8b", batch=16,
+                           prompt=[1024, 4096, 16384, 65536, 120000], weights="fp16")
+    assert ds.fits.values.tolist() == [True, True, True, False, False]
+    out = scaling(ds, "tpot_s", "prompt")
+    t = ds.tpot_s.values
+    assert float(out.asymptotic_exponent) == pytest.approx(np.log(t[2] / t[1]) / np.log(4.0), rel=1e-9)
+    assert int(out.left_out_points) == 2 and out.attrs["left_out"] == 2 and out.attrs["where"] == "fits"
+    assert int(out.fit_points) == 2 and float(out.fit_from) == 4096 and float(out.fit_to) == 16384
+    assert (out.attrs["tail_from"], out.attrs["tail_to"]) == (4096.0, 16384.0)
+    every = scaling(ds, "tpot_s", "prompt", where=True)
+    assert float(every.asymptotic_exponent) == pytest.approx(np.log(t[4] / t[3]) / np.log(120000 / 65536), rel=1e-9)
+    assert every.attrs["left_out"] == 0
+    np.testing.assert_array_equal(out.local_exponent, every.local_exponent)  # the local exponents as they were
+
+
+def test_where_per_series_and_its_errors():
+    """A boolean mask per series (here: x below a cut-off differing by series) chooses each
+    series' tail among its own kept points; a bad where is one line naming it."""
+    ds = power_law_dataset(1.0, knee=X[12], q=0.0)  # exponent 0 below X[12], 1 above
+    keep = xr.DataArray(np.stack([X <= X[11], np.ones(X.size, bool)]), dims=("hw", "x"), coords={"x": X})
+    out = scaling(ds, "t_s", "x", where=keep.isel(x=slice(None, None, -1)))  # aligned by coordinate
+    np.testing.assert_allclose(out.asymptotic_exponent.values, [0.0, 1.0], atol=1e-9)
+    assert out.left_out_points.values.tolist() == [13, 0] and out.fit_points.values.tolist() == [4, 8]
+    assert out.fit_to.values.tolist() == [X[11], X[-1]]
+    with pytest.raises(ValueError, match=r"where='nope' is not a variable"):
+        scaling(ds, "t_s", "x", where="nope")
+    with pytest.raises(ValueError, match=r"where='t_s' has dtype float64; allowed: booleans"):
+        scaling(ds, "t_s", "x", where="t_s")
+    with pytest.raises(ValueError, match=r"where=int is not allowed"):
+        scaling(ds, "t_s", "x", where=3)

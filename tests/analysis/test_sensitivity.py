@@ -99,3 +99,40 @@ def test_an_unknown_metric_is_named_not_dropped():
     with pytest.raises(InputError, match=r"metrics='ttft_sx' is not a numeric output"):
         analysis.sensitivity(predict.inference, knobs=["hbm_bandwidth_bytes_per_s"], metrics=["tpot_s", "ttft_sx"],
                              hardware="h100_sxm", model="llama_3_1_70b", tp=8, batch=1)
+
+
+def test_counts_are_the_integer_spec_fields():
+    """The knobs whose spec field is an int (HardwareSpec.n_sms, collective_sms, the scale-up
+    link's domain_size, WaferSpec.program_cols / program_rows)."""
+    from workbench.analysis.sensitivity import integer_knobs
+    assert integer_knobs() == {"n_sms", "collective_sms", "scale_up_domain_size", "mesh_width", "mesh_height"}
+
+
+def test_integer_knobs_move_by_whole_steps():
+    """n_sms, collective_sms and scale_up_domain_size are counts: each moves to integers
+    (n_sms=129.36 was refused by the spec), at least 1 either side, and the elasticity is
+    the slope of log TPOT between those two predictions."""
+    kw = dict(hardware="h100_sxm", model="llama_3_1_70b", tp=8)
+    e = analysis.sensitivity(predict.inference, knobs=["n_sms", "scale_up_domain_size", "collective_sms"], **kw)
+    assert e.knob_low.values.tolist() == [129.0, 7.0, 23.0] and e.knob_high.values.tolist() == [135.0, 9.0, 25.0]
+    lo, hi = (float(predict.inference(**kw, hardware_overrides={"scale_up_domain_size": v}).tpot_s) for v in (7, 9))
+    assert float(e.tpot_s.sel(knob="scale_up_domain_size")) == pytest.approx(np.log(hi / lo) / np.log(9 / 7), rel=1e-9)
+    assert np.isfinite(e.tpot_s).all()
+    w = analysis.sensitivity(predict.inference, knobs="mesh_width", hardware="cs3", model="llama_3_1_8b", devices=1,
+                             batch=1, prompt=2048, generate=128, weights="fp16")
+    assert w.knob_low.values.tolist() == [742.0] and w.knob_high.values.tolist() == [772.0]
+    assert np.isfinite(w.tpot_s).all()
+    with pytest.raises(InputError, match=r"knob 'n_sms' = 131.5 on 'h100_sxm' is not allowed; allowed: an integer"):
+        analysis.sensitivity(predict.inference, knobs="n_sms", hardware_overrides={"n_sms": 131.5}, **kw)
+
+
+def test_a_hypothetical_knob_the_call_sets_is_a_knob():
+    """FP4 math on an H100 (which has none) set through hardware_overrides, as predict
+    accepts it: its elasticity is taken about the value given (it was refused as 'not a
+    knob of h100_sxm'); one the call does not set is still refused, naming the way in."""
+    kw = dict(hardware="h100_sxm", model="llama_3_1_8b", weights="fp4", prompt=8192)
+    e = analysis.sensitivity(predict.inference, knobs=["peak_flops_per_s_fp4"],
+                             hardware_overrides={"peak_flops_per_s_fp4": 4e15}, **kw)
+    assert -1.02 < float(e.ttft_s.squeeze()) < -0.3
+    with pytest.raises(InputError, match=r"knob 'peak_flops_per_s_fp4' is not a knob of 'h100_sxm'.*overrides"):
+        analysis.sensitivity(predict.inference, knobs=["peak_flops_per_s_fp4"], **kw)

@@ -20,6 +20,11 @@ end comes and whether the metric still responds to the knob there (elasticity ~0
 another resource binds; the prediction's `bound` is added for the metrics it describes),
 or that the point does not fit there, with the prediction's reason. The whole bracket
 meets it: the bracket's unhelpful end, flagged in `reason` as a bound only.
+
+A count (SMs, the scale-up domain, the wafer's program mesh: sensitivity.integer_knobs)
+is searched over integers: the bracket's ends rounded inward, the bisection's midpoints
+rounded geometric means, until the two ends are adjacent integers (as many steps as that
+takes, unless `steps` is given); the answer is an integer.
 """
 from __future__ import annotations
 
@@ -57,31 +62,42 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
     `elasticity_at_bracket_end`: how far the knob alone can take it), `knob_helps` ('up' or
     'down') and `reason` ('' when a value was found)."""
     check_range("span", span, low=1.0 + 1e-9, high=1e6, allowed="a bracket factor > 1")
+    steps_given = steps
     if steps is None:  # halvings of the bracket's log width down to REL_TOL
         steps = int(np.ceil(np.log2(2.0 * np.log(span) / np.log1p(REL_TOL))))
     check_range("steps", steps, low=1, high=200, allowed="1 to 200 bisection steps")
     if not np.isscalar(target) or not np.isfinite(target) or target <= 0:
         raise InputError(f"target={brief(target)} is not allowed; allowed: one positive number in the metric's units")
-    hardware, table, given = knob_table(call)
+    hardware, table, given, counts = knob_table(call)
     base = knob_value(knob, hardware, table, given, "to bracket")
+    count = knob in counts  # a count: the bracket's ends and every value tried are integers
+    if count and float(base) != np.round(base):
+        raise InputError(f"knob {knob!r} = {base:g} on {hardware!r} is not allowed; allowed: an integer (it is "
+                         "a count)")
 
-    def run(value):
-        ds = fn(**call, hardware_overrides={**given, knob: value})
+    def value(log_x):  # the knob's value at log(knob) = log_x
+        return np.round(np.exp(log_x)) if count else np.exp(log_x)
+
+    def run(setting):
+        ds = fn(**call, hardware_overrides={**given, knob: setting})
         numeric = numeric_outputs(ds)
         if metric not in numeric:
             raise InputError(f"metric={metric!r} is not a numeric output of {getattr(fn, '__name__', fn)}; "
                              "allowed: " + ", ".join(numeric))
         return ds
 
-    def end(sign):  # (factor, prediction) of a bracket end: span-fold, or as near as the knob's range allows
+    def end(sign):  # (value, prediction) of a bracket end: span-fold, or as near as the knob's range allows
         tries = span ** (2.0 ** -np.arange(6.0))  # span, its root, ...: a knob bounded by another (SRAM above
         for i, f in enumerate(tries):             # its reserve) keeps a narrower bracket on that side
+            v = base * f ** sign
+            v = max(float(np.ceil(v)), 1.0) if count and sign < 0 else float(np.floor(v)) if count else v
             try:
-                return f, run(base * f ** sign)
+                return v, run(v)
             except InputError as e:  # only the knob's own range narrows it; the last try's error stands
                 if knob not in str(e) or i == len(tries) - 1:
                     raise
-    (lo_f, lo_ds), (hi_f, hi_ds) = end(-1.0), end(1.0)
+    (lo_v, lo_ds), (hi_v, hi_ds) = end(-1.0), end(1.0)
+    lo_f, hi_f = base / lo_v, hi_v / base
     up = not lower_is_better(metric)
     m_lo, m_hi = lo_ds[metric], hi_ds[metric]
     m_lo, m_hi = xr.broadcast(m_lo, m_hi)
@@ -92,7 +108,7 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
         helps_up = xr.where(m_hi == m_lo, not shrinks, (m_hi > m_lo) if up else (m_hi < m_lo))
     helps_up = helps_up | ~np.isfinite(m_lo)
     # the helpful end and the unhelpful end of each point's bracket, in log(knob)
-    log_lo, log_hi = np.log(base / lo_f), np.log(base * hi_f)
+    log_lo, log_hi = np.log(lo_v), np.log(hi_v)
     good = xr.where(helps_up, log_hi, log_lo)
     bad = xr.where(helps_up, log_lo, log_hi)
     m_good = xr.where(helps_up, m_hi, m_lo)
@@ -100,21 +116,37 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
     fits_good = xr.where(helps_up, _fits_of(hi_ds, m_hi), _fits_of(lo_ds, m_lo))
     ok_good = _ok(m_good, target, up) & fits_good
     ok_bad = _ok(m_bad, target, up) & xr.where(helps_up, _fits_of(lo_ds, m_lo), _fits_of(hi_ds, m_hi))
-    # bisection: `bad` never meets, `good` meets (where reachable)
+    # bisection: `bad` never meets, `good` meets (where reachable); a count's by integers
+    # (geometric means rounded, each strictly inside its bracket) until adjacent
+    if count and steps_given is None:
+        steps = int(np.ceil(np.log2(max(np.log(hi_v / lo_v) * hi_v, 2.0)))) + 2
     a, b = bad.copy(), good.copy()
     for _ in range(steps):
-        mid = 0.5 * (a + b)
-        ds = run(np.exp(mid))
+        if count:
+            va, vb = value(a), value(b)
+            wide = np.abs(vb - va) > 1
+            if not bool(wide.any()):
+                break
+            m = np.clip(np.round(np.sqrt(va * vb)), np.minimum(va, vb) + 1, np.maximum(va, vb) - 1)
+            mid = xr.where(wide, np.log(m.where(wide, 1.0)), b)
+        else:
+            mid = 0.5 * (a + b)
+        ds = run(value(mid))
         ok = _ok(ds[metric], target, up) & _fits_of(ds, ds[metric])
         a, b = xr.where(ok, a, mid), xr.where(ok, mid, b)
-    required = xr.where(ok_bad, np.exp(bad), xr.where(ok_good, np.exp(b), np.nan))
+    required = xr.where(ok_bad, value(bad), xr.where(ok_good, value(b), np.nan))
     final = run(xr.where(np.isfinite(required), required, base))
     at = final[metric].where(np.isfinite(required))
     # how much the metric still responds to the knob at the helpful end (one more call)
-    step = xr.where(helps_up, 1.0 + ELASTICITY_STEP, 1.0 - ELASTICITY_STEP)
-    past = run(np.exp(good) * step)[metric]
+    end_v = value(good)
+    if count:
+        move = np.maximum(1.0, np.round(ELASTICITY_STEP * end_v))
+        past_v = xr.where(helps_up, end_v + move, np.maximum(end_v - move, 1.0))
+    else:
+        past_v = end_v * xr.where(helps_up, 1.0 + ELASTICITY_STEP, 1.0 - ELASTICITY_STEP)
+    past = run(past_v)[metric]
     with np.errstate(invalid="ignore", divide="ignore"):
-        still = (np.log(past) - np.log(m_good)) / np.log(step)
+        still = ((np.log(past) - np.log(m_good)) / np.log(past_v / end_v)).where(past_v != end_v)
     reason = _reasons(ok_good, ok_bad, fits_good, helps_up, (hi_ds, lo_ds), m_good, still, metric, target, knob,
                       (lo_f, hi_f))
     out = xr.Dataset({"required": required, "ratio": required / base, "metric_at_required": at,
@@ -123,7 +155,8 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
     out["required"].attrs.update(units=table[knob][0], long_name=f"{knob} that meets {metric} {'>=' if up else '<='} "
                                                                f"{target:g}")
     out.attrs.update({"function": "analysis.requirement", "hardware": hardware, "metric": metric, "target": target,
-                      "knob": knob, "knob_value": float(base), "bracket": [float(base / lo_f), float(base * hi_f)]})
+                      "knob": knob, "knob_value": float(base), "bracket": [float(lo_v), float(hi_v)],
+                      "integer_knob": int(count)})
     return out
 
 

@@ -18,7 +18,7 @@ import xarray as xr
 from ..errors import InputError
 
 
-def scaling(ds: xr.Dataset, var: str, dim: str, tail: float = 0.3) -> xr.Dataset:
+def scaling(ds: xr.Dataset, var: str, dim: str, tail: float = 0.3, where=None) -> xr.Dataset:
     """Power-law exponents of `var` along `dim`.
 
     local_exponent: d log(var) / d log(dim) at every point (np.gradient on the logs:
@@ -26,8 +26,18 @@ def scaling(ds: xr.Dataset, var: str, dim: str, tail: float = 0.3) -> xr.Dataset
         power law), same dims as `var`.
     asymptotic_exponent, asymptotic_prefactor: p and a of the least-squares fit
         log(var) = log(a) + p·log(dim) over the last `tail` fraction of the dim's points
-        (at least 2; points where var is NaN or <= 0 are left out of the fit, and the
-        result is NaN where fewer than 2 remain). Dims: those of `var` except `dim`.
+        that `where` keeps (at least 2; points where var is NaN or <= 0 are left out of
+        the fit, and the result is NaN where fewer than 2 remain). Dims: those of `var`
+        except `dim`.
+    where: the points the fit may use: None (the default) keeps the points where the
+        dataset's `fits` is True (every point when it has no `fits`: a point that does not
+        fit in memory is no point of the curve), True every point, or a boolean variable
+        (its name, or a DataArray) whose dims are among those of `var` (a dim of `where`
+        that `var` lacks must hold at every point of it).
+    fit_points, left_out_points, fit_from, fit_to: per series, the points in the fit, the
+        points `where` left out, and the first and last coordinate of the fit. Attributes
+        `left_out` (points left out, all series), `where`, and `tail_points`, `tail_from`,
+        `tail_to` (the fit's span over all series).
     Points where var <= 0 have no logarithm: their local exponents (and their
     neighbours') are NaN.
     """
@@ -37,12 +47,17 @@ def scaling(ds: xr.Dataset, var: str, dim: str, tail: float = 0.3) -> xr.Dataset
     if isinstance(tail, bool) or not isinstance(tail, (int, float, np.number)) or not 0 < tail <= 1:
         raise InputError(f"tail={tail!r} is not allowed; allowed: a fraction in (0, 1]")
     other = [d for d in da.dims if d != dim]
+    keep, where_text = _kept(ds, da, where, dim)
+    keep = np.asarray(keep.transpose(*other, dim).values, dtype=bool)
     ly = _log(np.asarray(da.transpose(*other, dim).values, dtype=float))
     local = np.gradient(ly, x, axis=-1)
 
-    n = x.size
-    m = min(n, max(2, int(np.ceil(tail * n - 1e-9))))
-    slope, intercept = _fit_line(x[-m:], ly[..., -m:])
+    # the tail of each series: the last ceil(tail·n) of its n kept points (2 at least)
+    n_kept = keep.sum(axis=-1)
+    m = np.minimum(n_kept, np.maximum(2, np.ceil(tail * n_kept - 1e-9).astype(int)))
+    from_end = np.cumsum(keep[..., ::-1], axis=-1)[..., ::-1]  # kept points at or after each one
+    in_tail = keep & (from_end <= m[..., None])
+    slope, intercept = _fit_line(x, np.where(in_tail, ly, np.nan))
 
     units = da.attrs.get("units", "")
     flat = da.isel({dim: 0}, drop=True)
@@ -53,11 +68,51 @@ def scaling(ds: xr.Dataset, var: str, dim: str, tail: float = 0.3) -> xr.Dataset
     prefactor = flat.copy(data=np.exp(intercept))
     prefactor.attrs = {"units": f"{units or '1'} / {dim}^p",
                        "long_name": f"asymptotic prefactor a of {var} ~ a·{dim}^p"}
-    tail_values = da[dim].values[-m:]
-    return xr.Dataset({"local_exponent": local_da, "asymptotic_exponent": exponent,
-                       "asymptotic_prefactor": prefactor},
-                      attrs={**ds.attrs, "var": var, "dim": dim, "tail": float(tail), "tail_points": m,
-                             "tail_from": float(tail_values[0]), "tail_to": float(tail_values[-1])})
+    coord = np.asarray(da[dim].values, dtype=float)
+    fitted = in_tail & np.isfinite(ly)
+    with np.errstate(invalid="ignore"):
+        first = np.where(fitted.any(-1), coord[np.argmax(fitted, axis=-1)], np.nan)
+        last = np.where(fitted.any(-1), coord[coord.size - 1 - np.argmax(fitted[..., ::-1], axis=-1)], np.nan)
+    counts = {"fit_points": (fitted.sum(axis=-1), f"points of {var} in the fit"),
+              "left_out_points": ((~keep).sum(axis=-1), f"points left out of the fit by where ({where_text})"),
+              "fit_from": (first, f"first {dim} in the fit"), "fit_to": (last, f"last {dim} in the fit")}
+    out = {"local_exponent": local_da, "asymptotic_exponent": exponent, "asymptotic_prefactor": prefactor}
+    for name, (values, long_name) in counts.items():
+        out[name] = flat.copy(data=values)
+        out[name].attrs = {"long_name": long_name, **({"units": "1"} if name.endswith("points") else {})}
+    span = coord[in_tail.any(axis=tuple(range(in_tail.ndim - 1)))] if in_tail.any() else np.array([np.nan])
+    return xr.Dataset(out, attrs={**ds.attrs, "var": var, "dim": dim, "tail": float(tail),
+                                  "tail_points": int(m.max(initial=0)), "tail_from": float(span[0]),
+                                  "tail_to": float(span[-1]), "where": where_text,
+                                  "left_out": int((~keep).sum())})
+
+
+def _kept(ds: xr.Dataset, da: xr.DataArray, where, dim: str) -> tuple[xr.DataArray, str]:
+    """The points the fit may use, as a boolean array like `da`, and what chose them."""
+    if where is None:
+        if "fits" not in ds.data_vars:
+            return xr.ones_like(da, dtype=bool), "every point (the dataset has no fits)"
+        where, text = ds["fits"], "fits"
+    elif where is True:
+        return xr.ones_like(da, dtype=bool), "every point"
+    elif isinstance(where, str):
+        if where not in ds.data_vars:
+            raise InputError(f"where={where!r} is not a variable of the dataset; allowed: a boolean variable, e.g. "
+                             f"fits, a boolean DataArray, True (every point) or None (fits where the dataset has it)")
+        where, text = ds[where], where
+    elif isinstance(where, xr.DataArray):
+        text = str(where.name or "the where array")
+    else:
+        raise InputError(f"where={type(where).__name__} is not allowed; allowed: None (fits where the dataset has "
+                         "it), True (every point), a boolean variable's name or a boolean DataArray")
+    if where.dtype != bool:
+        raise InputError(f"where={text!r} has dtype {where.dtype}; allowed: booleans (True: a point the fit may use)")
+    extra = [d for d in where.dims if d not in da.dims]
+    if extra:
+        where = where.all(extra)
+    if dim in where.dims and dim in where.coords:
+        where = xr.align(where, da, join="right", fill_value=False)[0]
+    return xr.broadcast(where, da)[0].astype(bool), text
 
 
 def crossovers(ds, dim: str, label: str = "bound") -> pd.DataFrame:
