@@ -328,3 +328,13 @@ def test_a_gemm_without_tables_takes_at_least_one_memory_round_trip():
     grouped = gemm(hw=hw, m=1.0, n=8.0, k=64.0, dtype="bf16", count=64.0, grouped=True)
     assert float(grouped["time_s"]) == pytest.approx(hw.memory_latency_s)
     assert float(predict.gemm(hardware="h100_sxm", m=1, n=1, k=1, framework="none").time_s) >= 1e-6
+
+
+def test_fp16_takes_the_bf16_tables_where_a_framework_times_bf16_only():
+    """FP16 and BF16 share the tensor cores' datapath and peak; a framework's tables time
+    BF16, so an FP16 GEMM is timed by that surface (it had fallen back to the analytical
+    model under the framework's name: 46.5 / 1505 us against BF16's 50.2 / 1375 us on H100)."""
+    ds = predict.gemm(hardware="h100_sxm", m=[1, 8192], n=8192, k=8192, dtype=["bf16", "fp16"], framework="trtllm")
+    np.testing.assert_allclose(ds.time_s.sel(dtype="fp16"), ds.time_s.sel(dtype="bf16"), rtol=1e-12)
+    none = predict.gemm(hardware="h100_sxm", m=8192, n=8192, k=8192, dtype="fp16", framework="none")
+    assert float(none.time_s) != pytest.approx(float(ds.time_s.sel(dtype="fp16", m=8192)), rel=1e-3)

@@ -155,6 +155,11 @@ def fitted_gemm(*, hw: GpuNumbers, m, n, k, dtype, a_bytes, b_bytes, c_bytes):
     format's surface, its compute term divided by the sparse speedup (sparse_speed)."""
     math, speed = sparse_speed(hw, dtype)
     variant = math if dtype in SPARSE_2_4 else gemm_variant(dtype, b_bytes)
+    if variant == "fp16" and _served_surface(hw, "fp16")[0] is None:
+        # FP16 and BF16 share the tensor cores' datapath and peak (every NVIDIA GPU since
+        # Ampere); the frameworks' tables time BF16, so FP16 takes its surface (as attention
+        # does, kernel_tables.surface_name) at the chip's FP16 peak, not the analytical model
+        variant = "bf16"
     grid, fixed_s, passes, wave_tile = _served_surface(hw, variant)
     if grid is None:
         return None
