@@ -444,8 +444,19 @@ _rebase(_GEMM_LATENCY_FLOOR, ("inference_gpu_moe", "serving_moe", "inference_gpu
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"
 # Labels changed on purpose: (call, column) -> (the points, as a mask of the reference; their new label; why).
 # The numbers of those points are unchanged and checked to RTOL like every other.
+_OVERHEAD_BOUND = ("a decode step whose launch and host overhead exceeds its compute, memory and communication "
+                   "times says bound='overhead' (it had named the largest of the other three)")
+
+
+def _overhead_bound(ref):
+    return (ref["decode_overhead_s"] > ref[["decode_compute_s", "decode_memory_s", "decode_comm_s"]].max(axis=1)) \
+        .to_numpy()
+
+
 RELABELLED = {
     ("gemm_gpu", "bound"): (lambda ref: ref["time_s"].isna().to_numpy(), lambda ref: "unsupported", _UNSUPPORTED),
+    **{(name, "bound"): (_overhead_bound, lambda ref: "overhead", _OVERHEAD_BOUND)
+       for name in ("inference_gpu_dense", "inference_gpu_moe", "inference_gpu_dp")},
 }
 
 

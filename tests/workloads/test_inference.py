@@ -170,3 +170,16 @@ def test_expert_parallelism_and_imbalance():
     dense = predict.inference(hardware="h200_sxm", model="llama_3_1_70b", tp=8, ep=[1, 8], batch=64, weights="fp8")
     assert bool(dense.fits.sel(ep=1)) and not bool(dense.fits.sel(ep=8))  # a dense model has no experts (as serving)
     assert "ep=8 is not allowed for llama_3_1_70b" in str(dense.reason.sel(ep=8).values)
+
+
+def test_a_decode_step_dominated_by_its_overhead_says_so():
+    """bound names the largest of the decode step's compute, memory, communication and launch
+    overhead: Qwen3-30B-A3B at batch 1 on one MI300X (analytical kernels, one launch per
+    kernel) spends more on launches than on reading its 3B active parameters."""
+    from workbench import predict
+    ds = predict.inference(hardware="mi300x", model="qwen3_30b_a3b", tp=1, batch=1, prompt=512, weights="fp8")
+    assert float(ds.decode_overhead_s) > max(float(ds.decode_compute_s), float(ds.decode_memory_s),
+                                             float(ds.decode_comm_s))
+    assert str(ds.bound.values) == "overhead"
+    big = predict.inference(hardware="mi300x", model="qwen3_30b_a3b", tp=1, batch=256, prompt=512, weights="fp8")
+    assert str(big.bound.values) in ("compute", "memory")

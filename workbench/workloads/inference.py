@@ -205,8 +205,10 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
     dec_comm = dec["comm_s"]
     dec_lower = in_place(np.maximum, np.maximum(dec["compute_s"], dec["memory_s"]), dec_comm)
     dec_upper = in_place(np.add, in_place(np.add, dec["compute_s"] + dec["memory_s"], dec_comm), dec["overhead_s"])
-    # compute >= max(memory, comm), NaN anywhere False, as the two comparisons say
-    bound = choose([((dec["compute_s"] >= dec["memory_s"]) & (dec["compute_s"] >= dec_comm), "compute"),
+    # compute >= max(memory, comm), NaN anywhere False, as the two comparisons say; the launch
+    # and host overhead where it exceeds all three (small models at batch 1)
+    bound = choose([((dec["overhead_s"] > dec_lower), "overhead"),
+                    ((dec["compute_s"] >= dec["memory_s"]) & (dec["compute_s"] >= dec_comm), "compute"),
                     (dec["memory_s"] >= dec_comm, "memory")], "communication")
     shape = np.broadcast_shapes(np.shape(used), np.shape(supported), np.shape(capacity))  # a peak or capacity knob may sweep alone
     reason = choose([(np.broadcast_to(~supported, shape), f"no {missing} math units on {hw.label}"),
