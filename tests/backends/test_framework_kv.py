@@ -66,7 +66,7 @@ def test_an_fp8_cache_doubles_the_room_for_requests():
                         prompt=8192, generate=1024, weights="fp8", framework="trtllm")
     assert float(a.kv_per_request_bytes) * 2 == pytest.approx(float(b.kv_per_request_bytes))
     assert float(a.kv_per_request_bytes) == pytest.approx(80 * 8 * 128 * 2 * 1.0 * (8192 + 1024) / 8)
-    assert float(a.max_running) == pytest.approx(2 * float(b.max_running), abs=1.0)
+    assert float(a.running_limit) == pytest.approx(2 * float(b.running_limit), abs=1.0)
 
 
 def test_fixed_pools_take_the_rule_too():

@@ -439,6 +439,9 @@ _rebase(_TABLES_ROOFLINE_FLOOR, ("inference_gpu_tables", "training_gpu", "gemm_g
 _GEMM_LATENCY_FLOOR = ("a GEMM without tables takes at least one memory round trip (memory_latency_s): small router "
                        "and expert GEMMs on A100 without FP4/FP8 tables had taken nanoseconds")
 _rebase(_GEMM_LATENCY_FLOOR, ("inference_gpu_moe", "serving_moe", "inference_gpu_tables"))
+_RUNNING_LIMIT = ("the most requests a replica runs is the output running_limit, no longer max_running: a swept "
+                  "max_running setting had replaced it with its own coordinate")
+_rebase(_RUNNING_LIMIT, ("serving_fixed_concurrency_mtp", "serving_fixed_concurrency_tables"))
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"

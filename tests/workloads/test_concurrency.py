@@ -44,7 +44,7 @@ def test_littles_law_in_the_steady_state():
     r = closed_loop(hw=hw, model=model, concurrency=c, prompt=1024.0, generate=256.0, tp=1.0, attention_dp=1.0,
                     ep=1.0, weights="fp8", activations="fp8", kv="fp8", overhead_s=0.0, token_budget=8192.0)
     np.testing.assert_allclose(r["requests_per_s"] * r["e2e_s"], c, rtol=1e-9)
-    cap = float(np.max(r["max_running"]))
+    cap = float(np.max(r["running_limit"]))
     assert r["queue_s"][-1] > 0 and r["running"][-1] == cap < 4096  # the cache is full: the rest queue
 
 
@@ -162,7 +162,7 @@ def test_speculative_serving_sweeps_the_draft_and_reports_the_best():
     assert int(r.best_draft_len.sel(concurrency=4, acceptance=0.3)) <= int(r.best_draft_len.sel(concurrency=4,
                                                                                                 acceptance=0.8))
     assert float(r.tpot_s.sel(concurrency=4, acceptance=0.8, draft_len=3)) < 0.7 * float(plain.tpot_s.sel(concurrency=4))
-    assert float(r.max_running.sel(draft_len=3, acceptance=0.8, concurrency=4)) < float(plain.max_running.sel(concurrency=4))
+    assert float(r.running_limit.sel(draft_len=3, acceptance=0.8, concurrency=4)) < float(plain.running_limit.sel(concurrency=4))
     assert float(r.decode_draft_s.sel(draft_len=0, acceptance=0.8, concurrency=4)) == 0.0
     assert "draft=" in r.attrs["speculative"]
 

@@ -27,12 +27,12 @@ def test_the_framework_defaults_given_explicitly_change_nothing(framework, budge
     base = predict.serving(concurrency=[1, 16, 128], framework=framework, **KW)
     same = predict.serving(concurrency=[1, 16, 128], framework=framework, token_budget=budget, memory_fraction=0.9,
                            **KW)
-    for key in ("ttft_s", "tpot_s", "max_running", "prefill_iterations"):
+    for key in ("ttft_s", "tpot_s", "running_limit", "prefill_iterations"):
         np.testing.assert_array_equal(same[key].values, base[key].values)
 
 
 def test_memory_fraction_in_closed_form_per_framework_rule():
-    """max_running = floor(room / (a request's cache + its logits)), the room f x (capacity -
+    """running_limit = floor(room / (a request's cache + its logits)), the room f x (capacity -
     weights - activations - the runtime's memory) under TensorRT-LLM's rule and f x capacity -
     weights - activations under vLLM's (Llama-3.1-8B in FP8 on one H100: 8.0 GB of FP8
     weights and 16-bit embeddings); a request's cache: p + g/2 tokens held on average under
@@ -49,14 +49,14 @@ def test_memory_fraction_in_closed_form_per_framework_rule():
         for f in (0.5, 0.75):
             room = f * (hw.hbm_capacity_bytes - weights - act - runtime_reserved_bytes(1.0)) if framework == "trtllm" \
                 else f * hw.hbm_capacity_bytes - weights - act
-            assert float(r.max_running.sel(memory_fraction=f)) == np.floor(room / per_request)
+            assert float(r.running_limit.sel(memory_fraction=f)) == np.floor(room / per_request)
 
 
 def test_a_smaller_fraction_queues_requests_and_lengthens_ttft():
     """Fewer requests fit, the rest wait (Little's law over the replica's cycle): TTFT grows
     as the fraction shrinks, and with every request running it does not depend on it."""
     r = predict.serving(concurrency=64, framework="vllm", memory_fraction=[0.3, 0.5, 0.9, 0.95], **KW)
-    running, ttft, queue = r.max_running.values, r.ttft_s.values, r.queue_s.values
+    running, ttft, queue = r.running_limit.values, r.ttft_s.values, r.queue_s.values
     assert np.all(np.diff(running) > 0) and running[0] < 64 <= running[2]
     assert np.all(np.diff(ttft[:3]) < 0) and queue[0] > queue[1] > 0.0 == queue[2] == queue[3]
     assert ttft[2] == ttft[3]  # every request runs: the fraction no longer matters
@@ -96,9 +96,9 @@ def test_max_running_caps_the_running_requests_and_queues_the_rest():
     with the smaller batch; a cap above the concurrency changes nothing."""
     base = predict.serving(concurrency=64, framework="sglang", **KW)
     capped = predict.serving(concurrency=64, framework="sglang", max_running=[16, 128], **KW)
-    assert float(base.max_running) >= 64 and float(base.queue_s) == 0.0
+    assert float(base.running_limit) >= 64 and float(base.queue_s) == 0.0
     low, high = capped.sel(max_running=16), capped.sel(max_running=128)
-    assert float(low.max_running) == 16.0 and float(low.running) == 16.0
+    assert float(low.running_limit) == 16.0 and float(low.running) == 16.0
     cycle = float(low.ttft_s - low.queue_s) + (KW["generate"] - 1) * float(low.tpot_s)
     assert float(low.queue_s) == pytest.approx((64 - 16) / (16 / cycle), rel=1e-9)
     assert float(low.tpot_s) < float(base.tpot_s)
@@ -139,3 +139,18 @@ def test_varied_lengths_spread_sglangs_lockstep_waves():
         cc.closed_loop(hw=None, model=None, concurrency=1, prompt=1, generate=2, tp=1, attention_dp=1, ep=1,
                        weights="fp8", activations="fp8", kv="fp8", overhead_s=0.0, token_budget=8192.0,
                        lengths="random")
+
+
+def test_a_swept_max_running_keeps_the_running_limit_it_sets():
+    """The engine setting max_running swept along its own dimension leaves the result's
+    running_limit (the most requests a replica runs: the KV cache's room or the setting,
+    whichever is less) intact: Qwen3-30B-A3B at 8,192-token prompts on one H200 holds 90
+    requests, so max_running 256 runs 90 and 16 runs 16 (the output had been named max_running
+    and the swept coordinate replaced it)."""
+    kw = dict(hardware="h200_sxm", model="Qwen/Qwen3-30B-A3B", framework="vllm", tp=1, concurrency=512, prompt=8192)
+    swept = predict.serving(**kw, max_running=[16, 256])
+    room = float(predict.serving(**kw).running_limit)
+    assert 16 < room < 256
+    assert float(swept.running_limit.sel(max_running=256)) == room
+    assert float(swept.running_limit.sel(max_running=16)) == 16.0
+    assert float(swept.running.sel(max_running=256)) == room

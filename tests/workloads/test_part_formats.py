@@ -54,7 +54,7 @@ def test_a_dense_model_takes_attention_weights_for_all(fn):
 def test_attention_weights_equal_to_weights_changes_nothing():
     kw = dict(hardware="b200", model="gpt_oss_120b", tp=2, weights="fp4", **SERVE)
     a, b = predict.serving(**kw), predict.serving(attention_weights="fp4", **kw)
-    for name in ("tpot_s", "ttft_s", "weights_per_device_bytes", "max_running"):
+    for name in ("tpot_s", "ttft_s", "weights_per_device_bytes", "running_limit"):
         np.testing.assert_array_equal(a[name].values, b[name].values)
 
 

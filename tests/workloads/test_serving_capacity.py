@@ -45,8 +45,8 @@ def test_vllm_defaults_follow_the_gpu():
     small = dict(model="llama_3_2_1b", tp=1, prompt=128, generate=128, weights="bf16", concurrency=1024)
     v = predict.serving(hardware="a100_sxm", framework="vllm", **small)
     t = predict.serving(hardware="a100_sxm", framework="trtllm", **small)
-    assert float(v.max_running) == 256.0 and float(v.queue_s) > 0
-    assert float(t.max_running) > 1024.0 and float(t.queue_s) == 0.0
+    assert float(v.running_limit) == 256.0 and float(v.queue_s) > 0
+    assert float(t.running_limit) > 1024.0 and float(t.queue_s) == 0.0
 
 
 def test_runtime_memory_comes_off_before_tensorrt_llms_fraction():

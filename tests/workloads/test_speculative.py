@@ -161,8 +161,8 @@ def test_a_non_drafting_point_of_a_gpu_serving_sweep_holds_no_draft():
     kw = dict(hardware="h100_sxm", model="llama_3_1_70b", tp=4, concurrency=8, prompt=1024, generate=256)
     swept = predict.serving(draft_model="llama_3_2_1b", draft_len=[0, 2], acceptance=0.8, **kw)
     plain = predict.serving(**kw)
-    assert float(swept.max_running.sel(draft_len=0)) == float(plain.max_running)
-    assert float(swept.max_running.sel(draft_len=2)) < float(plain.max_running)
+    assert float(swept.running_limit.sel(draft_len=0)) == float(plain.running_limit)
+    assert float(swept.running_limit.sel(draft_len=2)) < float(plain.running_limit)
     assert float(swept.tpot_s.sel(draft_len=0)) == pytest.approx(float(plain.tpot_s))
 
 

@@ -140,7 +140,7 @@ def test_littles_law_and_monotone_in_concurrency():
     np.testing.assert_allclose((r.requests_per_s * cycle).values, c, rtol=1e-9)
     for v in ("ttft_s", "tpot_s", "output_tokens_per_s_per_device"):
         assert np.all(np.diff(r[v].values) >= -1e-12 * r[v].values[:-1]), v
-    cap = float(r.max_running[0])
+    cap = float(r.running_limit[0])
     assert 1 <= cap < 64 and np.all(r.running.values == np.minimum(c, cap))
     full = r.concurrency.values >= cap
     assert np.ptp(r.output_tokens_per_s_per_device.values[full]) < 1e-9 * float(r.output_tokens_per_s_per_device[-1])

@@ -13,7 +13,7 @@ its iterations every layer plus pp - 1 stage-to-stage sends, and Little's law co
 PP buys capacity, not speed).
 
 Steady state of one replica with r requests running (the KV cache admits at most
-max_running; the rest queue). Every request has the same prompt p and output g, so
+running_limit, the engine's max_running setting capping it; the rest queue). Every request has the same prompt p and output g, so
 requests that finish together are replaced together: prompts arrive in clumps, and an
 iteration that prefills carries a whole token budget B of them, c = min(r·p, B) tokens.
 A cycle of the r requests has K = r·p / c prefill iterations (each prompt spans
@@ -423,7 +423,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         "output_tokens_per_s_per_user": 1.0 / tpot,
         "requests_per_s": busy * rate,
         "batch": decoding + clump / prompt * clumps / (clumps + steps),  # sequences per iteration
-        "running": running, "max_running": cap, "prefill_iterations": n_prefill, "prefill_clumps": clumps,
+        "running": running, "running_limit": cap, "prefill_iterations": n_prefill, "prefill_clumps": clumps,
         "decode_iteration_s": decode_iter, "framework_overhead_s": host_tpot,
         "decode_draft_s": dec.get("draft_s", 0.0) + 0.0 * tpot, "tokens_per_step": tokens_per_step + 0.0 * tpot,
         "request_latency_s": request_latency_s + 0.0 * tpot,
