@@ -244,3 +244,22 @@ def test_decode_attention_never_reads_the_cache_faster_than_hbm(hardware, framew
                          kv_bytes=2.0)
     floor = batch * context * 8 * 256 * 2.0 / hw.hbm_bandwidth_bytes_per_s
     assert bool((r["time_s"] >= floor * (1 - 1e-12)).all())
+
+
+def test_a_window_whose_surface_is_slower_than_every_key_reads_only_the_window():
+    """Gemma-4-31B's sliding layers (16 KV heads of 256) on H200 under TensorRT-LLM: the
+    windowed surface, carried to a shape its table never ran, takes longer at 65k cached keys
+    than reading every key; the kernel then reads the window's 1,024 keys without a window,
+    not the whole cache (the decode step had read 120 GB where weights and cache are 68 GB)."""
+    hw = numbers("h200_sxm", framework="trtllm")
+    shape = dict(batch=1.0, n_heads=32, head_dim=256, n_kv_heads=16, dtype="bf16", kv_bytes=2.0)
+    windowed = attention_decode(hw=hw, context=65536.0, window=1024.0, **shape)
+    recent = attention_decode(hw=hw, context=1024.0, window=0.0, **shape)
+    every = attention_decode(hw=hw, context=65536.0, window=0.0, **shape)
+    assert float(windowed["bytes"]) == float(recent["bytes"]) < float(every["bytes"]) / 60
+    assert float(windowed["time_s"]) == pytest.approx(float(recent["time_s"]), rel=1e-12)
+    ds = predict.inference(hardware="h200_sxm", model="gemma_4_31b", weights="bf16", kv="bf16", batch=1,
+                           prompt=65536, generate=1)
+    # weights and cache once, plus the step's activations (0.05% here)
+    assert float(ds.decode_step_bytes_per_device) <= 1.001 * float(ds.weights_per_device_bytes
+                                                                    + ds.kv_cache_per_device_bytes)
