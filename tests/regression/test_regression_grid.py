@@ -442,6 +442,9 @@ _rebase(_GEMM_LATENCY_FLOOR, ("inference_gpu_moe", "serving_moe", "inference_gpu
 _RUNNING_LIMIT = ("the most requests a replica runs is the output running_limit, no longer max_running: a swept "
                   "max_running setting had replaced it with its own coordinate")
 _rebase(_RUNNING_LIMIT, ("serving_fixed_concurrency_mtp", "serving_fixed_concurrency_tables"))
+_PREFILL_PER_STAGE = ("prefill_flops_per_device counts a pipeline stage's 1/pp of the layers (the pp = 2 points "
+                      "halve), as the decode step's already did; prefill_bytes_per_device joins it")
+_rebase(_PREFILL_PER_STAGE, ("inference_gpu_dense",))
 
 
 _UNSUPPORTED = "a GEMM in a dtype the chip has no math units for says bound='unsupported' (its time is NaN; issue 14)"

@@ -183,3 +183,20 @@ def test_a_decode_step_dominated_by_its_overhead_says_so():
     assert str(ds.bound.values) == "overhead"
     big = predict.inference(hardware="mi300x", model="qwen3_30b_a3b", tp=1, batch=256, prompt=512, weights="fp8")
     assert str(big.bound.values) in ("compute", "memory")
+
+
+def test_prefill_work_per_device_is_a_stage_s_share():
+    """Each of pp pipeline stages computes 1/pp of the layers: the prefill FLOPs and bytes
+    per device divide by tp x pp (Llama-3.1-8B, 8 x 2,048-token prompts), as the decode
+    step's do."""
+    from workbench import predict
+    ds = predict.inference(hardware="h100_sxm", model="llama_3_1_8b", tp=[1, 8], pp=[1, 8], batch=8, weights="bf16",
+                           prompt=2048, generate=16)
+    one = ds.sel(tp=1, pp=1)
+    for tp, pp in ((1, 8), (8, 1), (8, 8)):
+        p = ds.sel(tp=tp, pp=pp)
+        assert float(p.prefill_flops_per_device) * tp * pp == pytest.approx(float(one.prefill_flops_per_device),
+                                                                           rel=0.02), (tp, pp)
+        # bytes: a stage moves its layers' share; TP ranks each read the replicated activations
+        assert float(p.prefill_bytes_per_device) * pp == pytest.approx(
+            float(ds.sel(tp=tp, pp=1).prefill_bytes_per_device), rel=0.02), (tp, pp)

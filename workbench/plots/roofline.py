@@ -111,26 +111,25 @@ def roof_lines(specs, dtype: str, intensities=None) -> tuple:
 def roofline_points(ds: xr.Dataset, hardware=None) -> pd.DataFrame:
     """Prefill and decode operating points of a predict.inference Dataset, one row each
     per point of the grid: prefill FLOP/s = prefill_flops_per_device / ttft_s at intensity
-    prefill_flops_per_device / (prefill_memory_s · HBM bandwidth); decode FLOP/s =
+    prefill_flops_per_device / prefill_bytes_per_device; decode FLOP/s =
     decode_step_flops_per_device / tpot_s at intensity decode_step_flops_per_device /
-    decode_step_bytes_per_device. The bandwidth comes from `hardware` or from the
-    Dataset's `hardware` coordinate. Columns: label, phase, intensity_flops_per_byte,
+    decode_step_bytes_per_device. `hardware` (or the Dataset's `hardware` coordinate)
+    names the GPU whose roof they sit under. Columns: label, phase, intensity_flops_per_byte,
     flops_per_s, the grid's dims and `fits` when the Dataset has it."""
-    need = ("prefill_flops_per_device", "prefill_memory_s", "ttft_s",
+    need = ("prefill_flops_per_device", "prefill_bytes_per_device", "ttft_s",
             "decode_step_flops_per_device", "decode_step_bytes_per_device", "tpot_s")
     for v in need:
         _var(ds, v)
     if hardware is not None:
-        bw = _gpu(hardware).hbm.bandwidth_bytes_per_s
+        _gpu(hardware)  # the GPU whose roof the points sit under
     elif "hardware" in ds.variables:
-        hw = ds["hardware"]
-        bw = xr.DataArray(np.vectorize(lambda n: _gpu(n).hbm.bandwidth_bytes_per_s, otypes=[float])(hw.values),
-                          dims=hw.dims, coords=hw.coords)
+        for name in np.unique(ds["hardware"].values):
+            _gpu(name)
     else:
         raise InputError("hardware=None: the Dataset has no 'hardware' coordinate; pass hardware=<name>")
     pre_flops = ds["prefill_flops_per_device"]
     phases = {
-        "prefill": (pre_flops / (ds["prefill_memory_s"] * bw), pre_flops / ds["ttft_s"]),
+        "prefill": (pre_flops / ds["prefill_bytes_per_device"], pre_flops / ds["ttft_s"]),
         "decode": (ds["decode_step_flops_per_device"] / ds["decode_step_bytes_per_device"],
                    ds["decode_step_flops_per_device"] / ds["tpot_s"]),
     }

@@ -222,7 +222,9 @@ def inference(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, batch, prompt, ge
         "weights_per_device_bytes": mem["weights_bytes"], "kv_cache_per_device_bytes": mem["kv_cache_bytes"],
         "activations_per_device_bytes": mem["activation_bytes"],
         "fits": fits, "reason": reason, "bound": bound,
-        "prefill_flops_per_device": pre["flops"], "prefill_compute_s": pre["compute_s"],
+        # each stage computes, and moves the bytes of, its 1/pp of the layers
+        "prefill_flops_per_device": pre["flops"] / pp, "prefill_bytes_per_device": pre["bytes"] / pp,
+        "prefill_compute_s": pre["compute_s"],
         "prefill_memory_s": pre["memory_s"], "prefill_comm_s": pre["comm_s"],
         "prefill_overhead_s": pre["overhead_s"],
         "decode_step_flops_per_device": dec["flops"], "decode_step_bytes_per_device": dec["bytes"],
