@@ -181,3 +181,31 @@ def test_batch_max_counts_the_draft_beside_the_target(draft_model):
         edge = predict.inference(batch=[b, b + 1], draft_len=k, **kw)
         assert list(edge.fits.values) == [True, False], (k, b)
     assert int(ds.batch.sel(draft_len=3)) < int(ds.batch.sel(draft_len=0))
+
+
+def test_a_draft_model_prefills_the_prompt_before_the_first_token():
+    """Static speculative decoding: the draft builds its cache from the prompt in the prefill
+    step, so TTFT is the target's prefill plus the draft's (Llama-3.1-8B with a Llama-3.2-1B
+    draft over a 32k prompt on H100: +0.25 s; it had been the target's alone), and
+    draft_len = 0 drafts nothing."""
+    from workbench import predict
+    kw = dict(hardware="h100_sxm", weights="bf16", kv="bf16", batch=1, prompt=32768, generate=256)
+    spec = predict.inference(model="llama_3_1_8b", draft_model="llama_3_2_1b", draft_len=[0, 4], acceptance=0.7, **kw)
+    target = float(predict.inference(model="llama_3_1_8b", **kw).ttft_s)
+    draft = float(predict.inference(model="llama_3_2_1b", **kw).ttft_s)
+    assert float(spec.ttft_s.sel(draft_len=0)) == pytest.approx(target, rel=1e-12)
+    assert float(spec.ttft_s.sel(draft_len=4)) == pytest.approx(target + draft, rel=1e-9)
+
+
+def test_a_draft_of_another_tokenizer_cannot_draft():
+    """A draft proposes the target's tokens: Qwen3-0.6B (151,936 tokens) for Llama-3.1-8B
+    (128,256) is flagged where it drafts, in the static and the serving model; a draft of the
+    same tokenizer (Llama-3.2-1B) and draft_len = 0 are not."""
+    from workbench import predict
+    kw = dict(hardware="h200_sxm", model="llama_3_1_8b", weights="fp8", acceptance=0.5)
+    static = predict.inference(batch=1, draft_len=[0, 2], draft_model="qwen3_0_6b", **kw)
+    assert bool(static.fits.sel(draft_len=0)) and not bool(static.fits.sel(draft_len=2))
+    assert "draft_model=qwen3_0_6b has a 151,936-token vocabulary" in str(static.reason.sel(draft_len=2).values)
+    served = predict.serving(concurrency=8, draft_len=2, draft_model="qwen3_0_6b", **kw)
+    assert not bool(served.fits) and "vocabulary" in str(served.reason.values)
+    assert bool(predict.inference(batch=1, draft_len=2, draft_model="llama_3_2_1b", **kw).fits)

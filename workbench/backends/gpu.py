@@ -226,6 +226,9 @@ class GpuBackend:
         r["kv"] = np.array(kvd, dtype=object)
         problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
                                                                                 generate=generate) + sparse_problems
+        if draft_model is not None:
+            from ..workloads.speculative import draft_for, draft_problems
+            problems += draft_problems(model, draft_for(model, draft_model), draft_len)
         return flag_problems(r, problems)
 
     @staticmethod
@@ -244,6 +247,7 @@ class GpuBackend:
         draft = _inf.inference(batch=batch, **dict(common, model=draft_model))
         extra = (draft["weights_per_device_bytes"] + draft["kv_cache_per_device_bytes"]) * (k > 0)
         return with_speculation(r, draft_step_s=draft["tpot_s"], verify_step_s=verify, draft_len=k,
+                                draft_prefill_s=draft["ttft_s"],
                                 acceptance=acceptance, generate=common["generate"],
                                 out_tokens=layout.dp * batch * common["generate"],
                                 devices=layout.tp * layout.pp * layout.dp, extra_memory_bytes=extra)
@@ -333,6 +337,9 @@ class GpuBackend:
         r["attention_tp_run"], r["attention_dp_run"] = tp + 0.0 * r["tpot_s"], attention_dp + 0.0 * r["tpot_s"]
         problems = serving_problems(model, tp=tp, attention_dp=attention_dp, ep=ep, pp=pp) + \
             context_problems(model, prompt=prompt, generate=generate) + sparse_problems
+        if draft_model is not None:
+            from ..workloads.speculative import draft_problems
+            problems += draft_problems(model, draft_model, draft_len)
         return flag_problems(r, problems)
 
     def gemm(self, hw: GpuNumbers, *, dtype, m, n, k, **_) -> dict:

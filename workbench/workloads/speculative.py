@@ -85,15 +85,19 @@ def mtp_draft(model):
 
 
 def with_speculation(r: dict, *, draft_step_s, verify_step_s, draft_len, acceptance, generate, out_tokens,
-                     devices, extra_memory_bytes=0.0) -> dict:
+                     devices, extra_memory_bytes=0.0, draft_prefill_s=0.0) -> dict:
     """A static-batch result `r` (tpot_s, ttft_s, memory) with speculative decoding: the time
     per token from per_token_s, the end-to-end time and rates that follow, the draft's
-    memory added and fits re-checked (every backend's inference uses this one rule)."""
+    memory added and fits re-checked (every backend's inference uses this one rule). Where
+    it drafts (draft_len > 0) the draft prefills the prompts too, before the first token
+    (`draft_prefill_s`: its cache is built in the prefill step, as the serving closed loop
+    counts it)."""
     out = dict(r)
     tpot = per_token_s(draft_step_s=draft_step_s, verify_step_s=verify_step_s, draft_len=draft_len,
                        acceptance=acceptance)
-    e2e = r["ttft_s"] + (generate - 1.0) * tpot
-    out.update({"tpot_s": tpot, "e2e_s": e2e, "output_tokens_per_s": out_tokens / e2e,
+    ttft = r["ttft_s"] + np.where(np.asarray(draft_len, float) > 0, draft_prefill_s, 0.0)
+    e2e = ttft + (generate - 1.0) * tpot
+    out.update({"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "output_tokens_per_s": out_tokens / e2e,
                 "output_tokens_per_s_per_device": out_tokens / e2e / devices,
                 "output_tokens_per_s_per_user": 1.0 / tpot,
                 "tokens_per_step": expected_tokens_per_step(acceptance=acceptance, draft_len=draft_len) + 0.0 * tpot})
@@ -125,3 +129,18 @@ def time_per_token_s(*, batches, step_s, row_s, draft_step_s, draft_len, accepta
     rows_k = np.interp(batches * (k + 1.0), batches, row_s)
     verify = rows_k + (step_s - row_s)
     return per_token_s(draft_step_s=draft_step_s, verify_step_s=verify, draft_len=k, acceptance=acceptance)
+
+
+def draft_problems(model, draft, draft_len) -> list:
+    """A draft model (not the target's own MTP or EAGLE head) proposes tokens the target then
+    verifies, so it must share the target's vocabulary: where it drafts (draft_len > 0) a
+    draft of another tokenizer cannot run (Qwen3-0.6B's 151,936 tokens for Llama-3.1's
+    128,256)."""
+    from ..layout import Problem
+    if draft is None or isinstance(draft, str) or draft.vocab_size == model.vocab_size:
+        return []
+    k = np.asarray(draft_len, float)
+    return [Problem(k > 0, {"draft_len": k},
+                    lambda draft_len: f"draft_model={draft.name} has a {draft.vocab_size:,}-token vocabulary and "
+                                      f"{model.name} {model.vocab_size:,}; allowed: a draft of the target's tokenizer, "
+                                      "or its own head ('mtp', 'eagle')")]
