@@ -340,25 +340,13 @@ SWEEP_KEYS = ("function", "axes", "fixed", "variables", "memory_budget_bytes")
 
 def _check_out(out: str, spec: str, force: bool) -> None:
     """--out must be a new file in an existing folder, or an existing one with --force
-    (never the spec itself, nor a folder other than a .zarr store)."""
+    (never the spec itself; the rest as sweep.check_out: .nc, or a .zarr store)."""
+    from .sweep import check_out
     if os.path.exists(out) and os.path.samefile(out, spec):
         raise InputError(f"out={out!r} is the sweep spec itself; allowed: another path")
-    if os.path.isdir(out) and not out.rstrip("/\\").endswith(".zarr"):
-        raise InputError(f"out={out!r} is a directory; allowed: a .nc file (or a .zarr store)")
-    suffix = os.path.splitext(out.rstrip("/\\"))[1].lower()
-    if suffix not in (".nc", ".zarr"):
-        raise InputError(f"out={out!r} is not allowed; allowed: a .nc file (netCDF), or a .zarr store")
-    if suffix == ".zarr":
-        import importlib.util
-        if importlib.util.find_spec("zarr") is None:
-            raise InputError(f"out={out!r} needs the zarr package, which is not installed; allowed: a .nc file, or "
-                             "pip install zarr")
+    check_out(out)
     if os.path.exists(out) and not force:
         raise InputError(f"out={out!r} exists; allowed: a new path, or --force to replace it")
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise InputError(f"out={out!r} cannot be written (its folder is missing or read-only); "
-                         "allowed: a path in a writable folder")
 
 
 def _sweep(ns, functions) -> int:
