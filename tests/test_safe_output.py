@@ -201,3 +201,20 @@ def test_a_run_folder_takes_the_umask_s_mode(tmp_path):
     finally:
         os.umask(mask)
     assert (folder.stat().st_mode & 0o777) == 0o755
+
+
+def test_rerender_does_not_adopt_a_file_the_user_added(root, no_pdf):
+    """A report rendered again records the files it wrote, not everything in the folder: a
+    user's note added to the folder stays foreign, so the next run refuses to replace it
+    without --force (it had been adopted into the manifest and then deleted)."""
+    from workbench.studies import rerender
+    out = root / "reports"
+    run_study("tiny", smoke=True, root=root, out_root=out)
+    note = out / "tiny" / "my_notes.txt"
+    note.write_text("keep me")
+    rerender("tiny", out_root=out, root=root)
+    assert foreign_files(out / "tiny") == ["my_notes.txt"]
+    assert "tiny.html" in json.loads((out / "tiny" / MANIFEST).read_text())["files"]
+    with pytest.raises(InputError, match="my_notes.txt"):
+        run_study("tiny", smoke=True, root=root, out_root=out)
+    assert note.read_text() == "keep me"

@@ -127,8 +127,23 @@ def private_folder(root: Path, name: str) -> Path:
 
 
 def write_manifest(folder: Path) -> None:
+    """The manifest of a folder the runner built privately: every file in it is the workbench's."""
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
     (folder / MANIFEST).write_text(json.dumps({"created_by": "workbench", "files": files}, indent=1))
+
+
+def add_to_manifest(folder: Path, written) -> None:
+    """Record `written` (paths inside `folder` the workbench just wrote) in its manifest,
+    keeping what it vouched for before and nothing else: a file the user added to a report
+    folder stays foreign (rewriting the manifest from the folder's listing had adopted it, so
+    the next run replaced it without --force)."""
+    manifest = folder / MANIFEST
+    if not manifest.exists():
+        return
+    present = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST}
+    owned = present - set(foreign_files(folder))
+    owned |= {str(Path(w).resolve().relative_to(folder.resolve())) for w in written if w is not None}
+    manifest.write_text(json.dumps({"created_by": "workbench", "files": sorted(owned)}, indent=1))
 
 
 def _exchange(a: Path, b: Path) -> bool:

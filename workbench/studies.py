@@ -231,7 +231,7 @@ def rerender(name: str, *, out_root: Path | None = None, root: Path = ROOT) -> P
     """Render a study's report again (HTML, PDF, index) from its executed notebook and
     run.json, without executing anything: after a template or style change."""
     from .report import export_html, export_pdf, write_index
-    from .safe_output import inside, write_manifest
+    from .safe_output import add_to_manifest, inside
     out_root = Path(out_root or root / "reports").resolve()
     if not isinstance(name, str) or not STUDY_NAME.match(name):
         raise InputError(f"study={str(name)[:200]!r} is not a study name; allowed: {', '.join(list_studies(root))}")
@@ -251,7 +251,6 @@ def rerender(name: str, *, out_root: Path | None = None, root: Path = ROOT) -> P
     pdf, message = export_pdf(html, folder / f"{name}.pdf")
     if pdf is None:
         print(f"workbench: {message}")
-    if (folder / ".workbench-manifest.json").exists():
-        write_manifest(folder)
+    add_to_manifest(folder, [html, pdf])  # those two, not whatever else the folder holds
     write_index(out_root)
     return folder
