@@ -195,3 +195,16 @@ def test_the_tie_default_is_the_family_s():
         assert fields_from_hf_config({**base, "model_type": model_type}, origin="t",
                                      provenance=prov)["tied_embeddings"] is tied
         assert "no tie_word_embeddings" in prov["tied_embeddings"]
+
+
+@pytest.mark.parametrize("key,value", [("num_hidden_layers", True), ("vocab_size", 1.5), ("hidden_size", "4096"),
+                                       ("num_key_value_heads", -8)])
+def test_a_count_that_is_not_a_whole_number_is_refused(key, value):
+    """A config.json count or width that is not a whole number is refused naming it, as a model
+    YAML's is (int() had read true as one layer, 1.5 as a vocabulary of one); 32.0 is 32."""
+    from workbench.specs.hf_config import fields_from_hf_config
+    base = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}
+    with pytest.raises(InputError, match=f"{key}={value!r} in config.json is not allowed; allowed: a whole number"):
+        fields_from_hf_config({**base, key: value}, origin="cfg.json")
+    assert fields_from_hf_config({**base, "num_hidden_layers": 32.0}, origin="cfg.json")["n_layers"] == 32

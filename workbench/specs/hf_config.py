@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..errors import InputError, brief
 from ._base import SpecError
-from .hf_names import FAMILIES, family_defaults
+from .hf_names import FAMILIES, check_counts, family_defaults
 
 # ModelSpec field <- the first config.json key present.
 _KEYS = {
@@ -124,6 +124,7 @@ def text_config(cfg: dict) -> dict:
 
 def check_supported(cfg: dict, *, origin: str) -> None:
     """Raise UnsupportedFamily when the (text) config, as hf_names.family_defaults fills it, needs a kind not modelled."""
+    check_counts(cfg, origin)  # and InputError for a count that is not a whole number
     cfg = family_defaults(text_config(cfg), {})
     if str(cfg.get("model_type")) in FAMILIES["unmodelled"]:
         raise UnsupportedFamily(origin, cfg["model_type"], "model_type", 0, FAMILIES["unmodelled"][cfg["model_type"]])

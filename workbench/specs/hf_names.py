@@ -110,3 +110,24 @@ def family_defaults(cfg: dict, prov: dict) -> dict:
                                                              "layer") + (f" ({key})" if key in cfg else "")
         prov["sliding_window"] = "sliding_window" if "sliding_window" in cfg else f"model_type {kind}'s default"
     return out
+
+
+# config.json keys that hold counts or widths (a transformers config writes them as integers)
+COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "hidden_size", "n_embd", "d_model", "num_attention_heads",
+              "n_head", "num_key_value_heads", "head_dim", "intermediate_size", "moe_intermediate_size", "vocab_size",
+              "num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "n_shared_experts",
+              "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+              "first_k_dense_replace", "max_position_embeddings", "sliding_window")
+
+
+def check_counts(cfg: dict, origin: str) -> None:
+    """A count or width of the (text) config that is not a whole number (true, 32.7, "32") is
+    refused naming it, as a model YAML's is: int() had read true as 1 layer and 1.5 as 1."""
+    from ..errors import InputError
+    for part in (cfg, cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}):
+        for key in COUNT_KEYS:
+            v = part.get(key)
+            whole = isinstance(v, int) or (isinstance(v, float) and v.is_integer())
+            if v is not None and (isinstance(v, bool) or not whole or v < 0):
+                raise InputError(f"spec {origin!r}: {key}={v!r} in config.json is not allowed; allowed: a whole "
+                                 "number >= 0")
