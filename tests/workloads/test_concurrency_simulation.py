@@ -383,16 +383,16 @@ def test_the_harness_s_ten_waves_are_the_formulas_waves(linear_iterations, concu
 
 
 # Prefill-bound loops: the prompts of a cycle need more iterations than a request decodes
-# (here 16-64 output tokens after 4096-8192-token prompts), so every decode step carries a
+# (here 8-64 output tokens after 2048-8192-token prompts), so every decode step carries a
 # chunk and the rest of the prompts' iterations run while requests wait for their first
-# token. No prompt's chunks may vanish: the rate is held to the budget's prefill capacity
-# and the TTFT and TPOT follow the simulation: TTFT +10 to +15% where prefill-bound (-13% at
-# 32 x 4096 / 32, at the edge), TPOT +4 to +8% (the iterations that prefill are costed with
-# the decoding share of a request's life, where most wait in prefill). The formulas once
-# capped the others' prefills at the decode steps: rate 1.7-1.8x the prefill capacity, TTFT
-# 90-97% short.
+# token. No prompt's chunks may vanish: the rate is held to the budget's prefill capacity,
+# TPOT follows the simulation within 0.3% where prefill-bound (4-5% at 32 x 4096 / 32, at
+# the edge) and TTFT within +0.3 to +12% (identical lengths) and -13 to +21% (outputs
+# jittered +-50%, the widest at 8-token outputs). The formulas once capped the others'
+# prefills at the decode steps: rate 1.7-1.8x the prefill capacity, TTFT 90-97% short.
 @pytest.mark.parametrize("schedule,jitter", [("clumped", 0.0), ("spread", 0.5)])
-@pytest.mark.parametrize("concurrency,prompt,generate", [(64, 4096, 16), (128, 8192, 64), (32, 4096, 32)])
+@pytest.mark.parametrize("concurrency,prompt,generate", [(64, 4096, 16), (128, 8192, 64), (32, 4096, 32),
+                                                         (256, 8192, 64), (64, 2048, 8)])
 def test_prefill_bound_loops_keep_every_prompt_s_iterations(linear_iterations, schedule, jitter, concurrency,
                                                             prompt, generate):
     sim_ttft, sim_tpot, n = simulate(concurrency=concurrency, prompt=prompt, generate=generate, budget=8192,
@@ -402,5 +402,5 @@ def test_prefill_bound_loops_keep_every_prompt_s_iterations(linear_iterations, s
     capacity = 8192.0 / prompt / cost(0.0, 8192.0)  # prompts per second through full-budget prefill iterations
     rate = concurrency / (float(r["steady_ttft_s"]) + (generate - 1.0) * float(r["tpot_s"]))
     assert rate <= capacity * 1.001
-    assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=0.17)
-    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.10)
+    assert float(r["ttft_s"]) == pytest.approx(sim_ttft, rel=0.22)
+    assert float(r["tpot_s"]) == pytest.approx(sim_tpot, rel=0.05)

@@ -355,11 +355,13 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
             return (interrupts * prefill_s + steps * decode_s) / (generate - 1.0)
     else:
         dec, decode_iter, decode_seqs = step(decoding, 0.0 * r)
-        _, prefill_iter, prefill_seqs = step(np.maximum(r - clump / prompt, 0.0) * share, clump)
         # A request decodes through the other clumps' prefill iterations and the pure decode ones;
-        # the others' beyond its decode steps run while it waits (backlog: a prefill-bound cycle)
+        # the others' beyond its decode steps run while it waits (backlog: a prefill-bound cycle),
+        # so fewer of the others decode beside a prefill: the share of their lives they decode
         interrupts = np.minimum(clumps - n_prefill, steps)
         backlog = np.maximum(clumps - n_prefill - steps, 0.0)
+        decoding_share = steps / (steps + n_prefill + backlog)
+        _, prefill_iter, prefill_seqs = step(np.maximum(r - clump / prompt, 0.0) * decoding_share, clump)
 
         def per_token(prefill_s, decode_s):
             return (interrupts * prefill_s + (steps - interrupts) * decode_s) / (generate - 1.0)
@@ -379,14 +381,14 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
             hold_iters, beside = holds(lam * decode_iter, lam * others * decode_iter)
             q = 1.0 + lam * mean_iter * others + beside  # the request and those beside it
             iters = np.maximum(q * prompt / token_budget, n_prefill)  # through the token budget, chunk by chunk
-            _, own_iter, own_seqs = step((r - 1.0) * share, q * prompt / iters)
             # the others' prefill iterations (each with its q - 1 companions) stall its decoding,
             # at most one per decode step; its own replica's beyond its decode steps run while
             # it waits for its first token (a prefill-bound cycle: every prompt's chunks pass
             # through the replica's iterations, none vanishes; lockstep replicas' backlogs
-            # prefill side by side in the same iterations)
-            interrupts = np.minimum((lockstep_replicas * r - 1.0) / q * iters, steps)  # per_token reads it
+            # prefill side by side in the same iterations), so fewer of the others decode beside
             backlog = np.maximum((r - 1.0) / q * iters - steps, 0.0)
+            _, own_iter, own_seqs = step((r - 1.0) * steps / (steps + n_prefill + backlog), q * prompt / iters)
+            interrupts = np.minimum((lockstep_replicas * r - 1.0) / q * iters, steps)  # per_token reads it
             service_ttft = 0.5 * mean_iter * others + hold_iters * decode_iter + \
                 ((iters + n_prefill) / 2.0 + backlog) * own_iter
             prefill_seqs = own_seqs  # the sequences of the iterations that interrupt
