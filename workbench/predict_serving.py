@@ -298,6 +298,7 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     from .backends import flag_problems
     from .layout import context_problems, serving_problems
     from .workloads.serving_capacity import draft_memory
+    from .workloads.speculative import draft_problems
     from .workloads.inference import eager
     from .workloads.pools_closed_loop import PREFILL_ROUTINGS, disaggregated_closed_loop
     check_choice("prefill_routing", prefill_routing, PREFILL_ROUTINGS)
@@ -385,7 +386,8 @@ def _fixed_pools(*, prefill_hardware, decode_hardware, model, concurrency, promp
     problems = [p for side, tp, adp, ep, pp in (("prefill", prefill_tp, prefill_attention_dp, prefill_ep, prefill_pp),)
                 + ((("decode", decode_tp, decode_attention_dp, decode_ep, decode_pp),) if not wafer_decode else ())
                 for p in serving_problems(spec, tp=tp, attention_dp=adp, ep=ep, prefix=f"{side}_", pp=pp)] + mixed \
-        + unsupported + context_problems(spec, prompt=prompt, generate=generate)
+        + unsupported + context_problems(spec, prompt=prompt, generate=generate) \
+        + draft_problems(spec, draft, draft_len)
     if wafer_decode:
         problems += pool["problems"]
         r["decode_devices"], r["pe_grid_decode"] = pool["devices"] + 0.0 * r["tpot_s"], pool["pe_grid_decode"]

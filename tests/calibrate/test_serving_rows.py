@@ -312,3 +312,23 @@ def test_a_row_the_model_fails_on_is_that_row_s_failure(monkeypatch):
     first = rows["id"].iloc[0]
     assert res.loc[first, "not_answered"] == "" and np.isfinite(res.loc[first, "tpot_s"])
     assert np.isnan(res.loc["failing", "tpot_s"]) and np.isnan(res.loc["unreadable", "tpot_s"])
+
+
+def test_a_failing_row_leaves_the_rest_of_its_group_predicted(monkeypatch):
+    """Rows of one hardware, model and format are one vectorized call: where it raises, each
+    row is tried alone and only the one the model fails on is reported failed."""
+    from workbench import predict
+    rows = serving_rows.load()
+    rows = rows[(rows["mode"] == "agg") & (rows["system"] == "h200_sxm") & (rows["backend"] == "vllm")].head(1)
+    bad = rows.assign(id="bad", concurrency=777.0, batch_size=777.0)
+    real = predict.serving
+
+    def serving(**kw):
+        if 777.0 in np.atleast_1d(np.asarray(kw["concurrency"], float)):
+            raise RuntimeError("boom")
+        return real(**kw)
+    monkeypatch.setattr(predict, "serving", serving)
+    res = serving_rows.predict_rows(pd.concat([rows, bad], ignore_index=True)).set_index("id")
+    assert res.loc["bad", "not_answered"] == f"{serving_rows.FAILED}: RuntimeError: boom"
+    first = rows["id"].iloc[0]
+    assert res.loc[first, "not_answered"] == "" and np.isfinite(res.loc[first, "tpot_s"])

@@ -209,3 +209,20 @@ def test_a_draft_of_another_tokenizer_cannot_draft():
     served = predict.serving(concurrency=8, draft_len=2, draft_model="qwen3_0_6b", **kw)
     assert not bool(served.fits) and "vocabulary" in str(served.reason.values)
     assert bool(predict.inference(batch=1, draft_len=2, draft_model="llama_3_2_1b", **kw).fits)
+
+
+def test_every_speculating_path_checks_the_draft_s_vocabulary():
+    """The disaggregated pools and the CS systems (static and serving) flag a draft of another
+    tokenizer as the GPU paths do; a vocabulary padded apart by a few hundred entries
+    (Qwen2.5's 152,064 and 151,936) is the same tokenizer."""
+    from workbench import predict
+    from workbench.specs import load_model
+    from workbench.workloads.speculative import draft_problems
+    kw = dict(model="llama_3_1_8b", draft_model="qwen3_0_6b", draft_len=2, acceptance=0.5)
+    for ds in (predict.disaggregated(prefill_hardware="h200_sxm", decode_hardware="h200_sxm", concurrency=8, **kw),
+               predict.inference(hardware="cs3", batch=1, **kw), predict.serving(hardware="cs3", concurrency=4, **kw)):
+        assert not bool(ds.fits) and "vocabulary" in str(ds.reason.values)
+    big = load_model("qwen3_32b")
+    padded = load_model(dict(name="padded_draft", n_layers=2, d_model=1024, n_heads=8, n_kv_heads=8, head_dim=128,
+                             d_ff=3072, vocab_size=big.vocab_size - 128, gated_mlp=True))
+    assert draft_problems(big, padded, 2.0) == []

@@ -201,7 +201,7 @@ class WaferBackend:
         """`generate` None: the longest the KV cache allows (generate="max"); `batch` None:
         the largest that fits; `devices_min`: the fewest systems that hold the model at
         batch (1 when batch is "max") and generate (1 when "max")."""
-        from ..workloads.speculative import draft_for
+        from ..workloads.speculative import draft_for, draft_problems
         from ..workloads.wafer_capacity import wafer_max_batch, wafer_max_generate
         from ..workloads.wafer_inference import wafer_inference
         from ..workloads.wafer_streaming import streaming_inference
@@ -245,7 +245,7 @@ class WaferBackend:
         r["activations"] = np.array("fp16", dtype=object)
         r["kv"] = np.array(kvd, dtype=object)
         problems += (layout.problems(model, phase="inference")
-                     + context_problems(model, prompt=prompt, generate=generate))
+                     + context_problems(model, prompt=prompt, generate=generate) + draft_problems(model, draft, draft_len))
         return flag_problems(r, problems)
 
     def closed_loop(self, w: WaferNumbers, model, *, draft_len=0.0, **args) -> dict:
@@ -260,7 +260,7 @@ class WaferBackend:
         requests' caches then bound how many run at once). GPU layout arguments are refused
         before this (predict.serving)."""
         from ..backends.kernel_tables import serving_constants
-        from ..workloads.speculative import draft_for
+        from ..workloads.speculative import draft_for, draft_problems
         from ..workloads.wafer_serving import wafer_closed_loop
         kvd = kv or "fp16"
         draft = draft_for(model, draft_model) if draft_model is not None and np.any(np.asarray(draft_len) > 0) \
@@ -278,7 +278,7 @@ class WaferBackend:
                               waves=serving_constants()["benchmark_waves"])
         r["kv"] = np.array(kvd, dtype=object)
         problems += (layout.problems(model, phase="inference")
-                     + context_problems(model, prompt=prompt, generate=generate))
+                     + context_problems(model, prompt=prompt, generate=generate) + draft_problems(model, draft, draft_len))
         return flag_problems(r, problems)
 
     @property

@@ -260,7 +260,8 @@ def _serve(cfgs: list[dict]) -> list[tuple[dict, str]]:
     except InputError as e:  # one row group the API refuses (a framework without tables for the GPU)
         return [({}, str(e))] * len(cfgs)
     except Exception as e:  # noqa: BLE001  a failure of the model on these rows: theirs, not the batch's
-        return [({}, failed(e))] * len(cfgs)
+        # one row of the group may be the one it fails on: each alone, only those failing again failed
+        return [_serve([c])[0] for c in cfgs] if len(cfgs) > 1 else [({}, failed(e))]
     out = []
     for i in range(len(cfgs)):
         p = ds.isel(row=i)

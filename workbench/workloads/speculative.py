@@ -131,13 +131,17 @@ def time_per_token_s(*, batches, step_s, row_s, draft_step_s, draft_len, accepta
     return per_token_s(draft_step_s=draft_step_s, verify_step_s=verify, draft_len=k, acceptance=acceptance)
 
 
+VOCAB_PADDING = 0.02  # of the target's vocabulary: embedding tables padded apart (Qwen2.5: 152,064 and 151,936)
+
+
 def draft_problems(model, draft, draft_len) -> list:
     """A draft model (not the target's own MTP or EAGLE head) proposes tokens the target then
-    verifies, so it must share the target's vocabulary: where it drafts (draft_len > 0) a
-    draft of another tokenizer cannot run (Qwen3-0.6B's 151,936 tokens for Llama-3.1's
-    128,256)."""
+    verifies, so it must share the target's tokenizer: where it drafts (draft_len > 0) a
+    draft whose vocabulary differs by more than padding (VOCAB_PADDING) cannot run
+    (Qwen3-0.6B's 151,936 tokens for Llama-3.1's 128,256)."""
     from ..layout import Problem
-    if draft is None or isinstance(draft, str) or draft.vocab_size == model.vocab_size:
+    if draft is None or isinstance(draft, str) or \
+            abs(draft.vocab_size - model.vocab_size) <= VOCAB_PADDING * model.vocab_size:
         return []
     k = np.asarray(draft_len, float)
     return [Problem(k > 0, {"draft_len": k},
