@@ -13,18 +13,20 @@ its iterations every layer plus pp - 1 stage-to-stage sends, and Little's law co
 PP buys capacity, not speed).
 
 Steady state of one replica with r requests running (the KV cache admits at most
-running_limit, the engine's max_running setting capping it; the rest queue). Every request has the same prompt p and output g, so
-requests that finish together are replaced together: prompts arrive in clumps, and an
-iteration that prefills carries a whole token budget B of them, c = min(r·p, B) tokens.
+running_limit, the engine's max_running setting capping it; the rest queue). Every
+request has the same prompt p and output g (S = g - 1 decode steps), so requests that
+finish together are replaced together: prompts arrive in clumps, and an iteration that
+prefills carries a whole token budget B of them, c = min(r·p, B) tokens.
 A cycle of the r requests has K = r·p / c prefill iterations (each prompt spans
 N_p = ceil(p / B) of them) and otherwise decode iterations of the requests decoding. A
 request's first token comes after its own prefill iterations; it arrived while the
 previous clump was being prefilled (clumps stay adjacent: they were prefilled one after
 another), so it first waits half of that iteration. Its later tokens come one per
-iteration, K - N_p of those iterations being the other clumps' prefills:
+iteration, min(K - N_p, S) of those iterations being the other clumps' prefills; the
+rest, max(K - N_p - S, 0) (a prefill-bound cycle), run while it waits for its first:
 
-    TTFT = N_p · T_prefill + T_prefill / 2 (K > 1) + queueing
-    TPOT = ((K - N_p) · T_prefill + (g - 1 - K + N_p) · T_decode) / (g - 1)
+    TTFT = (N_p + max(K - N_p - S, 0)) · T_prefill + T_prefill / 2 (K > 1) + queueing
+    TPOT = (min(K - N_p, S) · T_prefill + (S - min(K - N_p, S)) · T_decode) / S
 
 T_prefill and T_decode are iterations' kernel times (layers.layer_iteration over every
 layer, the LM head) plus the framework's host overhead: h per iteration and h_seq per
@@ -48,10 +50,12 @@ framework in specs/serving/frameworks.yaml):
   others that arrived in the same window: I = max(q·p / B, N_p) iterations carrying the
   decode batch and q·p / I prompt tokens each, its first token with its chunk ((I + N_p) / 2
   of them). Its TPOT carries the others' prompts the same way: (r - 1) / q · I such
-  iterations in its life (where clumps prefilled their mates before the request decoded:
-  1-6% more TPOT at moderate r, which the simulation shows); (N·r - 1) / q · I with N
-  attention-DP replicas of an MoE model in lockstep, unless TensorRT-LLM's balancing (adp_balance)
-  holds prompts (a mean hold of decode iterations) and releases each replica's batch together.
+  iterations in its life, at most one per decode step (where clumps prefilled their mates
+  before the request decoded: 1-6% more TPOT at moderate r, which the simulation shows);
+  (N·r - 1) / q · I with N attention-DP replicas of an MoE model in lockstep, unless
+  TensorRT-LLM's balancing (adp_balance) holds prompts (a mean hold of decode iterations)
+  and releases each replica's batch together. Its replica's beyond its decode steps run
+  while it waits for its first token, as in the clumped form.
 - "prefill_first": prefill batches run alone and before decode (SGLang without mixed
   chunks), so every running request finishes prefill, decodes and finishes in lockstep:
   each wave is a burst of r prompts through the token budget (chunks = r·p / B prefill-only
