@@ -189,3 +189,17 @@ def test_zarr_out_without_zarr_is_refused_up_front(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"out='.*x\.zarr' needs the zarr package"):
         sweep.evaluate(counted, _grid(), fixed=FIXED, memory_budget_bytes=2e4, out=str(tmp_path / "x.zarr"))
     assert calls == [] and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("values", [[True, 2], [1, True]])
+def test_an_axis_mixing_true_false_with_numbers_is_refused(values):
+    """numpy reads true as 1: a batch axis of [true, 2] ran batches 1 and 2 (and [1, true]
+    was refused as 'repeats 1', a value nobody wrote). Only true/false together is a yes/no axis."""
+    from workbench import predict, sweep
+    with pytest.raises(InputError, match=r"mixes true/false with other values; allowed: numbers"):
+        sweep.grid(batch=values)
+    with pytest.raises(InputError, match=r"batch=.* mixes true/false"):
+        predict.inference(hardware="h100_sxm", model="llama_3_1_8b", batch=values)
+    assert sweep.grid(causal=[True, False])["causal"].values.tolist() == [True, False]
+    with pytest.raises(InputError, match=r"mixes true/false"):
+        sweep.grid(prompt=[False, 4.0])

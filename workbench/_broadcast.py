@@ -31,6 +31,7 @@ def as_axis(name: str, value):
     """A list, tuple or 1-D ndarray becomes a DataArray along dimension `name` (non-empty,
     flat and without repeated values: each is one coordinate); others pass through."""
     if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim > 0):
+        check_not_mixed(name, value)
         try:
             arr = np.asarray(value)
         except (TypeError, ValueError):  # ragged nesting
@@ -42,6 +43,16 @@ def as_axis(name: str, value):
         check_distinct(name, arr.tolist())
         return xr.DataArray(arr, dims=[name], coords={name: arr})
     return value
+
+
+def check_not_mixed(name: str, values) -> None:
+    """A list mixing true/false with numbers is refused: numpy would read true as 1 (a batch
+    of [true, 2] ran batches 1 and 2)."""
+    if isinstance(values, (list, tuple)):
+        flags = [isinstance(v, (bool, np.bool_)) for v in values]
+        if any(flags) and not all(flags):
+            raise InputError(f"{name}={brief(list(values))} mixes true/false with other values; allowed: numbers, "
+                             "or only true/false for a yes/no argument")
 
 
 def check_distinct(name: str, values: list) -> None:

@@ -41,6 +41,7 @@ def grid(**axes) -> dict:
     """Each axis becomes a 1-D DataArray along a dimension of its own name."""
     out = {}
     for name, values in axes.items():
+        _broadcast.check_not_mixed(name, values)
         try:
             values = np.asarray(values if isinstance(values, (list, tuple, np.ndarray)) else [values])
         except (TypeError, ValueError):

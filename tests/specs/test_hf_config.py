@@ -205,6 +205,6 @@ def test_a_count_that_is_not_a_whole_number_is_refused(key, value):
     from workbench.specs.hf_config import fields_from_hf_config
     base = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
             "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}
-    with pytest.raises(InputError, match=f"{key}={value!r} in config.json is not allowed; allowed: a whole number"):
+    with pytest.raises(InputError, match=f"{key}={value!r} in config.json has the wrong type or value; allowed: a whole number"):
         fields_from_hf_config({**base, key: value}, origin="cfg.json")
     assert fields_from_hf_config({**base, "num_hidden_layers": 32.0}, origin="cfg.json")["n_layers"] == 32

@@ -129,5 +129,5 @@ def check_counts(cfg: dict, origin: str) -> None:
             v = part.get(key)
             whole = isinstance(v, int) or (isinstance(v, float) and v.is_integer())
             if v is not None and (isinstance(v, bool) or not whole or v < 0):
-                raise InputError(f"spec {origin!r}: {key}={v!r} in config.json is not allowed; allowed: a whole "
-                                 "number >= 0")
+                raise InputError(f"spec {origin!r}: {key}={v!r} in config.json has the wrong type or value; "
+                                 "allowed: a whole number >= 0")
