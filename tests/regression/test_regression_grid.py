@@ -438,9 +438,10 @@ _rebase(_TABLES_ROOFLINE_FLOOR, ("inference_gpu_tables", "serving_fixed_concurre
 _GEMM_LATENCY_FLOOR = ("a GEMM without tables takes at least one memory round trip (memory_latency_s): small router "
                        "and expert GEMMs on A100 without FP4/FP8 tables had taken nanoseconds")
 _rebase(_GEMM_LATENCY_FLOOR, ("inference_gpu_moe", "serving_moe", "inference_gpu_tables"))
-_RUNNING_LIMIT = ("the most requests a replica runs is the output running_limit, no longer max_running: a swept "
-                  "max_running setting had replaced it with its own coordinate")
-_rebase(_RUNNING_LIMIT, ("serving_fixed_concurrency_mtp", "serving_fixed_concurrency_tables"))
+_RUNNING_LIMIT = ("the most requests a replica runs is the output running_limit (decode_running_limit for a "
+                  "decode pool), no longer max_running: a swept max_running setting had replaced it")
+_rebase(_RUNNING_LIMIT, ("serving_fixed_concurrency_mtp", "serving_fixed_concurrency_tables",
+                         "disaggregated_fixed_pools"))
 _PREFILL_PER_STAGE = ("prefill_flops_per_device counts a pipeline stage's 1/pp of the layers (the pp = 2 points "
                       "halve), as the decode step's already did; prefill_bytes_per_device joins it")
 _rebase(_PREFILL_PER_STAGE, ("inference_gpu_dense",))

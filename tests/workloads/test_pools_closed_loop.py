@@ -50,7 +50,7 @@ def test_fixed_pools_prefill_queue_is_the_md1_wait_at_the_loop_rate():
     np.testing.assert_allclose(r["prefill_wait_s"], np.minimum(rho, 0.999) * d / (2.0 * (1.0 - np.minimum(rho, 0.999))),
                                rtol=1e-9)
     below = rho < 0.99
-    cycling = np.minimum(8.0 * np.minimum(c / 8.0, r["decode_max_running"]), c)  # every request in flight here
+    cycling = np.minimum(8.0 * np.minimum(c / 8.0, r["decode_running_limit"]), c)  # every request in flight here
     cycle = r["prefill_batch_s"] + r["kv_transfer_s"] + r["prefill_wait_s"] + 1023.0 * r["tpot_s"]
     np.testing.assert_allclose((r["requests_per_s"] * cycle)[below], cycling[below], rtol=1e-9)
     # a decode replica holds the requests decoding, by Little's law on the decode stage (at least one)
@@ -96,7 +96,7 @@ def test_fixed_pools_with_a_speculating_decode_pool():
     assert np.all(spec["tpot_s"] < plain["tpot_s"])
     assert np.all(spec["prefill_batch_s"] > plain["prefill_batch_s"])
     assert np.all(spec["kv_transfer_s"] > plain["kv_transfer_s"])
-    assert np.all(spec["decode_max_running"] < plain["decode_max_running"])
+    assert np.all(spec["decode_running_limit"] < plain["decode_running_limit"])
 
 
 def _simulate_capped(*, concurrency, slots, replicas, prefill_s, kv_s, decode_s, requests=40000, seed=0):
@@ -138,7 +138,7 @@ def test_a_decode_batch_cap_queues_the_rest_as_a_simulation_of_the_loop_does():
               decode_workers=1)
     for workers, c in ((2, 160), (3, 160), (2, 256), (4, 512)):
         ds = predict.disaggregated(prefill_workers=workers, concurrency=c, decode_max_batch=16, **kw)
-        assert float(ds.decode_max_running) == 16.0 and float(ds.decode_running) <= 16.0
+        assert float(ds.decode_running_limit) == 16.0 and float(ds.decode_running) <= 16.0
         # the steady TTFT by Little's law over the loop (ttft_s also averages in the harness's first wave)
         steady = c / float(ds.requests_per_s) - 1023.0 * float(ds.tpot_s)
         assert float(ds.ttft_s) >= steady - 1e-9

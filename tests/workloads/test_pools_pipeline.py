@@ -76,7 +76,7 @@ def test_decode_stages_split_the_weights_and_caches():
         cap, _, _ = max_running(HW, MODEL, prompt=4096.0, generate=512.0, tp=1.0, attention_dp=1.0, w_bytes=2.0,
                                 kv_bytes=2.0, stream_bytes=2.0, pp=pp)
         r = disaggregated_closed_loop(concurrency=16.0, decode_pp=pp, **kw)
-        assert float(r["decode_max_running"]) == float(cap)
+        assert float(r["decode_running_limit"]) == float(cap)
         assert bool(r["fits"]) == (pp == 2.0)
 
 

@@ -204,7 +204,7 @@ def test_a_wafer_decode_pool_behind_gpu_prefill():
     assert float(one.kv_transfer_s) == pytest.approx(kv_bytes / link, rel=1e-9)
     assert float(one.devices) == 8 + systems and one.attrs["decode_attention_run"] == f"{systems:g} CS systems"
     for r in runs:
-        assert bool(r.fits) and float(r.decode_running) <= float(r.decode_max_running) + 1e-9
+        assert bool(r.fits) and float(r.decode_running) <= float(r.decode_running_limit) + 1e-9
     for v in ("ttft_s", "tpot_s"):
         values = [float(r[v]) for r in runs]
         assert np.all(np.diff(values) >= -1e-12 * np.array(values[:-1])), v

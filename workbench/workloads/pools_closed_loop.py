@@ -248,7 +248,7 @@ def disaggregated_closed_loop(*, prefill_hw, decode_hw, model, concurrency, prom
             "prefill_wait_s": prefill_wait + 0.0 * tpot,
             "output_tokens_per_s": out_rate, "output_tokens_per_s_per_device": out_rate / devices,
             "output_tokens_per_s_per_user": 1.0 / tpot, "requests_per_s": rate, "decode_running": r,
-            "decode_max_running": cap, "devices": devices + 0.0 * tpot, "kernel_tpot_s": tpot - host_tpot,
+            "decode_running_limit": cap, "devices": devices + 0.0 * tpot, "kernel_tpot_s": tpot - host_tpot,
             "tpot_iterations": 1.0 / tokens_per_step + 0.0 * tpot,
             "tpot_sequences": (micro_batch(r) if decode_pool is None else r) / tokens_per_step + 0.0 * tpot,
             "tokens_per_step": tokens_per_step + 0.0 * tpot, "decode_draft_s": draft_s + 0.0 * tpot,
