@@ -208,3 +208,18 @@ def test_a_count_that_is_not_a_whole_number_is_refused(key, value):
     with pytest.raises(InputError, match=f"{key}={value!r} in config.json has the wrong type or value; allowed: a whole number"):
         fields_from_hf_config({**base, key: value}, origin="cfg.json")
     assert fields_from_hf_config({**base, "num_hidden_layers": 32.0}, origin="cfg.json")["n_layers"] == 32
+
+
+def test_a_config_file_not_named_config_json_is_named_by_its_file(tmp_path):
+    """Two Hugging Face configs saved side by side under their own names are two models named
+    after their files (both had taken their folder's name, so a comparison of the two was
+    refused as naming one model twice); a file called config.json takes its folder's name."""
+    cfg = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 512, "num_attention_heads": 8,
+           "num_key_value_heads": 8, "intermediate_size": 1024, "vocab_size": 1000}
+    for name in ("small_config.json", "other_config.json"):
+        (tmp_path / name).write_text(json.dumps(cfg))
+    (tmp_path / "mymodel").mkdir()
+    (tmp_path / "mymodel" / "config.json").write_text(json.dumps(cfg))
+    assert load_model(str(tmp_path / "small_config.json")).name == "small_config"
+    assert load_model(str(tmp_path / "other_config.json")).name == "other_config"
+    assert load_model(str(tmp_path / "mymodel" / "config.json")).name == "mymodel"

@@ -232,7 +232,9 @@ def _model_file(path: Path, arg: str) -> ModelSpec:
         except (TypeError, ValueError, KeyError, AttributeError) as e:  # a key of the wrong type
             raise InputError(f"{arg}={brief(str(path))}: a config.json key has a value of the wrong type "
                              f"({brief(str(e))}); allowed: the numbers and booleans transformers writes") from None
-        fields.update(name=str(data.get("_name_or_path") or path.parent.name or path.stem).split("/")[-1],
+        # its id's last part, else its folder's name for a file called config.json, else the file's
+        folder = path.parent.name if path.name == "config.json" else ""
+        fields.update(name=str(data.get("_name_or_path") or folder or path.stem).split("/")[-1],
                       source=f"Hugging Face config.json ({path})")
         return build(ModelSpec, fields, origin=str(path))
     data.setdefault("name", path.stem)
