@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 
-from workbench import cli, predict
+from workbench import cli, predict, sweep
 from workbench.cli import main
 from workbench.specs import list_hardware, list_models
 
@@ -442,3 +442,78 @@ def test_sweep_files_and_outputs_refused_with_one_line(capsys, tmp_path):
                    '"vocab_size": 128256}')
     rc, _, err = _run(capsys, ["predict", "inference", "--hardware", "h100_sxm", "--model-file", str(cfg)])
     assert rc == 2 and "num_attention_heads=0" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_knob_in_overrides_and_set_is_set_twice(capsys, fake_inference):
+    """--set replaced the --hardware-overrides / --model-overrides value of its knob (one point at
+    3e12 for a sweep over 1e12, 2e12): a knob set twice is an error, as the README says."""
+    for flag, yaml_, knob, said in (
+            ("--hardware-overrides", "{hbm_bandwidth_bytes_per_s: [1e12, 2e12]}", "hbm_bandwidth_bytes_per_s=3e12",
+             "set hbm_bandwidth_bytes_per_s='3e12' repeats hardware_overrides hbm_bandwidth_bytes_per_s=[1"),
+            ("--model-overrides", "{n_layers: 4}", "n_layers=8",
+             "set n_layers='8' repeats model_overrides n_layers=4")):
+        rc, out, err = _run(capsys, ["predict", "inference", "--hardware", "h100_sxm", "--model", "llama_3_1_70b",
+                                     flag, yaml_, "--set", knob, "--json"])
+        assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert said in err and "allowed: " in err, err
+    assert fake_inference == []
+
+
+def test_a_sweep_out_that_cannot_be_written_is_one_line(capsys, tmp_path, monkeypatch):
+    """A folder that passes the access test but refuses the parts folder (/proc as root) raised
+    mkdtemp's traceback; an OSError about another path is not blamed on --out."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text("function: inference\naxes: {batch: [1, 8]}\nfixed: {model: llama_3_1_8b, hardware: h100_sxm}\n")
+    rc, _, err = _run(capsys, ["sweep", str(spec), "--out", "/proc/x.nc"])
+    assert rc == 2 and "out='/proc/x.nc' cannot be written" in err and len(err.strip().splitlines()) == 1, err
+
+    def refused(prefix, dir):
+        raise PermissionError(13, "Permission denied", f"{dir}/{prefix}xyz")
+    monkeypatch.setattr(sweep.tempfile, "mkdtemp", refused)
+    out = tmp_path / "s.nc"
+    rc, _, err = _run(capsys, ["sweep", str(spec), "--out", str(out)])
+    assert rc == 2 and err.strip() == f"workbench: error: out={str(out)!r} cannot be written: Permission denied"
+    monkeypatch.setattr(sweep.tempfile, "mkdtemp", lambda prefix, dir: refused(prefix, "/elsewhere"))
+    with pytest.raises(PermissionError):
+        main(["sweep", str(spec), "--out", str(out)])
+
+
+def test_a_closed_stdout_exits_141_quietly():
+    """`workbench list hardware | head -1` (stdout's reader gone) ended in a BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli", "list", "hardware"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the interpreter has started: every write meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err
+
+
+def test_ctrl_c_is_one_line_and_exit_130(capsys, tmp_path, monkeypatch):
+    """Ctrl-C in a sweep printed a 27-line KeyboardInterrupt traceback."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sweep, "evaluate", interrupted)
+    spec = tmp_path / "s.yaml"
+    spec.write_text("axes: {batch: [1, 8]}\nfixed: {model: llama_3_1_8b, hardware: h100_sxm}\n")
+    import importlib.util
+    zarr = [("s.zarr", "may be incomplete")] if importlib.util.find_spec("zarr") else []  # written in place
+    for out, said in [("s.nc", "nothing written"), *zarr]:
+        rc, _, err = _run(capsys, ["sweep", str(spec), "--out", str(tmp_path / out)])
+        assert rc == 130 and err.startswith("workbench: interrupted; ") and said in err
+        assert len(err.strip().splitlines()) == 1 and not (tmp_path / out).exists()
+
+
+def test_list_hardware_name(capsys):
+    """`list hardware bogus` listed the whole catalog with exit 0."""
+    rc, out, err = _run(capsys, ["list", "hardware", "bogus"])
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "hardware='bogus' is not known; allowed: " in err and "h100_sxm" in err
+    rc, out, _ = _run(capsys, ["list", "hardware", "NVIDIA H100 SXM"])
+    assert rc == 0 and out.startswith("h100_sxm: nvidia") and len(out.splitlines()) == 1
+
+
+def test_version(capsys):
+    """`workbench --version` said "arguments are required: command"."""
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    from workbench import __version__
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"workbench {__version__}"

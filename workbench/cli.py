@@ -23,17 +23,17 @@ import os
 import re
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from . import predict
+from . import __version__, predict
 from .errors import SHOWN_CHARS, InputError, brief
 from .cli_list import list_command
+from .specs import MODEL_KNOBS, load_hardware
 
 KINDS = ("inference", "training", "serving", "disaggregated", "gemm", "attention", "collective")
 WORDS = {"batch": ("max",), "generate": ("max",), "devices": ("min",)}  # words a numeric argument also takes
-MODEL_KNOBS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "d_ff_expert",
-               "n_experts", "top_k", "vocab_size")  # used until workbench.specs.MODEL_KNOBS exists
 OVERRIDES = ("hardware_overrides", "model_overrides")
 
 
@@ -116,14 +116,6 @@ def _value(arg: str, kind: str, text: str):
     return parts if len(parts) > 1 else parts[0]
 
 
-def _model_knobs():
-    try:
-        from .specs import MODEL_KNOBS as knobs
-    except ImportError:
-        knobs = MODEL_KNOBS
-    return knobs
-
-
 def _read_model_file(path: str):
     """A YAML file -> a dict of ModelSpec fields; a .json (Hugging Face config.json) -> the path."""
     if path.endswith(".json"):
@@ -131,7 +123,6 @@ def _read_model_file(path: str):
             raise InputError(f"model_file={path!r} cannot be read; allowed: a Hugging Face config.json or "
                              "a YAML file of model-spec fields")
         return path
-    from pathlib import Path
     from .specs._base import read_yaml
     return read_yaml(Path(path), arg="model_file")  # unreadable, not UTF-8, not YAML, not a mapping: InputError
 
@@ -139,8 +130,6 @@ def _read_model_file(path: str):
 def _hardware_file(path: str) -> str:
     """--hardware-file, checked here so that an error names it: a readable hardware YAML file
     (its path as predict takes it: a bare name gains ./, not to read as a catalog name)."""
-    import os
-    from .specs import load_hardware
     if not os.path.isfile(path):
         raise InputError(f"hardware_file={path!r} is not a readable file; allowed: a hardware YAML file in the "
                          "catalog's format, or one that derives_from a catalog chip")
@@ -163,7 +152,7 @@ def _kwargs(kind: str, args: dict, ns) -> dict:
             listing = "hardware" if arg == "hardware" else "models"
             raise InputError(f"{arg} is required; allowed: a name from `workbench list {listing}` or "
                              f"--{file_arg.replace('_', '-')}")
-    knobs, given = _model_knobs(), {}
+    knobs, given = MODEL_KNOBS, {}
     for item in getattr(ns, "set", None) or []:
         knob, eq, text = item.partition("=")
         knob = knob.strip()
@@ -173,6 +162,10 @@ def _kwargs(kind: str, args: dict, ns) -> dict:
             raise InputError(f"set {knob}={text!r} repeats set {knob}={given[knob]!r}; allowed: one --set per knob, "
                              f"a sweep as a comma list (--set {knob}={given[knob]},{text})")
         given[knob] = text
+        twice = next((a for a in OVERRIDES if knob in (kwargs.get(a) or {})), None)
+        if twice:  # --set would silently replace the mapping's value
+            raise InputError(f"set {knob}={text!r} repeats {twice} {knob}={brief(kwargs[twice][knob])}; allowed: "
+                             f"one of --set, --{twice.replace('_', '-')} per knob, a sweep as a comma list")
         target = "model_overrides" if knob in knobs else "hardware_overrides"
         if target not in args:
             raise InputError(f"set {knob}={text!r} is not allowed: predict.{kind} takes no {target}; "
@@ -242,8 +235,6 @@ def _import_kernels(ns) -> int:
     """`workbench calibrate import-kernels --source aiconfigurator ... --out DIR`."""
     if ns.source != "aiconfigurator":
         raise InputError(f"source={ns.source!r} is not known; allowed: aiconfigurator")
-    from pathlib import Path
-
     from .calibrate import aiconfigurator
     out = Path(ns.out)
     if out.exists() and not out.is_dir():
@@ -256,8 +247,6 @@ def _import_kernels(ns) -> int:
 
 def _fit_kernels(ns) -> int:
     """`workbench calibrate fit-kernels --tables DIR`: surfaces -> workbench/specs/kernels/."""
-    from pathlib import Path
-
     from .calibrate import kernel_fit
     out = Path(ns.out) if ns.out else kernel_fit.KERNELS_DIR
     classes = None
@@ -277,8 +266,6 @@ def _kernel_reference(ns) -> int:
     """`workbench calibrate kernel-repeatability --tables DIR` (two frameworks' tables of one
     library kernel against each other -> specs/kernels/repeatability.csv) and `kernel-roughness`
     (each table's points interpolated from their measured neighbours -> roughness.csv)."""
-    from pathlib import Path
-
     from .calibrate import kernel_repeatability, kernel_roughness
     if ns.calibrate_command == "kernel-repeatability":
         df, mod, default, need = (kernel_repeatability.repeatability(Path(ns.tables)), kernel_repeatability,
@@ -297,7 +284,11 @@ def _kernel_reference(ns) -> int:
 def _import_recipes(ns) -> int:
     """`workbench calibrate import-recipes --inferencex PATH` (calibrate/recipes.py)."""
     from .calibrate import recipes
-    print(f"wrote {recipes.write(recipes.import_recipes(ns.inferencex), ns.out)}")
+    wrote, warning = recipes.import_to(ns.inferencex, ns.out)  # --out checked before the history is read
+    if warning:
+        print(f"workbench: warning: {warning}", file=sys.stderr)
+    if wrote:
+        print(f"wrote {wrote}")
     return 0
 
 
@@ -353,7 +344,6 @@ def _sweep(ns, functions) -> int:
     """`workbench sweep SPEC.yaml --out FILE.nc [--force]`: the spec names a predict
     function, the axes (lists) and the fixed arguments; the result goes to FILE with units
     and provenance. An existing FILE is replaced only with --force, the spec never."""
-    from pathlib import Path
     from . import sweep
     from .specs._base import read_yaml
     spec = read_yaml(Path(ns.spec), arg="spec")  # unreadable, not UTF-8, not YAML, not a mapping: InputError
@@ -371,9 +361,15 @@ def _sweep(ns, functions) -> int:
     axes = spec.get("axes") or {}
     if not axes:
         raise InputError("axes={} is not allowed; allowed: a mapping of argument -> list of values")
-    ds = sweep.evaluate(getattr(predict, name), sweep.grid(**axes), fixed=spec.get("fixed") or {},
-                        variables=spec.get("variables"), memory_budget_bytes=spec.get("memory_budget_bytes", 1e9),
-                        scheduler=ns.scheduler, out=ns.out, progress=ns.progress)
+    try:  # the folder passed sweep.check_out's access test, yet a write there can fail (/proc, a full disk)
+        ds = sweep.evaluate(getattr(predict, name), sweep.grid(**axes), fixed=spec.get("fixed") or {},
+                            variables=spec.get("variables"), memory_budget_bytes=spec.get("memory_budget_bytes", 1e9),
+                            scheduler=ns.scheduler, out=ns.out, progress=ns.progress)
+    except OSError as e:  # one beside --out (the parts folder, the file): else not ours to explain
+        folder = str(Path(ns.out).absolute().parent)
+        if e.filename is None or os.path.abspath(os.fsdecode(e.filename)).startswith(folder):
+            raise InputError(f"out={ns.out!r} cannot be written: {e.strerror or e}") from None
+        raise
     print(f"wrote {ns.out}: {dict(ds.sizes)}, {len(ds.data_vars)} variables")
     ds.close()
     return 0
@@ -397,6 +393,7 @@ def demo() -> int:
 
 def parser(table: dict) -> argparse.ArgumentParser:
     p = _Parser(prog="workbench", description=__doc__.split("\n")[0])
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     pr = sub.add_parser("predict", help="predict one configuration or a sweep")
     psub = pr.add_subparsers(dest="kind", required=True)
@@ -427,8 +424,10 @@ def parser(table: dict) -> argparse.ArgumentParser:
     sub.add_parser("demo", help="print the demo prediction table")
     mb = sub.add_parser("microbench", help="run kernel microbenchmarks (needs PyTorch) into a netCDF file")
     mb.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    mb.add_argument("--quick", action="store_true", help="small sizes")
-    mb.add_argument("--out", required=True)
+    mb.add_argument("--quick", action="store_true", help="small sizes, a few repetitions (seconds on a CPU); "
+                    "default: the full sweep of sizes (microbench.PLANS)")
+    mb.add_argument("--out", required=True, help="netCDF file to write (.nc, in a writable folder)")
+    mb.add_argument("--force", action="store_true", help="replace --out if it exists")
     cal = sub.add_parser("calibrate", help="import measured kernel tables into the measurement schema")
     csub = cal.add_subparsers(dest="calibrate_command", required=True)
     ik = csub.add_parser("import-kernels", help="kernel tables of a public source -> <out>/<gpu>-<framework>.nc")
@@ -463,33 +462,58 @@ def parser(table: dict) -> argparse.ArgumentParser:
     return p
 
 
+def _command(ns, table) -> int:
+    if ns.command == "predict":
+        return _predict(ns.kind, table[ns.kind], ns)
+    if ns.command == "calibrate":
+        return {"fit-kernels": _fit_kernels, "fit-serving": _fit_serving, "import-recipes": _import_recipes,
+                "kernel-repeatability": _kernel_reference,
+                "kernel-roughness": _kernel_reference}.get(ns.calibrate_command, _import_kernels)(ns)
+    if ns.command == "microbench":  # it checks --out before anything runs; the full sweep unless --quick
+        from .microbench.__main__ import main as microbench_main
+        return microbench_main(["--device", ns.device, "--out", ns.out, "--quick" if ns.quick else "--full"]
+                               + (["--force"] if ns.force else []))
+    if ns.command == "run":
+        return _run(ns)
+    if ns.command == "report":
+        from .studies import rerender
+        print(rerender(ns.study, out_root=ns.out))
+        return 0
+    if ns.command == "sweep":
+        return _sweep(ns, tuple(table))
+    if ns.command == "list" and ns.what == "hardware" and ns.name:  # one, as `list models NAME`
+        spec = load_hardware(ns.name)  # unknown: one line listing the catalog
+        print(f"{spec.name}: {spec.vendor} {type(spec).__name__}; source: {spec.source}")
+        return 0
+    return list_command(ns) if ns.command == "list" else demo()
+
+
+def _interrupted(ns) -> str:
+    """What a Ctrl-C left: a sweep to .nc, microbench, import-recipes, a study write aside and rename at the end."""
+    cmd, out = getattr(ns, "command", None), str(getattr(ns, "out", None) or "")
+    if cmd == "report" or getattr(ns, "calibrate_command", "import-recipes") != "import-recipes" or (
+            cmd == "sweep" and out.rstrip("/").endswith(".zarr")):
+        return "an output in progress may be incomplete"
+    return "the study in progress was not written" if cmd == "run" else "nothing written"
+
+
 def main(argv=None) -> int:
-    table = signature_table()
+    """Exit 2 with one line on bad input, 130 on Ctrl-C, 141 when stdout's reader has gone (`| head`)."""
+    table, ns = signature_table(), None
     try:
         ns = parser(table).parse_args(argv)
-        if ns.command == "predict":
-            return _predict(ns.kind, table[ns.kind], ns)
-        if ns.command == "calibrate":
-            return {"fit-kernels": _fit_kernels, "fit-serving": _fit_serving, "import-recipes": _import_recipes,
-                    "kernel-repeatability": _kernel_reference,
-                    "kernel-roughness": _kernel_reference}.get(ns.calibrate_command, _import_kernels)(ns)
-        if ns.command == "microbench":
-            from .microbench.__main__ import main as microbench_main
-            return microbench_main(["--device", ns.device, "--out", ns.out] + (["--quick"] if ns.quick else []))
-        if ns.command == "run":
-            return _run(ns)
-        if ns.command == "report":
-            from .studies import rerender
-            print(rerender(ns.study, out_root=ns.out))
-            return 0
-        if ns.command == "sweep":
-            return _sweep(ns, tuple(table))
-        if ns.command == "list":
-            return list_command(ns)
-        return demo()
+        rc = _command(ns, table)
+        sys.stdout.flush()  # a closed pipe shows here, inside the try
+        return rc
     except InputError as e:
         print(f"workbench: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"workbench: interrupted; {_interrupted(ns)}", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the Python docs' recipe (signal module): stdout to devnull, no second error at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

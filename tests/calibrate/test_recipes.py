@@ -358,3 +358,38 @@ def test_synthetic_acceptance_length_and_the_acceptance_that_gives_it():
     assert float(expected_tokens_per_step(acceptance=cfg["acceptance"], draft_len=3)) == pytest.approx(2.49)
     # the new schema's DEP8 prefill (tp 1, ep 8, dp-attn): 8 GPUs per worker
     assert (cfg["prefill_tp"], cfg["prefill_attention_dp"], cfg["prefill_ep"]) == (1, 8, 8)
+
+
+def test_import_recipes_writes_only_its_own_csv(tmp_path, capsys):
+    """--out replaced any file (a user's notes.txt became a header-only CSV, exit 0) and a folder
+    raised IsADirectoryError: refused in one line before the history is read; a history without
+    deployments is a warning, and an empty import replaces no earlier CSV."""
+    repo = tmp_path / "ix"
+    (repo / "configs").mkdir(parents=True)
+    (repo / "configs" / "nvidia-master.yaml").write_text("{}\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "empty"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=env)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    (tmp_path / "file").write_text("")
+    for out, said in ((notes, "exists and was not written by import-recipes"), (tmp_path, "is a folder"),
+                      (tmp_path / "file" / "d.csv", "cannot be written")):
+        assert main(["calibrate", "import-recipes", "--inferencex", str(repo), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"out={str(out)!r} {said}" in err and len(err.strip().splitlines()) == 1, err
+    assert notes.read_text() == "my notes\n"
+    out = tmp_path / "d.csv"
+    assert main(["calibrate", "import-recipes", "--inferencex", str(repo), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("workbench: warning: ") and "no deployments" in err and len(err.splitlines()) == 1
+    assert recipes.load(out).empty and list(recipes.load(out).columns) == list(recipes.COLUMNS)
+    full = tmp_path / "full"
+    subprocess.run(["git", "init", "-q", str(full)], check=True)
+    _commit(full, yaml.safe_dump({"dsr1-fp8-b200-dynamo-trt": ENTRY}), "2026-03-01T12:00:00+00:00")
+    assert main(["calibrate", "import-recipes", "--inferencex", str(full), "--out", str(out)]) == 0  # its own CSV
+    assert len(recipes.load(out)) == 3 and capsys.readouterr().err == ""
+    before = out.read_text()
+    assert main(["calibrate", "import-recipes", "--inferencex", str(repo), "--out", str(out)]) == 0
+    assert "kept as it was" in capsys.readouterr().err and out.read_text() == before

@@ -99,3 +99,59 @@ def test_moe_rows_and_files_written_before_the_moe_columns(tmp_path):
                                                                               "dtype", "kv_dtype", "metric", "source")})
     back = load(tmp_path / "old.nc")
     assert np.isnan(float(back["top_k"][0])) and str(back["kind"].values[0]) == "moe"
+
+
+@pytest.fixture
+def fake_run(monkeypatch):
+    """microbench.run replaced (no torch here): the `workbench microbench` path around it."""
+    calls = []
+
+    def run(**kwargs):
+        calls.append(kwargs)
+        return to_dataset(_records(), {"device_name": "fake", "quick": int(kwargs["quick"])})
+    monkeypatch.setattr(cli, "run", run)
+    return calls
+
+
+def test_workbench_microbench_checks_out_before_it_runs(tmp_path, capsys, fake_run):
+    """--out was checked after the whole run (a folder: a PermissionError traceback) and an
+    existing file was silently replaced: one line and exit 2 before anything runs; --force
+    replaces a file."""
+    from workbench.cli import main
+    notes = tmp_path / "notes.nc"
+    notes.write_text("mine")
+    (tmp_path / "folder.nc").mkdir()
+    for out, said in ((notes, "exists; allowed: a new path, or --force"), (tmp_path / "folder.nc", "is a folder"),
+                      (tmp_path / "a.txt", "allowed: a .nc file path"),
+                      (tmp_path / "no" / "a.nc", "cannot be written")):
+        assert main(["microbench", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"out={str(out)!r}" in err and said in err and len(err.strip().splitlines()) == 1, err
+    assert fake_run == [] and notes.read_text() == "mine"
+    assert main(["microbench", "--out", str(notes), "--force"]) == 0
+    assert load(notes).sizes["measurement"] == 3
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["folder.nc", "notes.nc"]  # no temporary file left
+
+
+def test_workbench_microbench_runs_the_full_sweep_unless_quick(tmp_path, capsys, fake_run):
+    """--quick did nothing (every run was quick): the full sweep by default, --quick the small one."""
+    from workbench.cli import main
+    assert main(["microbench", "--out", str(tmp_path / "full.nc")]) == 0
+    assert main(["microbench", "--quick", "--out", str(tmp_path / "quick.nc")]) == 0
+    assert [c["quick"] for c in fake_run] == [False, True]
+    with pytest.raises(SystemExit):
+        main(["microbench", "--help"])
+    assert "default: the full sweep" in capsys.readouterr().out
+
+
+def test_a_failed_write_leaves_the_old_file_whole(tmp_path, capsys, fake_run, monkeypatch):
+    out = tmp_path / "old.nc"
+    out.write_text("an earlier file")
+
+    def full_disk(ds, path):
+        open(path, "w").write("part")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(cli, "save", full_disk)
+    assert cli.main(["--out", str(out), "--force"]) == 2
+    assert "cannot be written: No space left on device" in capsys.readouterr().err
+    assert out.read_text() == "an earlier file" and [f.name for f in tmp_path.iterdir()] == ["old.nc"]

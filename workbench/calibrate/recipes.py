@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -63,6 +64,7 @@ POOL = ("workers", "tp", "ep", "dp_attention")
 DEPLOYMENT = ("spec_decoding", "draft_len", *(f"{p}_{k}" for p in ("prefill", "decode") for k in POOL))
 KEY = ("config", "mode", "model", "precision", "gpu", "framework", "image_tag", "isl", "osl", "concurrency",
        *DEPLOYMENT, "decode_max_batch", "acceptance_length", "decode_kv", "pools_from_nodes")
+COLUMNS = (*KEY, "first_commit", "first_date", "until_date")  # the CSV's first line, which marks it as written here
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -329,15 +331,58 @@ def import_recipes(repo: Path | str) -> pd.DataFrame:
             open_[key] = dict(first_commit=sha, first_date=when.date().isoformat())
     rows += [dict(zip(KEY, key), **v, until_date="") for key, v in open_.items()]
     # every column in the order: the same history writes the same file
-    return pd.DataFrame(rows, columns=[*KEY, "first_commit", "first_date", "until_date"]).sort_values(
+    return pd.DataFrame(rows, columns=list(COLUMNS)).sort_values(
         ["config", "isl", "osl", "concurrency", "first_date", *KEY]).reset_index(drop=True)
 
 
+def check_out(out: Path | str | None = None) -> Path:
+    """The CSV to write (default RECIPES_CSV): a new file, or one import-recipes wrote (its
+    first line is COLUMNS), as kernel_repeatability.write_owned asks; never a folder.
+    Checked before the history is read."""
+    path = Path(out) if out else RECIPES_CSV
+    if path.is_dir():
+        raise InputError(f"out={str(path)!r} is a folder; allowed: a CSV file path")
+    if path.exists() or path.is_symlink():
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                owned = f.readline().rstrip("\r\n") == ",".join(COLUMNS)
+        except OSError:
+            owned = False
+        if not owned:
+            raise InputError(f"out={str(path)!r} exists and was not written by import-recipes; allowed: a new "
+                             "path or an earlier CSV of import-recipes")
+    return path
+
+
 def write(df: pd.DataFrame, out: Path | str | None = None) -> Path:
-    out = Path(out) if out else RECIPES_CSV
-    out.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out, index=False)
+    """Write the deployments to `out` (check_out: only over a CSV import-recipes wrote),
+    beside it first and renamed over it, so a failed write leaves the old file whole."""
+    out = check_out(out)
+    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(tmp, index=False)
+        tmp.replace(out)
+    except OSError as e:
+        raise InputError(f"out={str(out)!r} cannot be written: {e.strerror or e}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
     return out
+
+
+def import_to(repo: Path | str, out: Path | str | None = None) -> tuple[Path | None, str]:
+    """`workbench calibrate import-recipes`: import_recipes(repo) written to `out` (checked
+    first, check_out) -> (the path written or None, a warning or ""). A history without
+    deployments writes a header-only CSV where none was, and replaces no earlier one."""
+    path = check_out(out)
+    df = import_recipes(repo)
+    if not df.empty:
+        return write(df, path), ""
+    warning = f"inferencex={str(repo)!r} holds no deployments in its {' or '.join(CONFIG_PATHS)}"
+    if path.exists():
+        return None, f"{warning}; out={str(path)!r} kept as it was"
+    return write(df, path), f"{warning}; wrote a CSV without rows"
 
 
 def load(path: Path = RECIPES_CSV) -> pd.DataFrame:
