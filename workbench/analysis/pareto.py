@@ -125,19 +125,27 @@ def _groups(dims: tuple, over, by) -> tuple[list, list]:
     return [d for d in dims if d in over_l], [d for d in dims if d in by_l]
 
 
-def _mask(ds: xr.Dataset, where, template: xr.DataArray) -> xr.DataArray:
-    if where is None:
-        return xr.ones_like(template, dtype=bool)
-    if isinstance(where, str):
+def where_variable(ds: xr.Dataset, where, forms: str) -> xr.DataArray:
+    """`where` given as a boolean variable's name or a boolean DataArray, checked (pareto's and
+    scaling's); `forms` names what the caller allows."""
+    named = isinstance(where, str)
+    if named:
         if where not in ds.data_vars:
             raise InputError(f"where={where!r} is not a variable of the dataset; allowed: "
                              f"{', '.join(map(str, ds.data_vars))}")
         where = ds[where]
-    if not isinstance(where, xr.DataArray):
-        raise InputError(f"where={type(where).__name__} is not allowed; allowed: a boolean DataArray "
-                         "or the name of a boolean variable")
+    elif not isinstance(where, xr.DataArray):
+        raise InputError(f"where={type(where).__name__} is not allowed; allowed: {forms}")
     if where.dtype != bool:
-        raise InputError(f"where has dtype {where.dtype}; allowed: bool (e.g. ds.fits)")
+        said = f"={where.name!r}" if named else ""
+        raise InputError(f"where{said} has dtype {where.dtype}; allowed: booleans (True: a point to use, e.g. fits)")
+    return where
+
+
+def _mask(ds: xr.Dataset, where, template: xr.DataArray) -> xr.DataArray:
+    if where is None:
+        return xr.ones_like(template, dtype=bool)
+    where = where_variable(ds, where, "a boolean DataArray or the name of a boolean variable")
     extra = [d for d in where.dims if d not in template.dims]
     if extra:
         raise InputError(f"where has dimension {extra[0]!r}, which the objectives do not have; allowed: "

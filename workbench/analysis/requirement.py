@@ -69,11 +69,8 @@ def requirement(fn, *, metric: str, target: float, knob: str, span: float = 64.0
     if not np.isscalar(target) or not np.isfinite(target) or target <= 0:
         raise InputError(f"target={brief(target)} is not allowed; allowed: one positive number in the metric's units")
     hardware, table, given, counts = knob_table(call)
-    base = knob_value(knob, hardware, table, given, "to bracket")
+    base = knob_value(knob, hardware, table, given, "to bracket", counts)
     count = knob in counts  # a count: the bracket's ends and every value tried are integers
-    if count and float(base) != np.round(base):
-        raise InputError(f"knob {knob!r} = {base:g} on {hardware!r} is not allowed; allowed: an integer (it is "
-                         "a count)")
 
     def value(log_x):  # the knob's value at log(knob) = log_x
         return np.round(np.exp(log_x)) if count else np.exp(log_x)

@@ -16,6 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from ..errors import InputError
+from .pareto import where_variable
 
 
 def scaling(ds: xr.Dataset, var: str, dim: str, tail: float = 0.3, where=None) -> xr.Dataset:
@@ -95,18 +96,10 @@ def _kept(ds: xr.Dataset, da: xr.DataArray, where, dim: str) -> tuple[xr.DataArr
         where, text = ds["fits"], "fits"
     elif where is True:
         return xr.ones_like(da, dtype=bool), "every point"
-    elif isinstance(where, str):
-        if where not in ds.data_vars:
-            raise InputError(f"where={where!r} is not a variable of the dataset; allowed: a boolean variable, e.g. "
-                             f"fits, a boolean DataArray, True (every point) or None (fits where the dataset has it)")
-        where, text = ds[where], where
-    elif isinstance(where, xr.DataArray):
-        text = str(where.name or "the where array")
     else:
-        raise InputError(f"where={type(where).__name__} is not allowed; allowed: None (fits where the dataset has "
-                         "it), True (every point), a boolean variable's name or a boolean DataArray")
-    if where.dtype != bool:
-        raise InputError(f"where={text!r} has dtype {where.dtype}; allowed: booleans (True: a point the fit may use)")
+        text = where if isinstance(where, str) else str(getattr(where, "name", None) or "the where array")
+        where = where_variable(ds, where, "None (fits where the dataset has it), True (every point), a boolean "
+                                          "variable's name or a boolean DataArray")
     extra = [d for d in where.dims if d not in da.dims]
     if extra:
         where = where.all(extra)

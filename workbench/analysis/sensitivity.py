@@ -72,8 +72,9 @@ def numeric_outputs(ds) -> list[str]:
     return [str(v) for v in ds.data_vars if np.issubdtype(ds[v].dtype, np.number)]
 
 
-def knob_value(knob: str, hardware: str, table: dict, given: dict, purpose: str) -> float:
-    """The knob's value in the call (its override, else the spec's): one positive number."""
+def knob_value(knob: str, hardware: str, table: dict, given: dict, purpose: str, counts=()) -> float:
+    """The knob's value in the call (its override, else the spec's): one positive number, a
+    whole one for a knob among `counts` (integer_knobs)."""
     if not isinstance(knob, str):
         raise InputError(f"knob={brief(knob)} is not allowed; allowed: one knob name of {hardware!r}, e.g. "
                          f"{next(iter(table))!r}")
@@ -84,6 +85,9 @@ def knob_value(knob: str, hardware: str, table: dict, given: dict, purpose: str)
     if np.ndim(base) or not np.isfinite(base) or base <= 0:
         raise InputError(f"knob {knob!r} = {brief(base)} on {hardware!r} is not allowed; allowed: a positive scalar "
                          f"{purpose}")
+    if knob in counts and float(base) != np.round(base):
+        raise InputError(f"knob {knob!r} = {base:g} on {hardware!r} is not allowed; allowed: an integer (it is "
+                         "a count)")
     return base
 
 
@@ -99,10 +103,7 @@ def sensitivity(fn, *, knobs, rel_step: float = 0.02, metrics=None, **call) -> x
         raise InputError("knobs=[] is not allowed; allowed: one or more of " + ", ".join(table))
     parts = []
     for knob in knobs:
-        base = knob_value(knob, hardware, table, given, "to move about")
-        if knob in counts and float(base) != np.round(base):
-            raise InputError(f"knob {knob!r} = {base:g} on {hardware!r} is not allowed; allowed: an integer (it is "
-                             "a count)")
+        base = knob_value(knob, hardware, table, given, "to move about", counts)
         moved = list(integer_ends(float(base), rel_step)) if knob in counts else \
             [base * (1.0 - rel_step), base * (1.0 + rel_step)]
         ds = fn(**call, hardware_overrides={**given, knob: moved})

@@ -240,8 +240,8 @@ def mark_points(ax, xs, ys, ok, color, x_now=None) -> None:
                    lw=0.6, zorder=4, **at)
 
 
-def _sweep_figure(ds, s, control, metrics, current: dict | None = None) -> Figure:
-    current = current or {str(h): s[control] for h in ds.hardware.values}
+def _sweep_figure(ds, s, control, metrics, current: dict) -> Figure:
+    """`current`: hardware -> the control's value at the state's point (current_points)."""
     fig = _fixed(Figure(), size=(6.0, 4.6), left=0.6, bottom=0.62, top=0.45)
     axes = fig.subplots(len(metrics), 1, sharex=True)
     fig.subplots_adjust(hspace=0.3)
@@ -274,8 +274,8 @@ def _sweep_figure(ds, s, control, metrics, current: dict | None = None) -> Figur
     return fig
 
 
-def _pareto_figure(ds, s, control, metric_x, metric_y, current: dict | None = None) -> Figure:
-    current = current or {str(h): s[control] for h in ds.hardware.values}
+def _pareto_figure(ds, s, control, metric_x, metric_y, current: dict) -> Figure:
+    """`current` as _sweep_figure's."""
     goals = {"minimize": [], "maximize": []}
     for m in dict.fromkeys((metric_x, metric_y)):
         goals["minimize" if METRICS[m][0] == "min" else "maximize"].append(m)
