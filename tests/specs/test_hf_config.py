@@ -198,7 +198,7 @@ def test_the_tie_default_is_the_family_s():
 
 
 @pytest.mark.parametrize("key,value", [("num_hidden_layers", True), ("vocab_size", 1.5), ("hidden_size", "4096"),
-                                       ("num_key_value_heads", -8)])
+                                       ("num_key_value_heads", -8), ("intermediate_size_mlp", 128.7)])
 def test_a_count_that_is_not_a_whole_number_is_refused(key, value):
     """A config.json count or width that is not a whole number is refused naming it, as a model
     YAML's is (int() had read true as one layer, 1.5 as a vocabulary of one); 32.0 is 32."""

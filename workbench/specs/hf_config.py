@@ -14,20 +14,9 @@ from __future__ import annotations
 
 from ..errors import InputError, brief
 from ._base import SpecError
-from .hf_names import FAMILIES, check_counts, family_defaults
+from .hf_names import (_DENSE_FF, _EXPERTS, _KEYS, _SHARED_FF, _TOP_K, FAMILIES, check_counts,
+                       family_defaults)
 
-# ModelSpec field <- the first config.json key present.
-_KEYS = {
-    "n_layers": ("num_hidden_layers", "n_layer", "num_layers"),
-    "d_model": ("hidden_size", "n_embd", "d_model"),
-    "n_heads": ("num_attention_heads", "n_head"),
-    "vocab_size": ("vocab_size",),
-}
-_EXPERTS = ("num_local_experts", "n_routed_experts", "num_experts")
-_TOP_K = ("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts")
-# width of the dense-MLP layers: Llama-4 and MiniMax-M3 name it apart from the expert width
-_DENSE_FF = ("intermediate_size_mlp", "dense_intermediate_size", "intermediate_size", "n_inner", "ffn_dim")
-_SHARED_FF = ("shared_intermediate_size", "share_expert_dim", "shared_expert_intermediate_size")
 _ATTENTION_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
 # model_type of the families whose linear_attention layers are Gated DeltaNet (transformers'
 # Qwen3NextGatedDeltaNet, Qwen3.5's Qwen3_5GatedDeltaNet)

@@ -42,7 +42,6 @@ VARIANT_WORDS = POST_TRAINING | FORMAT_WORDS
 # the size or a post-training word it is a release's version, kept (Mistral-7B-Instruct-v0.1 / v0.2 /
 # v0.3 differ in window and vocabulary); before the size, the model's own (DeepSeek-V3, -V3.1)
 PACK_VERSION = re.compile(r"^v\d+(\.\d+)?$")
-SIZE_WORD = re.compile(r"^(\d+x)?\d+(\.\d+)?[bm]$")  # 8b, 0.6b, 8x7b, 235b
 
 
 def _all_in(word: str, words: frozenset) -> bool:
@@ -112,12 +111,24 @@ def family_defaults(cfg: dict, prov: dict) -> dict:
     return out
 
 
-# config.json keys that hold counts or widths (a transformers config writes them as integers)
-COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "hidden_size", "n_embd", "d_model", "num_attention_heads",
-              "n_head", "num_key_value_heads", "head_dim", "intermediate_size", "moe_intermediate_size", "vocab_size",
-              "num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "n_shared_experts",
-              "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-              "first_k_dense_replace", "max_position_embeddings", "sliding_window")
+# ModelSpec field <- the first config.json key present.
+_KEYS = {
+    "n_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "d_model": ("hidden_size", "n_embd", "d_model"),
+    "n_heads": ("num_attention_heads", "n_head"),
+    "vocab_size": ("vocab_size",),
+}
+_EXPERTS = ("num_local_experts", "n_routed_experts", "num_experts")
+_TOP_K = ("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts")
+# width of the dense-MLP layers: Llama-4 and MiniMax-M3 name it apart from the expert width
+_DENSE_FF = ("intermediate_size_mlp", "dense_intermediate_size", "intermediate_size", "n_inner", "ffn_dim")
+_SHARED_FF = ("shared_intermediate_size", "share_expert_dim", "shared_expert_intermediate_size")
+# config.json keys that hold counts or widths (a transformers config writes them as integers):
+# those above and the others hf_config reads as counts
+COUNT_KEYS = (*sum(_KEYS.values(), ()), *_EXPERTS, *_TOP_K, *_DENSE_FF, *_SHARED_FF,
+              "moe_shared_expert_intermediate_size", "num_key_value_heads", "head_dim", "moe_intermediate_size",
+              "n_shared_experts", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "first_k_dense_replace",
+              "max_position_embeddings", "sliding_window")
 
 
 def check_counts(cfg: dict, origin: str) -> None:
