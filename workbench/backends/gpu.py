@@ -227,8 +227,8 @@ class GpuBackend:
         problems = layout.problems(model, phase="inference") + context_problems(model, prompt=prompt,
                                                                                 generate=generate) + sparse_problems
         if draft_model is not None:
-            from ..workloads.speculative import draft_for, draft_problems
-            problems += draft_problems(model, draft_for(model, draft_model), draft_len)
+            from ..workloads.speculative import draft_problems
+            problems += draft_problems(model, draft_model, draft_len)  # a head ("mtp", "eagle") shares the tokenizer
         return flag_problems(r, problems)
 
     @staticmethod

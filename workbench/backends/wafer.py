@@ -333,9 +333,8 @@ class WaferBackend:
              "comm_s": comm / w.clock_hz, "flops": flops, "pe_grid": P + 0.0 * t, "fits": fits, "reason": reason,
              "bound": bound, "kernel": np.where(use_gemv, "mesh_gemv", "mesh_gemm").astype(object),
              "pe_memory_used_bytes": np.where(use_gemv, gv_bytes, gm_bytes) + 0.0 * t}
-        r = {key: np.where(fits, v, np.nan) if key in ("time_s", "flops_per_s", "compute_s", "comm_s") else v
-             for key, v in r.items()}
-        return flag_problems(r, _grid_problems(w, pe_grid=pe_grid))
+        from ..workloads.wafer_inference import no_times_where
+        return flag_problems(no_times_where(r, ~fits), _grid_problems(w, pe_grid=pe_grid))
 
     def attention(self, w, **_):
         raise InputError(f"predict.attention on {w.label!r} is not modelled; allowed: a GPU (wafer attention "

@@ -305,9 +305,9 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
     # a latent cache (MLA) runs its own kernels, which the tables read here do not cover
     latent = bool(np.any(np.asarray(kv_elements_per_token) != np.asarray(n_kv_heads * (head_dim + v_head_dim))))
 
-    def run(w):  # the kernel over the cache with window w: the framework's surface for it, or the analytical one
+    def run(w, keys=cache):  # the kernel over `keys` cached with window w: the framework's surface, or analytical
         grid, fixed_s = (None, 0.0) if latent else _fitted(hw, "decode_attention", dtype, kv_bytes, w)
-        return _windowed_decode(cache=cache, window=w, grid=grid, fixed_s=fixed_s, hw=hw, batch=batch, n_heads=n_heads,
+        return _windowed_decode(cache=keys, window=w, grid=grid, fixed_s=fixed_s, hw=hw, batch=batch, n_heads=n_heads,
                                 head_dim=head_dim, n_kv_heads=n_kv_heads, v_head_dim=v_head_dim,
                                 kv_elements_per_token=kv_elements_per_token, dtype=dtype, kv_bytes=kv_bytes)
     windowed = np.any(np.asarray(window) > 0) and not latent and \
@@ -321,11 +321,7 @@ def attention_decode(*, hw: GpuNumbers, batch, context, n_heads, head_dim, n_kv_
         # without a window over the window's keys (Gemma-4-31B's 16 x 256 sliding heads on
         # H200 under TensorRT-LLM: the windowed surface took 0.30 ms at 65k cached keys,
         # reading every key 0.30 ms, 1,024 keys 18 us)
-        plain, plain_fixed_s = _fitted(hw, "decode_attention", dtype, kv_bytes)
-        recent = _windowed_decode(cache=where(binds, np.minimum(cache, window), cache), window=0.0, grid=plain,
-                                  fixed_s=plain_fixed_s, hw=hw, batch=batch, n_heads=n_heads, head_dim=head_dim,
-                                  n_kv_heads=n_kv_heads, v_head_dim=v_head_dim,
-                                  kv_elements_per_token=kv_elements_per_token, dtype=dtype, kv_bytes=kv_bytes)
+        recent = run(0.0, where(binds, window, cache))  # the plain kernel over the window's keys
         return _decode_where_binds(binds, run(where(binds, window, 0.0)), run(0.0), recent)
     return run(window)
 
@@ -346,8 +342,7 @@ def _decode_where_binds(binds, windowed: dict, full: dict, recent: dict) -> dict
     shapes) the kernel without a window over the window's `recent` keys; elsewhere
     attention without the window."""
     slower = windowed["time_s"] > full["time_s"]
-    out = {k: where(binds & slower, recent[k], windowed[k]) for k in full}
-    return {k: where(binds, out[k], full[k]) for k in full}
+    return {k: where(binds, where(slower, recent[k], windowed[k]), full[k]) for k in full}
 
 
 def _windowed_decode(*, cache, window, grid, fixed_s, hw, batch, n_heads, head_dim, n_kv_heads, v_head_dim,

@@ -290,7 +290,10 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
     k = np.asarray(draft_len, float) if draft is not None else 0.0
     tokens_per_step = expected_tokens_per_step(acceptance=acceptance, draft_len=k)  # per decoding sequence
     steps = (generate - 1.0) / tokens_per_step  # iterations a request decodes its later tokens in
-    share = steps / (steps + n_prefill)  # of its life a request spends decoding
+    def decoding_share(backlog=0.0):
+        """Of its life a request spends decoding (its prefill and its wait for a prefill backlog the rest)."""
+        return steps / (steps + n_prefill + backlog)
+    share = decoding_share()
     decoding = 1.0 + (r - 1.0) * share  # in a decode iteration of the tagged request: it and the others
     # The replicas whose prefills stall a request's decoding: an MoE model's attention-DP replicas
     # step in lockstep (their MoE layers exchange tokens every iteration) unless the balancer
@@ -364,8 +367,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
         # so fewer of the others decode beside a prefill: the share of their lives they decode
         interrupts = np.minimum(clumps - n_prefill, steps)
         backlog = np.maximum(clumps - n_prefill - steps, 0.0)
-        decoding_share = steps / (steps + n_prefill + backlog)
-        _, prefill_iter, prefill_seqs = step(np.maximum(r - clump / prompt, 0.0) * decoding_share, clump)
+        _, prefill_iter, prefill_seqs = step(np.maximum(r - clump / prompt, 0.0) * decoding_share(backlog), clump)
 
         def per_token(prefill_s, decode_s):
             return (interrupts * prefill_s + (steps - interrupts) * decode_s) / (generate - 1.0)
@@ -391,7 +393,7 @@ def _steady_state(*, hw, model, concurrency, prompt, generate, tp, attention_dp,
             # through the replica's iterations, none vanishes; lockstep replicas' backlogs
             # prefill side by side in the same iterations), so fewer of the others decode beside
             backlog = np.maximum((r - 1.0) / q * iters - steps, 0.0)
-            _, own_iter, own_seqs = step((r - 1.0) * steps / (steps + n_prefill + backlog), q * prompt / iters)
+            _, own_iter, own_seqs = step((r - 1.0) * decoding_share(backlog), q * prompt / iters)
             interrupts = np.minimum((lockstep_replicas * r - 1.0) / q * iters, steps)  # per_token reads it
             service_ttft = 0.5 * mean_iter * others + hold_iters * decode_iter + \
                 ((iters + n_prefill) / 2.0 + backlog) * own_iter

@@ -273,7 +273,6 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, expert_tp,
     # (members expert_tp·ep apart), which reduces its gradients and shards its ZeRO states
     # (Megatron-Core's expert_data_parallel group).
     expert_params = model.n_moe_layers * model.n_experts * model.expert_params
-    etp = expert_tp
     # the busiest stage: its share of the layers and, past one stage, the embedding (first
     # stage) or the output layer (last: with tied embeddings a copy, Megatron-Core's
     # shared_embedding), where a uniform split had spread them over every stage
@@ -281,14 +280,16 @@ def training(*, hw: GpuNumbers, model: ModelSpec, tp, pp, dp, cp, ep, expert_tp,
     dense_dev = layer_params / (tp * pp) + np.where(pp > 1, model.vocab_size * model.d_model,
                                                     model.embedding_params) / tp
     groups = (dense_dev, dp * cp, tp), \
-        (expert_params / (etp * pp * ep), tp * dp * cp / (etp * ep), etp * ep)  # (params a device, replicas, stride)
+        (expert_params / (expert_tp * pp * ep), tp * dp * cp / (expert_tp * ep), expert_tp * ep)  # (params, replicas,
+    # stride): a device's parameters of each group, its replicas and the rank distance between them
     params_dev = sum(g[0] for g in groups)
 
     def dp_op(op, bytes_per_param):
         return sum(np.where(n > 0, strided_collective(hw=hw, op=op, size=n * bytes_per_param, group=r,
                                                        stride=st)["time_s"], 0.0) for n, r, st in groups)
 
-    def sharded(bytes_per_param, shard_from):  # a part's bytes a device, sharded over the replicas from ZeRO stage shard_from
+    def sharded(bytes_per_param, shard_from):
+        """A part's bytes a device, sharded over the replicas from ZeRO stage shard_from."""
         return sum(n * bytes_per_param / np.where(zero >= shard_from, r, 1.0) for n, r, _ in groups)
     gather = dp_op("all_gather", WEIGHT_COMM_BYTES)
     reduce_scatter = dp_op("reduce_scatter", grad_b)

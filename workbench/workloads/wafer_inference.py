@@ -99,8 +99,8 @@ def placement(w: WaferNumbers, model: ModelSpec, *, P, devices, batch, tokens, g
                                   kv_bytes=kv_bytes, mapping=mapping, rows_in_flight=rows)
         row = activation_bytes_per_row(m, P=P)
         fixed = mem["total_bytes"] - mem["activation_bytes"]  # weights, cache, reserve (either region kind)
-        no_kv = np.maximum(mem["weights_bytes"], mem["expert_region_bytes"] - mem["activation_bytes"]
-                           - w.sram_reserved_per_pe_bytes) + mem["activation_bytes"] + w.sram_reserved_per_pe_bytes
+        no_kv = np.maximum(mem["weights_bytes"] + mem["activation_bytes"] + w.sram_reserved_per_pe_bytes,
+                           mem["expert_region_bytes"])
         free = w.usable_sram_per_pe_bytes - mem["activation_bytes"]
         head = lm_head_regions(m, P=P, free_per_pe=free, w_bytes=w_bytes)
         return mem, head, np.floor((sram - fixed) / row), no_kv <= sram
