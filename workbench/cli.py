@@ -366,8 +366,8 @@ def _sweep(ns, functions) -> int:
                             variables=spec.get("variables"), memory_budget_bytes=spec.get("memory_budget_bytes", 1e9),
                             scheduler=ns.scheduler, out=ns.out, progress=ns.progress)
     except OSError as e:  # one beside --out (the parts folder, the file): else not ours to explain
-        folder = str(Path(ns.out).absolute().parent)
-        if e.filename is None or os.path.abspath(os.fsdecode(e.filename)).startswith(folder):
+        folder = os.path.dirname(os.path.abspath(ns.out))  # '..' resolved; compared by path components
+        if e.filename is None or os.path.commonpath([os.path.abspath(os.fsdecode(e.filename)), folder]) == folder:
             raise InputError(f"out={ns.out!r} cannot be written: {e.strerror or e}") from None
         raise
     print(f"wrote {ns.out}: {dict(ds.sizes)}, {len(ds.data_vars)} variables")

@@ -430,7 +430,7 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
     forward_s + backward_s + recompute_s + weight_streaming_exposed_s + optimizer_s +
     step_fixed_s + layer_stream_latency_s; `micro_batch`, `n_micro_batches` and `pe_grid` report
     the layout chosen."""
-    from .workloads.training import PRECISIONS, RECOMPUTE
+    from .workloads.training import GRAD_BYTES, PRECISIONS, RECOMPUTE
     hw_axis, specs = _hardware_axis(hardware)
     framework = _check_framework(framework, specs, default="spec")
     check_choice("precision", values_of(precision), PRECISIONS)
@@ -450,7 +450,7 @@ def training(*, hardware, model, devices=None, tp=1, pp=1, dp=None, cp=1, ep=1, 
         if v is not None:
             check_positive(arg, v, integer=True)
     if grad_bytes_per_param is not None:
-        check_choice("grad_bytes_per_param", values_of(grad_bytes_per_param), (2, 4))
+        check_choice("grad_bytes_per_param", grad_bytes_per_param, GRAD_BYTES)
     if moe_host_s_per_local_expert is not None:
         check_range("moe_host_s_per_local_expert", moe_host_s_per_local_expert, low=0.0, high=np.inf, allowed="seconds >= 0")
     for name, spec in specs.items():

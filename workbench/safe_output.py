@@ -90,20 +90,26 @@ def foreign_files(folder: Path) -> list[str]:
         return []
     if not folder.is_dir():
         return [folder.name]
-    present = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST}
+    return sorted(_present(folder) - _owned(folder))
+
+
+def _present(folder: Path) -> set:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST}
+
+
+def _owned(folder: Path) -> set:
+    """The files the workbench vouches for in `folder`: its manifest's, or a pre-manifest run's."""
     manifest = folder / MANIFEST
     if manifest.exists():
         try:
-            owned = set(json.loads(manifest.read_text())["files"])
+            return set(json.loads(manifest.read_text())["files"])
         except (OSError, ValueError, KeyError, TypeError):
-            owned = set()  # a corrupt manifest vouches for nothing
-    else:
-        try:
-            legacy = json.loads((folder / "run.json").read_text()).get("study") == folder.name
-        except (OSError, ValueError, AttributeError):
-            legacy = False
-        owned = legacy_outputs(folder.name) if legacy else set()
-    return sorted(present - owned)
+            return set()  # a corrupt manifest vouches for nothing
+    try:
+        legacy = json.loads((folder / "run.json").read_text()).get("study") == folder.name
+    except (OSError, ValueError, AttributeError):
+        legacy = False
+    return legacy_outputs(folder.name) if legacy else set()
 
 
 def check_replaceable(folder: Path, *, force: bool) -> None:
@@ -128,7 +134,7 @@ def private_folder(root: Path, name: str) -> Path:
 
 def write_manifest(folder: Path) -> None:
     """The manifest of a folder the runner built privately: every file in it is the workbench's."""
-    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    files = sorted(_present(folder))
     (folder / MANIFEST).write_text(json.dumps({"created_by": "workbench", "files": files}, indent=1))
 
 
@@ -140,8 +146,7 @@ def add_to_manifest(folder: Path, written) -> None:
     manifest = folder / MANIFEST
     if not manifest.exists():
         return
-    present = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST}
-    owned = present - set(foreign_files(folder))
+    owned = _present(folder) & _owned(folder)
     owned |= {str(Path(w).resolve().relative_to(folder.resolve())) for w in written if w is not None}
     manifest.write_text(json.dumps({"created_by": "workbench", "files": sorted(owned)}, indent=1))
 

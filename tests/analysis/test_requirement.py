@@ -153,8 +153,9 @@ def test_an_integer_knob_is_searched_over_integers():
         assert (tpot <= 0.011) == meets
     wafer = dict(hardware="cs3", model="llama_3_1_8b", devices=1, batch=1, prompt=2048, generate=128, weights="fp16")
     target = 0.95 * float(predict.inference(**wafer).tpot_s)
-    w = float(analysis.requirement(predict.inference, metric="tpot_s", target=target, knob="mesh_width",
-                                   **wafer).required)
+    req_w = analysis.requirement(predict.inference, metric="tpot_s", target=target, knob="mesh_width", **wafer)
+    w = float(req_w.required)
+    assert req_w.attrs["knob_value"] == 757  # CS-3's program columns (specs/hardware/wse3.yaml program_cols)
     assert w == int(w) and w > 757
     at, short = (float(predict.inference(**wafer, hardware_overrides={"mesh_width": v}).tpot_s) for v in (w, w - 1))
     assert at <= target < short

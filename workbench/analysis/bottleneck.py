@@ -61,14 +61,14 @@ def bottleneck(ds: xr.Dataset, phase: str = "decode") -> xr.Dataset:
     by_class = bool(set(classes) & set(KERNELS))
     out = xr.Dataset()
     if resources:
-        out = _shares(ds, phase, {r: _seconds(ds, f"{phase}_{r}_s") for r in resources}, suffix="_share",
+        out = _shares(phase, {r: _seconds(ds, f"{phase}_{r}_s") for r in resources}, suffix="_share",
                       dominant="dominant", total="total_s", what="resource")
     if by_class:
         times = {c: _seconds(ds, f"{phase}_{c}_s") for c in classes}
         if f"{phase}_iteration_s" in ds.data_vars:
             times.update(_step_rest(ds, phase, times))
         classes = list(times)
-        out.update(_shares(ds, phase, times, suffix="_class_share", dominant="dominant_class",
+        out.update(_shares(phase, times, suffix="_class_share", dominant="dominant_class",
                            total="class_total_s", what="operation class"))
     out.attrs = {**ds.attrs, "phase": phase, "resources": ", ".join(resources),
                  "classes": ", ".join(classes) if by_class else ""}
@@ -102,8 +102,7 @@ def _phases(ds: xr.Dataset) -> list[str]:
     return found
 
 
-def _shares(ds: xr.Dataset, phase: str, terms: dict, *, suffix: str, dominant: str, total: str,
-            what: str) -> xr.Dataset:
+def _shares(phase: str, terms: dict, *, suffix: str, dominant: str, total: str, what: str) -> xr.Dataset:
     parts = list(terms)  # each a time in seconds (_seconds checked the dataset's)
     times = list(xr.broadcast(*terms.values()))
     values = np.stack([np.asarray(t.values, dtype=float) for t in times], axis=-1)

@@ -12,10 +12,9 @@ import numpy as np
 from .._broadcast import values_of
 from ..errors import InputError, brief, check_range
 from ..primitives.kernel_fits import EffGrid, KernelFits
-from ..specs import folder_stems
 from ..specs.checkpoint_formats import checkpoint_formats, recorded
+from ..specs.hardware import KERNELS_DIR, kernel_table_names  # the fitted tables' folder, defined once
 
-KERNELS_DIR = Path(__file__).resolve().parents[1] / "specs" / "kernels"
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
 NONE = "none"  # framework=NONE: the analytical efficiencies of the spec, no tables
 
@@ -25,8 +24,8 @@ def frameworks(spec) -> list[str]:
     name = getattr(spec, "kernel_tables", "")
     if not name:
         return []
-    files = set(folder_stems(KERNELS_DIR, "*-*.json"))
-    return [fw for fw in FRAMEWORKS if f"{name}-{fw}" in files]
+    have = kernel_table_names().get(name, [])
+    return [fw for fw in FRAMEWORKS if fw in have]
 
 
 @lru_cache(maxsize=64)

@@ -37,10 +37,10 @@ from ..primitives.xqa_dispatch import FALLBACK, FRAMEWORK, runs_xqa
 from .kernel_features import Table, gemm_features, knot_frame, tables
 from .kernel_features import decode_features  # noqa: F401  (fits of synthetic tables use it)
 from .surface_solve import SMOOTH, fit_grid
+from ..specs.hardware import KERNELS_DIR  # the fitted tables' folder, defined once
 
 FOLDS = 5
 NEIGHBOURHOOD_LOG2 = 1.0  # a neighbourhood spans a factor 2 of every size coordinate
-KERNELS_DIR = Path(__file__).resolve().parents[1] / "specs" / "kernels"
 MAX_CLASS_KNOTS = 24  # a class axis with more measured values than this keeps the class's knots
 
 

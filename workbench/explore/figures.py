@@ -205,7 +205,7 @@ def current_points(s: dict, control: str, hardware) -> dict:
     if control != "systems" or s["systems"] != 0:
         return {str(h): s[control] for h in hardware}
     ds = _run(s, [str(h) for h in hardware])
-    return {str(h): float(ds.devices.sel(hardware=h)) for h in hardware}
+    return dict(zip(map(str, ds.hardware.values), ds.devices.values.astype(float).ravel()))
 
 
 def current_text(s: dict, control: str, current: dict) -> str:

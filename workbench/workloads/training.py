@@ -43,6 +43,7 @@ from ..primitives.gemm import elementwise, gemm
 from ..primitives.kernel_fits import LINEAR_CHUNK
 from ..primitives.hardware_numbers import GpuNumbers
 from ..specs import ModelSpec
+from ..units import DTYPE_BYTES
 from . import ops
 from .inference import MEMORY_UTILIZATION
 from .layers import attention_math, layer_elementwise, layer_gemms, linear_layers, tp_allreduce
@@ -54,6 +55,8 @@ PRECISIONS = ("bf16", "fp8")
 # arguments.py sets accumulate_allreduce_grads_in_fp32), fp32 master, momentum and variance
 # (ZeRO paper K = 12): 18 bytes per parameter.
 BYTES_PER_PARAM = {"weights": 2.0, "grads": 4.0, "optimizer": 12.0}
+# gradient buffers a run may keep: bf16 (Megatron-Bridge's grad_reduce_in_fp32=False) or fp32 (the default above)
+GRAD_BYTES = (int(DTYPE_BYTES["bf16"]), int(BYTES_PER_PARAM["grads"]))  # 2, 4
 WEIGHT_COMM_BYTES = BYTES_PER_PARAM["weights"]  # bf16 weights gathered (ZeRO-1/3)
 # Softmax cross-entropy over fp32 logits, bytes per logit each way (PyTorch/Megatron kernels,
 # unfused): forward upcast (read 2, write 4) and log-softmax (three reads, one write: 16);
