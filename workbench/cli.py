@@ -481,10 +481,6 @@ def _command(ns, table) -> int:
         return 0
     if ns.command == "sweep":
         return _sweep(ns, tuple(table))
-    if ns.command == "list" and ns.what == "hardware" and ns.name:  # one, as `list models NAME`
-        spec = load_hardware(ns.name)  # unknown: one line listing the catalog
-        print(f"{spec.name}: {spec.vendor} {type(spec).__name__}; source: {spec.source}")
-        return 0
     return list_command(ns) if ns.command == "list" else demo()
 
 

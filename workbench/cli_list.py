@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InputError
-from .specs import list_hardware, list_models
+from .specs import list_hardware, list_models, load_hardware
 
 
 def list_command(ns) -> int:
@@ -16,6 +16,10 @@ def list_command(ns) -> int:
         return _list_frameworks(ns.name)
     if ns.what == "models" and ns.name:
         return _describe_model(ns.name)
+    if ns.what == "hardware" and ns.name:  # one, as models NAME: unknown, one line listing the catalog
+        spec = load_hardware(ns.name)
+        print(f"{spec.name}: {spec.vendor} {type(spec).__name__}; source: {spec.source}")
+        return 0
     if ns.what != "knobs":
         for n in list_hardware() if ns.what == "hardware" else list_models():
             print(n)
