@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 
 from .errors import InputError
@@ -174,3 +175,19 @@ def install(tmp: Path, final: Path) -> None:
     final.rename(old)  # a kill here leaves `old`, which recover() restores
     tmp.rename(final)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def replace_file(out, write) -> Path:
+    """write(tmp) to a fresh name beside `out`, then rename it over `out`: a failed write
+    leaves `out` as it was and removes the partial file; an OSError is one line naming `out`."""
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, out)
+    except OSError as e:
+        raise InputError(f"out={str(out)!r} cannot be written: {e.strerror or e}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return out

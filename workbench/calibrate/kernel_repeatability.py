@@ -98,10 +98,8 @@ def write_owned(df: pd.DataFrame, path: Path, header: str, command: str) -> Path
     if path.exists() and (not path.is_file() or not path.read_text(errors="replace").startswith(header)):
         raise InputError(f"out={str(path)!r} exists and was not written by {command}; allowed: a new "
                          f"path or an earlier CSV of {command}")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(header + df.to_csv(index=False, float_format="%.4g"))
-    tmp.replace(path)
-    return path
+    from ..safe_output import replace_file
+    return replace_file(path, lambda tmp: tmp.write_text(header + df.to_csv(index=False, float_format="%.4g")))
 
 
 def write(df: pd.DataFrame, path: Path = REPEATABILITY_CSV) -> Path:

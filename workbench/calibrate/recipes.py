@@ -41,7 +41,6 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
-import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -357,18 +356,13 @@ def check_out(out: Path | str | None = None) -> Path:
 def write(df: pd.DataFrame, out: Path | str | None = None) -> Path:
     """Write the deployments to `out` (check_out: only over a CSV import-recipes wrote),
     beside it first and renamed over it, so a failed write leaves the old file whole."""
+    from ..safe_output import replace_file
     out = check_out(out)
-    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
-    try:
+
+    def to_csv(tmp):
         out.parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(tmp, index=False)
-        tmp.replace(out)
-    except OSError as e:
-        raise InputError(f"out={str(out)!r} cannot be written: {e.strerror or e}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return out
+    return replace_file(out, to_csv)
 
 
 def import_to(repo: Path | str, out: Path | str | None = None) -> tuple[Path | None, str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import uuid
 
 from ..errors import InputError
 from . import SUITES, run, save
@@ -48,15 +47,8 @@ def check_out(out: str, force: bool = False) -> None:
 def write(ds, out: str) -> None:
     """save() to a fresh name beside `out`, then rename it over `out`: a failed write leaves
     `out` as it was and removes the partial file."""
-    tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.{uuid.uuid4().hex}.tmp")
-    try:
-        save(ds, tmp)
-        os.replace(tmp, out)
-    except OSError as e:
-        raise InputError(f"out={out!r} cannot be written: {e.strerror or e}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    from ..safe_output import replace_file
+    replace_file(out, lambda tmp: save(ds, tmp))
 
 
 def main(argv=None) -> int:
